@@ -1,0 +1,72 @@
+package backend
+
+/*
+#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
+#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
+#include "goggml.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+	_ "github.com/go-ggml/ggml/third_party/ggml"
+)
+
+// Error kinds of this package; errors from ggml's kinds (ggml.ErrClosed,
+// ggml.ErrNoMemory, ...) are used where they fit.
+var (
+	// ErrNotFound: no backend or device of that name or type.
+	ErrNotFound = errors.New("ggml backend: not found")
+	// ErrUnsupported: the backend cannot run an op, use a buffer type, or
+	// offer a feature.
+	ErrUnsupported = errors.New("ggml backend: not supported")
+	// ErrComputeFailed: the backend reported GGML_STATUS_FAILED.
+	ErrComputeFailed = errors.New("ggml backend: compute failed")
+	// ErrAborted: the compute was aborted (GGML_STATUS_ABORTED) other than
+	// by the caller's context.
+	ErrAborted = errors.New("ggml backend: compute aborted")
+)
+
+// noCopy makes go vet's copylocks check report copies of handle structs.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// statusErr maps enum ggml_status to an error.
+func statusErr(s C.enum_ggml_status) error {
+	switch s {
+	case C.GGML_STATUS_SUCCESS:
+		return nil
+	case C.GGML_STATUS_ALLOC_FAILED:
+		return fmt.Errorf("%w: %s", ggml.ErrNoMemory, C.GoString(C.ggml_status_to_string(s)))
+	case C.GGML_STATUS_ABORTED:
+		return ErrAborted
+	default:
+		return fmt.Errorf("%w: %s", ErrComputeFailed, C.GoString(C.ggml_status_to_string(s)))
+	}
+}
+
+func tensorPtr(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
+	p, err := bridge.TensorPtr(t)
+	return (*C.struct_ggml_tensor)(p), err
+}
+
+func contextPtr(c *ggml.Context) (*C.struct_ggml_context, error) {
+	p, err := bridge.ContextPtr(c)
+	return (*C.struct_ggml_context)(p), err
+}
+
+// cstring returns a C copy of s, or nil for "", and its free function.
+func cstring(s string) (*C.char, func()) {
+	if s == "" {
+		return nil, func() {}
+	}
+	p := C.CString(s)
+	return p, func() { C.free(unsafe.Pointer(p)) }
+}

@@ -1,0 +1,31 @@
+package ggml
+
+/*
+#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
+#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
+#include "goggml.h"
+*/
+import "C"
+
+import (
+	// Links ggml (the provider chosen by build tag).
+	_ "github.com/go-ggml/ggml/third_party/ggml"
+)
+
+// noCopy makes go vet's copylocks check report copies of handle structs.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// MaxDims is the number of dimensions of every ggml tensor (GGML_MAX_DIMS).
+const MaxDims = C.GGML_MAX_DIMS
+
+// MaxNameLen is the longest tensor name ggml stores, in bytes
+// (GGML_MAX_NAME less the terminating NUL).
+const MaxNameLen = C.GGML_MAX_NAME - 1
+
+// memAlign is GGML_MEM_ALIGN: ggml pads every object in a context to it.
+const memAlign = 16
+
+func pad(n, to uint64) uint64 { return (n + to - 1) / to * to }

@@ -1,0 +1,212 @@
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"runtime"
+)
+
+// DefaultGraphSize is the node capacity of a graph when none is given
+// (GGML_DEFAULT_GRAPH_SIZE).
+const DefaultGraphSize = C.GGML_DEFAULT_GRAPH_SIZE
+
+var (
+	tensorOverhead = uint64(C.ggml_tensor_overhead())
+	objectSize     = tensorOverhead - uint64(C.sizeof_struct_ggml_tensor)
+)
+
+// ContextParams says how much a Context can hold. ggml keeps tensor metadata
+// (and, unless NoAlloc, tensor data) in one memory pool per context, sized
+// once at creation; go-ggml computes that size from these fields.
+type ContextParams struct {
+	// MaxTensors is how many tensors the context can hold: tensors made
+	// with NewTensor and the results of ops, views included.
+	MaxTensors int
+	// MemSize is the number of bytes for tensor data in the context's own
+	// memory. Leave it 0 with NoAlloc.
+	MemSize uint64
+	// NoAlloc makes the context hold metadata only: tensor data is then
+	// allocated in a backend buffer (backend.AllocContextTensors) or by a
+	// graph allocator. This is how backends are used.
+	NoAlloc bool
+	// Graph reserves room for one graph of GraphSize nodes, for BuildGraph.
+	Graph bool
+	// GraphSize is the node capacity of graphs built in this context;
+	// 0 means DefaultGraphSize.
+	GraphSize int
+}
+
+// Context holds tensors and graphs: ggml's struct ggml_context. Ops are
+// methods of the context that will own their result.
+//
+// Graph building uses sticky errors: an op whose inputs break ggml's rules
+// records an error on the context and returns a poisoned tensor that later
+// ops pass along; Err reports the first such error, and BuildGraph,
+// allocation and compute refuse to run while it is set.
+//
+// A Context is used by one goroutine at a time. Close frees it; a Context
+// that is no longer reachable (nor any of its tensors) is freed by the
+// garbage collector.
+type Context struct {
+	_         noCopy
+	c         *C.struct_ggml_context
+	err       error
+	noAlloc   bool
+	memSize   uint64
+	graphSize int
+	tensors   []*Tensor // every wrapper born in this context
+	cleanup   runtime.Cleanup
+}
+
+// NewContext creates a context sized by p (ggml_init).
+func NewContext(p ContextParams) (*Context, error) {
+	if p.MaxTensors <= 0 {
+		return nil, fmt.Errorf("%w: ContextParams.MaxTensors must be > 0, got %d", ErrInvalid, p.MaxTensors)
+	}
+	if p.GraphSize < 0 {
+		return nil, fmt.Errorf("%w: ContextParams.GraphSize must be >= 0, got %d", ErrInvalid, p.GraphSize)
+	}
+	if p.NoAlloc && p.MemSize != 0 {
+		return nil, fmt.Errorf("%w: ContextParams.MemSize must be 0 with NoAlloc (data lives in backend buffers)", ErrInvalid)
+	}
+	graphSize := p.GraphSize
+	if graphSize == 0 {
+		graphSize = DefaultGraphSize
+	}
+	// Objects are padded to memAlign: reserve that much per tensor so that
+	// MemSize is what the caller's data needs.
+	hi, meta := bits.Mul64(uint64(p.MaxTensors), tensorOverhead+memAlign)
+	size, carry := bits.Add64(meta, p.MemSize, 0)
+	if hi != 0 || carry != 0 || size > math.MaxInt64/2 {
+		return nil, fmt.Errorf("%w: context of %d tensors and %d bytes is too large", ErrNoMemory, p.MaxTensors, p.MemSize)
+	}
+	if p.Graph {
+		size += uint64(C.ggml_graph_overhead_custom(C.size_t(graphSize), false))
+	}
+	c := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(size), no_alloc: C.bool(p.NoAlloc)})
+	if c == nil {
+		return nil, fmt.Errorf("%w: ggml_init of %d bytes failed", ErrNoMemory, size)
+	}
+	if C.ggml_get_mem_buffer(c) == nil {
+		C.ggml_free(c)
+		return nil, fmt.Errorf("%w: cannot allocate a context pool of %d bytes", ErrNoMemory, size)
+	}
+	ctx := &Context{c: c, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize}
+	ctx.cleanup = runtime.AddCleanup(ctx, freeContext, c)
+	return ctx, nil
+}
+
+func freeContext(c *C.struct_ggml_context) { C.ggml_free(c) }
+
+// Close frees the context and the memory of its tensors (ggml_free). Its
+// tensors and graphs become unusable: their methods report ErrClosed or
+// zero values. Close is idempotent and safe on nil.
+func (c *Context) Close() error {
+	if c == nil || c.c == nil {
+		return nil
+	}
+	c.cleanup.Stop()
+	C.ggml_free(c.c)
+	c.c = nil
+	for _, t := range c.tensors {
+		t.c = nil
+		t.srcs = nil
+	}
+	c.tensors = nil
+	return nil
+}
+
+// Err returns the first error recorded by an op or graph call on this
+// context, or nil.
+func (c *Context) Err() error {
+	if c == nil {
+		return fmt.Errorf("%w: nil *Context", ErrInvalid)
+	}
+	return c.err
+}
+
+// UsedMem returns the bytes of the context's pool in use (ggml_used_mem).
+func (c *Context) UsedMem() uint64 {
+	if c == nil || c.c == nil {
+		return 0
+	}
+	return uint64(C.ggml_used_mem(c.c))
+}
+
+// MemSize returns the size in bytes of the context's pool (ggml_get_mem_size).
+func (c *Context) MemSize() uint64 {
+	if c == nil || c.c == nil {
+		return 0
+	}
+	return c.memSize
+}
+
+// NoAlloc reports whether the context holds metadata only (ggml_get_no_alloc).
+func (c *Context) NoAlloc() bool { return c != nil && c.noAlloc }
+
+// Tensors returns the tensors created in this context, in creation order
+// (ggml_get_first_tensor / ggml_get_next_tensor, seen from Go).
+func (c *Context) Tensors() []*Tensor {
+	if c == nil || c.c == nil {
+		return nil
+	}
+	return append([]*Tensor(nil), c.tensors...)
+}
+
+// Tensor returns the tensor of this context with the given name, or nil
+// (ggml_get_tensor).
+func (c *Context) Tensor(name string) *Tensor {
+	if c == nil || c.c == nil {
+		return nil
+	}
+	for _, t := range c.tensors {
+		if t.Name() == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// room checks that the pool has space for one more object of the given
+// payload, as ggml_new_object would (it returns NULL, and ggml asserts).
+func (c *Context) room(payload uint64) error {
+	need := uint64(C.ggml_used_mem(c.c)) + pad(payload, memAlign) + objectSize
+	if need > c.memSize {
+		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed); raise ContextParams.MaxTensors or MemSize",
+			ErrNoMemory, uint64(C.ggml_used_mem(c.c)), c.memSize, pad(payload, memAlign)+objectSize)
+	}
+	return nil
+}
+
+// dataSize returns the bytes a contiguous tensor of type t and shape ne
+// needs, as ggml_new_tensor_impl computes it, or an error on overflow.
+func dataSize(t Type, ne [MaxDims]int64) (uint64, error) {
+	row, err := t.RowSize(ne[0])
+	if err != nil {
+		return 0, err
+	}
+	size := row
+	for _, n := range ne[1:] {
+		if n < 0 {
+			return 0, fmt.Errorf("%w: negative dimension in %v", ErrShape, ne)
+		}
+		hi, lo := bits.Mul64(size, uint64(n))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, fmt.Errorf("%w: tensor %v of %v is larger than 2^63 bytes", ErrShape, ne, t)
+		}
+		size = lo
+	}
+	var elems uint64 = 1
+	for _, n := range ne {
+		hi, lo := bits.Mul64(elems, uint64(n))
+		if hi != 0 || lo > math.MaxInt64 {
+			return 0, fmt.Errorf("%w: tensor %v has more than 2^63 elements", ErrShape, ne)
+		}
+		elems = lo
+	}
+	return size, nil
+}

@@ -1,0 +1,172 @@
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// Element is a Go type that SetData and Data move to and from a tensor:
+// float32 (f32), float64 (f64), int8 (i8), int16 (i16), int32 (i32),
+// int64 (i64), and uint16 for the raw bits of f16 and bf16. Quantized data
+// moves as bytes (SetBytes, Bytes).
+type Element interface {
+	~float32 | ~float64 | ~int8 | ~int16 | ~int32 | ~int64 | ~uint16
+}
+
+// elementTypes returns the tensor types whose elements are T.
+func elementTypes[T Element]() (Type, Type) {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return TypeF32, TypeF32
+	case float64:
+		return TypeF64, TypeF64
+	case int8:
+		return TypeI8, TypeI8
+	case int16:
+		return TypeI16, TypeI16
+	case int32:
+		return TypeI32, TypeI32
+	case int64:
+		return TypeI64, TypeI64
+	case uint16:
+		return TypeF16, TypeBF16
+	}
+	// A named type: judge by size and kind through a conversion.
+	switch unsafe.Sizeof(z) {
+	case 1:
+		return TypeI8, TypeI8
+	case 2:
+		if T(1)/T(2) == 0 && T(0)-T(1) > 0 { // unsigned
+			return TypeF16, TypeBF16
+		}
+		return TypeI16, TypeI16
+	case 4:
+		if T(1)/T(2) != 0 {
+			return TypeF32, TypeF32
+		}
+		return TypeI32, TypeI32
+	default:
+		if T(1)/T(2) != 0 {
+			return TypeF64, TypeF64
+		}
+		return TypeI64, TypeI64
+	}
+}
+
+// checkTransfer checks that n elements of T (or bytes when raw) can move to
+// or from t, and returns the byte count.
+func checkTransfer[T Element](op string, t *Tensor, n int, raw bool) (uint64, error) {
+	if err := t.storageErr(); err != nil {
+		return 0, fmt.Errorf("ggml: %s: %w", op, err)
+	}
+	if !bool(C.ggml_is_contiguous(t.c)) {
+		return 0, fmt.Errorf("%w: %s: tensor %s is not contiguous; copy it with Cont first", ErrInvalid, op, t.describe())
+	}
+	size := uint64(C.ggml_nbytes(t.c))
+	if raw {
+		if uint64(n) != size {
+			return 0, fmt.Errorf("%w: %s: tensor %s has %d bytes, the slice %d", ErrShape, op, t.describe(), size, n)
+		}
+		return size, nil
+	}
+	a, b := elementTypes[T]()
+	if ty := t.Type(); ty != a && ty != b {
+		var z T
+		return 0, fmt.Errorf("%w: %s: tensor %s is %v; %T elements fit %v", ErrType, op, t.describe(), ty, z, a)
+	}
+	if int64(n) != t.Elements() {
+		return 0, fmt.Errorf("%w: %s: tensor %s has %d elements, the slice %d", ErrShape, op, t.describe(), t.Elements(), n)
+	}
+	return size, nil
+}
+
+// SetData copies data into tensor t. The element type must match t's type
+// (see Element), len(data) must equal t.Elements(), and t must be
+// contiguous and allocated. It works for tensors in a context's pool and in
+// any backend buffer (ggml_backend_tensor_set).
+func SetData[T Element](t *Tensor, data []T) (err error) {
+	size, err := checkTransfer[T]("SetData", t, len(data), false)
+	if err != nil {
+		return err
+	}
+	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
+}
+
+// SetBytes copies raw bytes into tensor t: len(data) must equal t.Bytes().
+// This is how quantized data is set (ggml_backend_tensor_set).
+func SetBytes(t *Tensor, data []byte) error {
+	size, err := checkTransfer[int8]("SetBytes", t, len(data), true)
+	if err != nil {
+		return err
+	}
+	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
+}
+
+// Data returns a copy of tensor t's data as a new slice of T
+// (ggml_backend_tensor_get). The same rules as SetData apply.
+func Data[T Element](t *Tensor) ([]T, error) {
+	out := make([]T, max(t.Elements(), 0))
+	if err := DataInto(t, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DataInto copies tensor t's data into dst, which must have exactly
+// t.Elements() elements: Data without the allocation.
+func DataInto[T Element](t *Tensor, dst []T) error {
+	size, err := checkTransfer[T]("Data", t, len(dst), false)
+	if err != nil {
+		return err
+	}
+	return t.read(unsafe.Pointer(unsafe.SliceData(dst)), size)
+}
+
+// Bytes returns a copy of tensor t's data as raw bytes
+// (ggml_backend_tensor_get).
+func Bytes(t *Tensor) ([]byte, error) {
+	out := make([]byte, t.Bytes())
+	size, err := checkTransfer[int8]("Bytes", t, len(out), true)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.read(unsafe.Pointer(unsafe.SliceData(out)), size); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
+	if size == 0 {
+		return nil
+	}
+	if t.buffer() == nil {
+		copy(unsafe.Slice((*byte)(t.c.data), size), unsafe.Slice((*byte)(p), size))
+		return nil
+	}
+	defer bridge.Catch(&err)
+	C.ggml_backend_tensor_set(t.c, p, 0, C.size_t(size))
+	runtime.KeepAlive(t)
+	return nil
+}
+
+func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
+	if size == 0 {
+		return nil
+	}
+	if t.buffer() == nil {
+		copy(unsafe.Slice((*byte)(p), size), unsafe.Slice((*byte)(t.c.data), size))
+		return nil
+	}
+	defer bridge.Catch(&err)
+	C.ggml_backend_tensor_get(t.c, p, 0, C.size_t(size))
+	runtime.KeepAlive(t)
+	return nil
+}

@@ -1,0 +1,53 @@
+package ggml
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// Error kinds. Every error go-ggml returns wraps one of these, so callers
+// test the kind with errors.Is.
+var (
+	// ErrClosed: the handle, or a parent it depends on, was closed.
+	ErrClosed = errors.New("ggml: use of closed handle")
+	// ErrNotAllocated: the tensor has no memory yet (a NoAlloc context
+	// whose tensors were not allocated in a backend buffer).
+	ErrNotAllocated = errors.New("ggml: tensor not allocated")
+	// ErrShape: shapes do not meet an op's rule.
+	ErrShape = errors.New("ggml: invalid shape")
+	// ErrType: a tensor type or Go element type does not fit.
+	ErrType = errors.New("ggml: invalid type")
+	// ErrInvalid: any other invalid argument (nil tensor, bad parameter).
+	ErrInvalid = errors.New("ggml: invalid argument")
+	// ErrNoMemory: a context's memory pool, a graph or an allocation is
+	// too small.
+	ErrNoMemory = errors.New("ggml: out of memory")
+	// ErrGraphFull: the graph has no room for more nodes or leafs.
+	ErrGraphFull = errors.New("ggml: graph full")
+)
+
+// AssertError is a GGML_ASSERT or GGML_ABORT raised inside ggml on the
+// calling goroutine's thread. go-ggml checks in Go what ggml asserts, so this
+// error means a check is missing: please report it. The C object involved
+// may be left inconsistent and should be discarded. An assert on one of
+// ggml's own worker threads still ends the process.
+type AssertError = bridge.AssertError
+
+// OpError is the error an op records on its context when its inputs break a
+// rule of ggml. It names the op, describes the inputs and states the rule.
+type OpError struct {
+	Op     string   // ggml's op name, e.g. "mul_mat"
+	Inputs []string // the inputs, e.g. "a f32[4 2]"
+	Rule   string   // what ggml requires, e.g. "a.ne0 (4) != b.ne0 (3)"
+	Err    error    // the kind (ErrShape, ErrType, ...) or an earlier error
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("ggml: %s(%s): %s", e.Op, strings.Join(e.Inputs, ", "), e.Rule)
+}
+
+// Unwrap returns the kind of the error.
+func (e *OpError) Unwrap() error { return e.Err }

@@ -1,0 +1,238 @@
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+)
+
+// Graph is a computation graph (struct ggml_cgraph) in a context's pool: the
+// nodes (op results) in the order they must be computed, and the leafs
+// (inputs and constants) they read. It belongs to its context and is used by
+// one goroutine at a time, like the context.
+type Graph struct {
+	ctx   *Context
+	c     *C.struct_ggml_cgraph
+	size  int
+	seen  map[*C.struct_ggml_tensor]struct{} // mirror of the graph's hash set
+	nodes []*Tensor
+	leafs []*Tensor
+}
+
+// NewGraph creates an empty graph with room for size nodes and size leafs
+// (ggml_new_graph_custom, without gradients). The context needs the room
+// for it: ContextParams.Graph reserves one graph of ContextParams.GraphSize.
+func (c *Context) NewGraph(size int) (*Graph, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil *Context", ErrInvalid)
+	}
+	if c.c == nil {
+		return nil, fmt.Errorf("%w: the context is closed", ErrClosed)
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	if size <= 0 {
+		return nil, fmt.Errorf("%w: graph size must be > 0, got %d", ErrInvalid, size)
+	}
+	need := uint64(C.ggml_graph_overhead_custom(C.size_t(size), false))
+	if used := uint64(C.ggml_used_mem(c.c)); used+need > c.memSize {
+		return nil, fmt.Errorf("%w: a graph of %d nodes needs %d bytes, the context has %d of %d free; set ContextParams.Graph (and GraphSize)",
+			ErrNoMemory, size, need, c.memSize-used, c.memSize)
+	}
+	g := C.ggml_new_graph_custom(c.c, C.size_t(size), false)
+	return &Graph{ctx: c, c: g, size: size, seen: map[*C.struct_ggml_tensor]struct{}{}}, nil
+}
+
+// BuildGraph creates a graph of the context's GraphSize and expands it with
+// each of outputs, in order (ggml_new_graph_custom + ggml_build_forward_expand).
+// It returns the context's sticky error if an op failed.
+func (c *Context) BuildGraph(outputs ...*Tensor) (*Graph, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil *Context", ErrInvalid)
+	}
+	g, err := c.NewGraph(c.graphSize)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range outputs {
+		if err := g.Expand(t); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func (g *Graph) usable() error {
+	switch {
+	case g == nil:
+		return fmt.Errorf("%w: nil *Graph", ErrInvalid)
+	case g.ctx.c == nil:
+		return fmt.Errorf("%w: the graph's context is closed", ErrClosed)
+	case g.ctx.err != nil:
+		return g.ctx.err
+	}
+	return nil
+}
+
+// Expand adds t and every tensor it depends on that the graph does not have
+// yet (ggml_build_forward_expand). Tensors may come from other contexts
+// (weights, say). It fails, adding nothing, when the graph has no room
+// (ErrGraphFull), when t is poisoned, or when the context has an error.
+func (g *Graph) Expand(t *Tensor) error {
+	if err := g.usable(); err != nil {
+		return err
+	}
+	if err := t.usable(); err != nil {
+		return err
+	}
+	// Walk the sources as ggml_visit_parents does (post-order, src[0] first)
+	// to count what would be added and check the graph has room for it.
+	var nodes, leafs []*Tensor
+	visited := map[*C.struct_ggml_tensor]struct{}{}
+	type frame struct {
+		t *Tensor
+		i int
+	}
+	stack := []frame{{t: t}}
+	visited[t.c] = struct{}{}
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if f.i < len(f.t.srcs) {
+			s := f.t.srcs[f.i]
+			f.i++
+			if s == nil {
+				continue
+			}
+			if !s.live() {
+				return fmt.Errorf("%w: %s depends on a tensor of a closed context", ErrClosed, t.describe())
+			}
+			if _, ok := g.seen[s.c]; ok {
+				continue
+			}
+			if _, ok := visited[s.c]; ok {
+				continue
+			}
+			visited[s.c] = struct{}{}
+			stack = append(stack, frame{t: s})
+			continue
+		}
+		n := f.t
+		stack = stack[:len(stack)-1]
+		if _, ok := g.seen[n.c]; ok {
+			continue
+		}
+		if n.c.op == C.GGML_OP_NONE && n.c.flags&C.GGML_TENSOR_FLAG_PARAM == 0 {
+			leafs = append(leafs, n)
+		} else {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(g.nodes)+len(nodes) > g.size || len(g.leafs)+len(leafs) > g.size {
+		return fmt.Errorf("%w: adding %s needs %d nodes and %d leafs, the graph has %d and %d of %d; build a larger graph (ContextParams.GraphSize or NewGraph)",
+			ErrGraphFull, t.describe(), len(nodes), len(leafs), len(g.nodes), len(g.leafs), g.size)
+	}
+	C.ggml_build_forward_expand(g.c, t.c)
+	for _, n := range nodes {
+		g.seen[n.c] = struct{}{}
+	}
+	for _, n := range leafs {
+		g.seen[n.c] = struct{}{}
+	}
+	g.nodes = append(g.nodes, nodes...)
+	g.leafs = append(g.leafs, leafs...)
+	if int(C.ggml_graph_n_nodes(g.c)) != len(g.nodes) {
+		return fmt.Errorf("ggml: internal error: graph has %d nodes in C and %d in Go", int(C.ggml_graph_n_nodes(g.c)), len(g.nodes))
+	}
+	return nil
+}
+
+// Size returns the node capacity of the graph (ggml_graph_size).
+func (g *Graph) Size() int {
+	if g == nil {
+		return 0
+	}
+	return g.size
+}
+
+// NumNodes returns the number of nodes, the op results (ggml_graph_n_nodes).
+func (g *Graph) NumNodes() int {
+	if g == nil || g.ctx.c == nil {
+		return 0
+	}
+	return len(g.nodes)
+}
+
+// Node returns node i in compute order; negative i counts from the end, -1
+// being the last node (ggml_graph_node). It returns nil out of range.
+func (g *Graph) Node(i int) *Tensor {
+	n := g.NumNodes()
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return nil
+	}
+	return g.nodes[i]
+}
+
+// Nodes returns the nodes in compute order (ggml_graph_nodes).
+func (g *Graph) Nodes() []*Tensor {
+	if g.NumNodes() == 0 {
+		return nil
+	}
+	return append([]*Tensor(nil), g.nodes...)
+}
+
+// NumLeafs returns the number of leafs: inputs and constants (cgraph->n_leafs).
+func (g *Graph) NumLeafs() int {
+	if g == nil || g.ctx.c == nil {
+		return 0
+	}
+	return len(g.leafs)
+}
+
+// Leafs returns the leafs in the order ggml visited them (cgraph->leafs).
+func (g *Graph) Leafs() []*Tensor {
+	if g.NumLeafs() == 0 {
+		return nil
+	}
+	return append([]*Tensor(nil), g.leafs...)
+}
+
+// Tensor returns the node or leaf with the given name, or nil
+// (ggml_graph_get_tensor).
+func (g *Graph) Tensor(name string) *Tensor {
+	if g == nil || g.ctx.c == nil {
+		return nil
+	}
+	for _, list := range [][]*Tensor{g.nodes, g.leafs} {
+		for _, t := range list {
+			if t.Name() == name {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// Clear empties the graph, keeping its capacity, so it can be built again
+// (ggml_graph_clear).
+func (g *Graph) Clear() error {
+	if err := g.usable(); err != nil {
+		return err
+	}
+	C.ggml_graph_clear(g.c)
+	clear(g.seen)
+	g.nodes, g.leafs = nil, nil
+	return nil
+}
+
+// Context returns the context that holds the graph.
+func (g *Graph) Context() *Context {
+	if g == nil {
+		return nil
+	}
+	return g.ctx
+}

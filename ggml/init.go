@@ -1,0 +1,71 @@
+package ggml
+
+/*
+#include "goggml.h"
+extern void goggmlLog(int level, char *text);
+extern void goggmlAbort(char *message);
+
+static void goggml_log_cb(enum ggml_log_level level, const char *text, void *ud) {
+	(void)ud;
+	goggmlLog((int)level, (char *)text);
+}
+static void goggml_abort_cb(const char *message) { goggmlAbort((char *)message); }
+
+static void goggml_install_callbacks(void) {
+	ggml_log_set(goggml_log_cb, NULL);
+	ggml_set_abort_callback(goggml_abort_cb);
+}
+*/
+import "C"
+
+import (
+	"runtime"
+
+	"golang.org/x/sys/cpu"
+)
+
+func init() {
+	// Runs after the provider's init (we import it), so our log callback
+	// replaces the one it installed, which printed to stderr.
+	C.goggml_install_callbacks()
+	checkSIMD()
+}
+
+// checkSIMD logs one warning when the CPU can do more than ggml was
+// compiled for: without -march ggml runs its scalar code, ~40x slower.
+func checkSIMD() {
+	missing := ""
+	switch runtime.GOARCH {
+	case "amd64":
+		if cpu.X86.HasAVX2 && C.ggml_cpu_has_avx2() == 0 {
+			missing = "AVX2"
+		}
+	case "arm64":
+		if cpu.ARM64.HasASIMD && C.ggml_cpu_has_neon() == 0 {
+			missing = "NEON"
+		}
+	}
+	if missing != "" {
+		currentLogger().Warn("go-ggml: this CPU has " + missing + " but ggml was compiled without it, so it runs its slow scalar code. " +
+			"Build with the CPU flags: run `make` in a go-ggml checkout, or apply the lines printed by `go run github.com/go-ggml/ggml/build/cgoenv`.")
+	}
+}
+
+// CPUFeatures reports what ggml's CPU code was compiled to use
+// (ggml_cpu_has_*), e.g. {"AVX2": true, "F16C": true}.
+func CPUFeatures() map[string]bool {
+	return map[string]bool{
+		"SSE3":        C.ggml_cpu_has_sse3() != 0,
+		"SSSE3":       C.ggml_cpu_has_ssse3() != 0,
+		"AVX":         C.ggml_cpu_has_avx() != 0,
+		"AVX2":        C.ggml_cpu_has_avx2() != 0,
+		"F16C":        C.ggml_cpu_has_f16c() != 0,
+		"FMA":         C.ggml_cpu_has_fma() != 0,
+		"AVX512":      C.ggml_cpu_has_avx512() != 0,
+		"AVX512_BF16": C.ggml_cpu_has_avx512_bf16() != 0,
+		"AVX_VNNI":    C.ggml_cpu_has_avx_vnni() != 0,
+		"NEON":        C.ggml_cpu_has_neon() != 0,
+		"FP16_VA":     C.ggml_cpu_has_fp16_va() != 0,
+		"LLAMAFILE":   C.ggml_cpu_has_llamafile() != 0,
+	}
+}

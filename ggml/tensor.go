@@ -1,0 +1,451 @@
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// Tensor is an n-dimensional tensor of a Context (struct ggml_tensor).
+// Shapes use ggml's order: ne[0] is the innermost, contiguous dimension.
+//
+// A Tensor keeps its context alive, and the tensors it was computed from,
+// and, once allocated, the buffer that holds its data. After its context is
+// closed its methods return zero values, and those that return an error
+// return ErrClosed. A poisoned tensor (the result of an op that failed, see
+// Context) reports its error from Err and zero values elsewhere.
+type Tensor struct {
+	ctx     *Context
+	c       *C.struct_ggml_tensor
+	err     error        // set on a poisoned tensor
+	srcs    []*Tensor    // Go mirror of c.src, keeps the inputs alive
+	viewSrc *Tensor      // the tensor whose memory a view uses
+	lease   bridge.Lease // set on allocation in a buffer (not on views)
+}
+
+// wrap makes the Go handle of a tensor that this context's C code created.
+func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor) *Tensor {
+	t := &Tensor{ctx: c, c: p, srcs: srcs, viewSrc: viewSrc}
+	c.tensors = append(c.tensors, t)
+	return t
+}
+
+// NewTensor creates a tensor of type t and shape ne (ne[0] innermost, one to
+// four dimensions) (ggml_new_tensor). Its data lives in the context's pool,
+// or, in a NoAlloc context, nowhere until it is allocated in a backend
+// buffer. Errors are sticky: see Context.
+func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
+	const op = "new_tensor"
+	if p := c.begin(op); p != nil {
+		return p
+	}
+	if !t.Valid() {
+		return c.fail(op, ErrType, fmt.Sprintf("%v is not a ggml type", t))
+	}
+	if len(ne) < 1 || len(ne) > MaxDims {
+		return c.fail(op, ErrShape, fmt.Sprintf("%d dimensions given, ggml takes 1 to %d", len(ne), MaxDims))
+	}
+	shape := [MaxDims]int64{1, 1, 1, 1}
+	for i, n := range ne {
+		if n < 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) is negative", i, n))
+		}
+		shape[i] = n
+	}
+	if n := shape[0]; n%t.BlockSize() != 0 {
+		return c.fail(op, ErrShape, fmt.Sprintf("ne0 (%d) of a %v tensor must be a multiple of its block size %d", n, t, t.BlockSize()))
+	}
+	if p := c.ensure(op, t, shape, nil); p != nil {
+		return p
+	}
+	var cne [MaxDims]C.int64_t
+	for i := range shape {
+		cne[i] = C.int64_t(shape[i])
+	}
+	return c.wrap(C.ggml_new_tensor(c.c, C.enum_ggml_type(t), C.int(len(ne)), &cne[0]), nil, nil)
+}
+
+// begin starts an op: it returns a poisoned tensor if the op must not run
+// (nil or closed context, an earlier error, an unusable input), else nil.
+func (c *Context) begin(op string, inputs ...*Tensor) *Tensor {
+	if c == nil {
+		return &Tensor{err: &OpError{Op: op, Rule: "nil *Context", Err: ErrInvalid}}
+	}
+	if c.err != nil {
+		return &Tensor{ctx: c, err: c.err}
+	}
+	if c.c == nil {
+		return c.fail(op, ErrClosed, "the context is closed")
+	}
+	for i, t := range inputs {
+		switch {
+		case t == nil:
+			return c.fail(op, ErrInvalid, fmt.Sprintf("input %d is nil", i))
+		case t.err != nil:
+			e := &OpError{Op: op, Inputs: []string{"poisoned"}, Rule: fmt.Sprintf("input %d is the result of a failed op: %v", i, t.err), Err: t.err}
+			c.err = e
+			return &Tensor{ctx: c, err: e}
+		case t.c == nil || t.ctx == nil || t.ctx.c == nil:
+			return c.fail(op, ErrClosed, fmt.Sprintf("input %d belongs to a closed context", i))
+		}
+	}
+	return nil
+}
+
+// fail records a rule violation on the context and returns a poisoned tensor.
+func (c *Context) fail(op string, kind error, rule string, inputs ...*Tensor) *Tensor {
+	e := &OpError{Op: op, Rule: rule, Err: kind}
+	for i, t := range inputs {
+		e.Inputs = append(e.Inputs, string(rune('a'+i))+" "+t.describe())
+	}
+	if c.err == nil {
+		c.err = e
+	}
+	return &Tensor{ctx: c, err: e}
+}
+
+// ensure checks that the context's pool has room for a result of type t and
+// shape ne (with data unless the context is NoAlloc or the result is a view
+// of viewOf). It returns a poisoned tensor when it has not.
+func (c *Context) ensure(op string, t Type, ne [MaxDims]int64, viewOf *Tensor, inputs ...*Tensor) *Tensor {
+	size, err := dataSize(t, ne)
+	if err != nil {
+		return c.fail(op, ErrShape, err.Error(), inputs...)
+	}
+	payload := uint64(C.sizeof_struct_ggml_tensor)
+	if viewOf == nil && !c.noAlloc {
+		payload += size
+	}
+	if err := c.room(payload); err != nil {
+		return c.fail(op, ErrNoMemory, err.Error(), inputs...)
+	}
+	return nil
+}
+
+// result wraps the C result of an op built from inputs. It links the Go
+// handles of the result's sources: the inputs, and any intermediate tensor
+// the C constructor made on the way.
+func (c *Context) result(p *C.struct_ggml_tensor, inputs ...*Tensor) *Tensor {
+	known := func(q *C.struct_ggml_tensor) *Tensor {
+		for _, in := range inputs {
+			if in.c == q {
+				return in
+			}
+			if in.viewSrc != nil && in.viewSrc.c == q {
+				return in.viewSrc
+			}
+		}
+		return nil
+	}
+	var mk func(q *C.struct_ggml_tensor) *Tensor
+	mk = func(q *C.struct_ggml_tensor) *Tensor {
+		if t := known(q); t != nil {
+			return t
+		}
+		var srcs []*Tensor
+		n := 0
+		for i, s := range q.src {
+			if s != nil {
+				n = i + 1
+			}
+		}
+		if n > 0 {
+			srcs = make([]*Tensor, n)
+			for i := range n {
+				if s := q.src[i]; s != nil {
+					srcs[i] = mk(s)
+				}
+			}
+		}
+		var vs *Tensor
+		if q.view_src != nil {
+			vs = mk(q.view_src)
+		}
+		t := c.wrap(q, srcs, vs)
+		inputs = append(inputs, t)
+		return t
+	}
+	return mk(p)
+}
+
+// live reports whether t is a usable tensor (not poisoned, context open).
+func (t *Tensor) live() bool { return t != nil && t.c != nil && t.ctx != nil && t.ctx.c != nil }
+
+// usable returns why t cannot be used, or nil.
+func (t *Tensor) usable() error {
+	switch {
+	case t == nil:
+		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+	case t.err != nil:
+		return t.err
+	case !t.live():
+		return fmt.Errorf("%w: the tensor's context is closed", ErrClosed)
+	}
+	return nil
+}
+
+// Err returns the error of a poisoned tensor (the result of an op that
+// failed), or nil.
+func (t *Tensor) Err() error {
+	if t == nil {
+		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+	}
+	return t.err
+}
+
+// Context returns the context that owns the tensor.
+func (t *Tensor) Context() *Context {
+	if t == nil {
+		return nil
+	}
+	return t.ctx
+}
+
+// Type returns the tensor's element type (tensor->type).
+func (t *Tensor) Type() Type {
+	if !t.live() {
+		return 0
+	}
+	return Type(t.c._type)
+}
+
+// Ne returns the number of elements in each of the four dimensions
+// (tensor->ne); unused dimensions are 1.
+func (t *Tensor) Ne() [MaxDims]int64 {
+	var ne [MaxDims]int64
+	if t.live() {
+		for i := range ne {
+			ne[i] = int64(t.c.ne[i])
+		}
+	}
+	return ne
+}
+
+// Nb returns the stride in bytes of each dimension (tensor->nb).
+func (t *Tensor) Nb() [MaxDims]uint64 {
+	var nb [MaxDims]uint64
+	if t.live() {
+		for i := range nb {
+			nb[i] = uint64(t.c.nb[i])
+		}
+	}
+	return nb
+}
+
+// Dims returns the number of dimensions, trailing dimensions of 1 not
+// counted, at least 1 (ggml_n_dims).
+func (t *Tensor) Dims() int {
+	if !t.live() {
+		return 0
+	}
+	return int(C.ggml_n_dims(t.c))
+}
+
+// Shape returns ne up to Dims(): the tensor's shape as a slice.
+func (t *Tensor) Shape() []int64 {
+	ne := t.Ne()
+	return ne[:t.Dims()]
+}
+
+// Elements returns the number of elements (ggml_nelements).
+func (t *Tensor) Elements() int64 {
+	if !t.live() {
+		return 0
+	}
+	ne := t.c.ne
+	return int64(ne[0] * ne[1] * ne[2] * ne[3])
+}
+
+// Rows returns the number of rows, ne[1]*ne[2]*ne[3] (ggml_nrows).
+func (t *Tensor) Rows() int64 {
+	if !t.live() {
+		return 0
+	}
+	ne := t.c.ne
+	return int64(ne[1] * ne[2] * ne[3])
+}
+
+// Bytes returns the size in bytes of the tensor's data, strides included
+// (ggml_nbytes).
+func (t *Tensor) Bytes() uint64 {
+	if !t.live() {
+		return 0
+	}
+	return uint64(C.ggml_nbytes(t.c))
+}
+
+// IsContiguous reports whether the elements are stored densely in order
+// (ggml_is_contiguous).
+func (t *Tensor) IsContiguous() bool { return t.live() && bool(C.ggml_is_contiguous(t.c)) }
+
+// IsTransposed reports whether nb[0] > nb[1] (ggml_is_transposed).
+func (t *Tensor) IsTransposed() bool { return t.live() && t.c.nb[0] > t.c.nb[1] }
+
+// Name returns the tensor's name (ggml_get_name).
+func (t *Tensor) Name() string {
+	if !t.live() {
+		return ""
+	}
+	return C.GoString(&t.c.name[0])
+}
+
+// SetName names the tensor and returns it (ggml_set_name). Names longer
+// than MaxNameLen bytes are cut, as ggml does.
+func (t *Tensor) SetName(name string) *Tensor {
+	if !t.live() {
+		return t
+	}
+	if len(name) > MaxNameLen {
+		name = name[:MaxNameLen]
+	}
+	n := copy(unsafe.Slice((*byte)(unsafe.Pointer(&t.c.name[0])), MaxNameLen), name)
+	t.c.name[n] = 0
+	return t
+}
+
+// SetInput marks the tensor as a graph input and returns it (ggml_set_input):
+// allocators then keep its memory apart from intermediate results.
+func (t *Tensor) SetInput() *Tensor {
+	if t.live() {
+		t.c.flags |= C.GGML_TENSOR_FLAG_INPUT
+	}
+	return t
+}
+
+// SetOutput marks the tensor as a graph output and returns it
+// (ggml_set_output): allocators then never reuse its memory.
+func (t *Tensor) SetOutput() *Tensor {
+	if t.live() {
+		t.c.flags |= C.GGML_TENSOR_FLAG_OUTPUT
+	}
+	return t
+}
+
+// SetParam marks a leaf tensor as a trainable parameter and returns it
+// (ggml_set_param). ggml allows this only on tensors that are not the result
+// of an op; otherwise the error is recorded on the context.
+func (t *Tensor) SetParam() *Tensor {
+	if !t.live() {
+		return t
+	}
+	if t.c.op != C.GGML_OP_NONE {
+		return t.ctx.fail("set_param", ErrInvalid, "only a tensor that is not the result of an op can be a parameter", t)
+	}
+	t.c.flags |= C.GGML_TENSOR_FLAG_PARAM
+	return t
+}
+
+func (t *Tensor) flag(f C.int32_t) bool { return t.live() && t.c.flags&f != 0 }
+
+// IsInput reports whether SetInput marked the tensor.
+func (t *Tensor) IsInput() bool { return t.flag(C.GGML_TENSOR_FLAG_INPUT) }
+
+// IsOutput reports whether SetOutput marked the tensor.
+func (t *Tensor) IsOutput() bool { return t.flag(C.GGML_TENSOR_FLAG_OUTPUT) }
+
+// IsParam reports whether SetParam marked the tensor.
+func (t *Tensor) IsParam() bool { return t.flag(C.GGML_TENSOR_FLAG_PARAM) }
+
+// Op returns the name of the op that computes the tensor, "NONE" for a leaf
+// (ggml_op_desc: unary and GLU ops by their own names).
+func (t *Tensor) Op() string {
+	if !t.live() {
+		return ""
+	}
+	return C.GoString(C.ggml_op_desc(t.c))
+}
+
+// Sources returns the tensors this one is computed from (tensor->src).
+func (t *Tensor) Sources() []*Tensor {
+	if !t.live() {
+		return nil
+	}
+	return append([]*Tensor(nil), t.srcs...)
+}
+
+// ViewSource returns the tensor whose memory this view uses, or nil when the
+// tensor is not a view (tensor->view_src).
+func (t *Tensor) ViewSource() *Tensor {
+	if !t.live() {
+		return nil
+	}
+	return t.viewSrc
+}
+
+// ViewOffset returns the byte offset of a view in its source's memory
+// (tensor->view_offs).
+func (t *Tensor) ViewOffset() uint64 {
+	if !t.live() {
+		return 0
+	}
+	return uint64(t.c.view_offs)
+}
+
+// IsAllocated reports whether the tensor has memory and that memory is still
+// alive.
+func (t *Tensor) IsAllocated() bool { return t.storageErr() == nil }
+
+// storageErr returns why the tensor's data cannot be read or written now.
+func (t *Tensor) storageErr() error {
+	if err := t.usable(); err != nil {
+		return err
+	}
+	base := t
+	if t.viewSrc != nil {
+		base = t.viewSrc
+		if !base.live() {
+			return fmt.Errorf("%w: the context of the view's source tensor is closed", ErrClosed)
+		}
+	}
+	if base.lease != nil {
+		if err := base.lease.LeaseErr(); err != nil {
+			return err
+		}
+	}
+	if t.c.data == nil {
+		return fmt.Errorf("%w: tensor %s", ErrNotAllocated, t.describe())
+	}
+	return nil
+}
+
+// buffer returns the backend buffer that holds the tensor's data, or nil
+// when the data lives in a context pool.
+func (t *Tensor) buffer() *C.struct_ggml_backend_buffer {
+	if t.c.view_src != nil {
+		return t.c.view_src.buffer
+	}
+	return t.c.buffer
+}
+
+// String describes the tensor: name, type and shape, e.g. `x f32[4 3]`.
+func (t *Tensor) String() string {
+	if t == nil {
+		return "<nil tensor>"
+	}
+	if t.err != nil {
+		return "<poisoned tensor>"
+	}
+	if !t.live() {
+		return "<tensor of closed context>"
+	}
+	return t.describe()
+}
+
+func (t *Tensor) describe() string {
+	if t == nil || !t.live() {
+		return t.String()
+	}
+	var b strings.Builder
+	if n := t.Name(); n != "" {
+		b.WriteString(n)
+		b.WriteByte(' ')
+	}
+	b.WriteString(t.Type().String())
+	b.WriteString(fmt.Sprint(t.Shape()))
+	return b.String()
+}

@@ -1,0 +1,135 @@
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+)
+
+// Type is a ggml tensor element type (enum ggml_type).
+type Type int32
+
+// The ggml types. Numbers are ggml's; gaps are types ggml removed.
+const (
+	TypeF32     Type = C.GGML_TYPE_F32
+	TypeF16     Type = C.GGML_TYPE_F16
+	TypeQ4_0    Type = C.GGML_TYPE_Q4_0
+	TypeQ4_1    Type = C.GGML_TYPE_Q4_1
+	TypeQ5_0    Type = C.GGML_TYPE_Q5_0
+	TypeQ5_1    Type = C.GGML_TYPE_Q5_1
+	TypeQ8_0    Type = C.GGML_TYPE_Q8_0
+	TypeQ8_1    Type = C.GGML_TYPE_Q8_1
+	TypeQ2_K    Type = C.GGML_TYPE_Q2_K
+	TypeQ3_K    Type = C.GGML_TYPE_Q3_K
+	TypeQ4_K    Type = C.GGML_TYPE_Q4_K
+	TypeQ5_K    Type = C.GGML_TYPE_Q5_K
+	TypeQ6_K    Type = C.GGML_TYPE_Q6_K
+	TypeQ8_K    Type = C.GGML_TYPE_Q8_K
+	TypeIQ2_XXS Type = C.GGML_TYPE_IQ2_XXS
+	TypeIQ2_XS  Type = C.GGML_TYPE_IQ2_XS
+	TypeIQ3_XXS Type = C.GGML_TYPE_IQ3_XXS
+	TypeIQ1_S   Type = C.GGML_TYPE_IQ1_S
+	TypeIQ4_NL  Type = C.GGML_TYPE_IQ4_NL
+	TypeIQ3_S   Type = C.GGML_TYPE_IQ3_S
+	TypeIQ2_S   Type = C.GGML_TYPE_IQ2_S
+	TypeIQ4_XS  Type = C.GGML_TYPE_IQ4_XS
+	TypeI8      Type = C.GGML_TYPE_I8
+	TypeI16     Type = C.GGML_TYPE_I16
+	TypeI32     Type = C.GGML_TYPE_I32
+	TypeI64     Type = C.GGML_TYPE_I64
+	TypeF64     Type = C.GGML_TYPE_F64
+	TypeIQ1_M   Type = C.GGML_TYPE_IQ1_M
+	TypeBF16    Type = C.GGML_TYPE_BF16
+	TypeTQ1_0   Type = C.GGML_TYPE_TQ1_0
+	TypeTQ2_0   Type = C.GGML_TYPE_TQ2_0
+	TypeMXFP4   Type = C.GGML_TYPE_MXFP4
+
+	// TypeCount is one past the largest type number (GGML_TYPE_COUNT).
+	TypeCount Type = C.GGML_TYPE_COUNT
+)
+
+type typeInfo struct {
+	name      string
+	size      uint64 // bytes per block
+	blockSize int64  // elements per block
+	quantized bool
+}
+
+// types caches ggml's type traits, read once at init: Type methods are then
+// plain Go and cost no cgo call.
+var types [TypeCount]typeInfo
+
+func init() {
+	for t := range TypeCount {
+		ct := C.enum_ggml_type(t)
+		bs := int64(C.ggml_blck_size(ct))
+		if bs <= 0 {
+			continue // removed from ggml
+		}
+		types[t] = typeInfo{
+			name:      C.GoString(C.ggml_type_name(ct)),
+			size:      uint64(C.ggml_type_size(ct)),
+			blockSize: bs,
+			quantized: bool(C.ggml_is_quantized(ct)),
+		}
+	}
+}
+
+// Types returns every type this ggml supports, in ggml's order.
+func Types() []Type {
+	var out []Type
+	for t := range TypeCount {
+		if t.Valid() {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Valid reports whether t is a type this ggml supports.
+func (t Type) Valid() bool { return t >= 0 && t < TypeCount && types[t].blockSize > 0 }
+
+// String returns ggml's name of the type, e.g. "f32" or "q4_0"
+// (ggml_type_name).
+func (t Type) String() string {
+	if !t.Valid() {
+		return fmt.Sprintf("Type(%d)", int32(t))
+	}
+	return types[t].name
+}
+
+// Size returns the size in bytes of one block of the type (ggml_type_size);
+// for non-quantized types a block is one element.
+func (t Type) Size() uint64 {
+	if !t.Valid() {
+		return 0
+	}
+	return types[t].size
+}
+
+// BlockSize returns the number of elements in one block (ggml_blck_size):
+// 1 for plain types, 32 for q4_0, 256 for the k-quants.
+func (t Type) BlockSize() int64 {
+	if !t.Valid() {
+		return 0
+	}
+	return types[t].blockSize
+}
+
+// IsQuantized reports whether t is a block-quantized type (ggml_is_quantized).
+func (t Type) IsQuantized() bool { return t.Valid() && types[t].quantized }
+
+// RowSize returns the size in bytes of a row of ne elements (ggml_row_size).
+// ne must be a multiple of the block size; otherwise RowSize returns an
+// ErrShape error.
+func (t Type) RowSize(ne int64) (uint64, error) {
+	if !t.Valid() {
+		return 0, fmt.Errorf("%w: %v is not a ggml type", ErrType, t)
+	}
+	if ne < 0 || ne%types[t].blockSize != 0 {
+		return 0, fmt.Errorf("%w: row of %d elements of %v: must be a non-negative multiple of the block size %d",
+			ErrShape, ne, t, types[t].blockSize)
+	}
+	return t.Size() * uint64(ne/t.BlockSize()), nil
+}

@@ -1,0 +1,59 @@
+// Package bridge carries what go-ggml's packages share but users must not
+// see. cgo types are per package, so C pointers cross package boundaries here
+// as unsafe.Pointer, through functions that package ggml installs at init.
+package bridge
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// Lease tells whether the memory behind allocated tensors is still usable.
+// A buffer (or an allocation made by a scheduler) hands one lease to every
+// tensor it placed, so tensors keep it alive and can tell when it is gone.
+type Lease interface {
+	// LeaseErr is nil while the memory is usable, else why it is not.
+	LeaseErr() error
+}
+
+// AssertError is a GGML_ASSERT (or GGML_ABORT) raised in ggml on the calling
+// goroutine's thread, caught by go-ggml's abort callback.
+type AssertError struct {
+	// Message is ggml's own text: "file:line: condition".
+	Message string
+}
+
+func (e *AssertError) Error() string { return "ggml: assertion failed in C: " + e.Message }
+
+// Catch turns a panic carrying an *AssertError into an error stored in
+// *errp. Use it as `defer bridge.Catch(&err)`; other panics propagate.
+func Catch(errp *error) {
+	if r := recover(); r != nil {
+		ae, ok := r.(*AssertError)
+		if !ok {
+			panic(r)
+		}
+		if *errp == nil {
+			*errp = ae
+		} else {
+			*errp = fmt.Errorf("%w (after: %v)", ae, *errp)
+		}
+	}
+}
+
+// Installed by package ggml's init; the any arguments are that package's
+// handle types (*ggml.Tensor, *ggml.Context, *ggml.Graph).
+var (
+	// TensorPtr returns the *C.struct_ggml_tensor of a usable tensor.
+	TensorPtr func(t any) (unsafe.Pointer, error)
+	// ContextPtr returns the *C.struct_ggml_context of an open context
+	// whose sticky error is nil.
+	ContextPtr func(c any) (unsafe.Pointer, error)
+	// SetLease gives lease l to tensor t (not a view) once it has memory.
+	SetLease func(t any, l Lease)
+	// GraphForCompute checks that graph g can be computed (context open, no
+	// sticky error, every tensor allocated and its memory alive), calls
+	// visit for each leaf and then each node (isNode set), and returns the
+	// *C.struct_ggml_cgraph.
+	GraphForCompute func(g any, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
+)

@@ -1,0 +1,61 @@
+// goggml.h: the one header every cgo package of go-ggml includes.
+//
+// It includes the provider's headers through the forwarding headers beside
+// it, pins the ggml version this binding was written against, and absorbs the
+// API differences between providers in a few static inline functions. Written
+// for go-ggml; it contains no ggml code.
+#ifndef GOGGML_H
+#define GOGGML_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+
+// ---- version pin --------------------------------------------------------
+// ggml has no version macro in its headers (the embedded provider compiles
+// ggml_version() as "0x0"), so the pin checks the enums whose sizes change
+// with every ggml release that adds a type or an op.
+#if defined(GOGGML_SYSTEM)
+#error "go-ggml: the ggml_system provider is not implemented yet; build without -tags ggml_system to use the embedded provider (github.com/ollama/ollama v0.17.4)."
+#else
+_Static_assert(GGML_TYPE_COUNT == 40,
+	"go-ggml: unexpected ggml version: this go-ggml supports the ggml of github.com/ollama/ollama v0.17.4 (GGML_TYPE_COUNT 40)");
+_Static_assert(GGML_OP_COUNT == 95,
+	"go-ggml: unexpected ggml version: this go-ggml supports the ggml of github.com/ollama/ollama v0.17.4 (GGML_OP_COUNT 95)");
+_Static_assert(GGML_UNARY_OP_COUNT == 22,
+	"go-ggml: unexpected ggml version: this go-ggml supports the ggml of github.com/ollama/ollama v0.17.4 (GGML_UNARY_OP_COUNT 22)");
+// The embedded provider's ggml_backend_graph_compute_async takes a batch-size
+// hint that upstream ggml does not have.
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compute_async),
+	enum ggml_status (*)(ggml_backend_t, struct ggml_cgraph *, int)),
+	"go-ggml: unexpected ggml version: ggml_backend_graph_compute_async is not the one of github.com/ollama/ollama v0.17.4");
+#define GOGGML_PROVIDER "embedded (github.com/ollama/ollama v0.17.4)"
+#endif
+
+// ---- API differences between providers -----------------------------------
+
+// goggml_graph_compute_async starts a graph on a backend (no batch hint).
+static inline enum ggml_status goggml_graph_compute_async(ggml_backend_t be, struct ggml_cgraph * g) {
+#if defined(GOGGML_SYSTEM)
+	return ggml_backend_graph_compute_async(be, g);
+#else
+	return ggml_backend_graph_compute_async(be, g, -1);
+#endif
+}
+
+// ---- helpers shared by the binding ---------------------------------------
+
+// goggml_abort_flag is an abort callback for backends that take one: it
+// reports whether the int flag at data was set by the Go side (a goroutine
+// watching ctx.Done()). It makes no call into Go.
+static inline bool goggml_abort_flag(void * data) {
+	return __atomic_load_n((int *)data, __ATOMIC_RELAXED) != 0;
+}
+
+#endif // GOGGML_H
