@@ -50,12 +50,36 @@ func isEmpty(t *Tensor) bool {
 
 func sameShape(a, b *Tensor) bool { return a.Ne() == b.Ne() }
 
+// binaryTypes reports whether ggml's element-wise kernels take a of type
+// ta and b of type tb (result of type ta); add also takes quantized a with
+// f32 b.
+func binaryTypes(op string, ta, tb Type) bool {
+	switch {
+	case ta == tb && (ta == TypeF32 || ta == TypeF16 || ta == TypeBF16):
+		return true
+	case tb == TypeF32 && (ta == TypeF16 || ta == TypeBF16):
+		return true
+	case op == "add" && tb == TypeF32 && ta.IsQuantized():
+		return true
+	}
+	return false
+}
+
 func (c *Context) binary(op string, a, b *Tensor, f func() *C.struct_ggml_tensor) *Tensor {
 	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
+	if !binaryTypes(op, a.Type(), b.Type()) {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels take a and b both f32, f16 or bf16, or a f16/bf16 with b f32, not a %v with b %v", a.Type(), b.Type()), a, b)
+	}
 	if !canRepeat(b, a) {
 		return c.fail(op, ErrShape, fmt.Sprintf("b %v cannot be broadcast to a %v: each a.ne[i] must be a multiple of b.ne[i]", b.Ne(), a.Ne()), a, b)
+	}
+	if a.Nb()[0] != a.Type().Size() {
+		return c.fail(op, ErrShape, fmt.Sprintf("a's elements must be adjacent in dimension 0 (nb0 %d != type size %d); copy it with Cont", a.Nb()[0], a.Type().Size()), a, b)
+	}
+	if b.Nb()[0] != b.Type().Size() && !sameShape(a, b) {
+		return c.fail(op, ErrShape, "b with non-adjacent elements in dimension 0 cannot be broadcast: it must have a's shape, or be copied with Cont", a, b)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a, b); p != nil {
 		return p
@@ -90,6 +114,9 @@ func (c *Context) Scale(a *Tensor, s float32) *Tensor {
 	const op = "scale"
 	if p := c.begin(op, a); p != nil {
 		return p
+	}
+	if a.Type() != TypeF32 {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
 	}
 	ne, nb := a.Ne(), a.Nb()
 	if nb[0] != a.Type().Size() || nb[2] != nb[1]*uint64(ne[1]) || nb[3] != nb[2]*uint64(ne[2]) {
@@ -131,6 +158,9 @@ func (c *Context) MulMat(a, b *Tensor) *Tensor {
 func (c *Context) unary(op string, a *Tensor, f func() *C.struct_ggml_tensor) *Tensor {
 	if p := c.begin(op, a); p != nil {
 		return p
+	}
+	if t := a.Type(); t != TypeF32 && t != TypeF16 && (t != TypeBF16 || op != "relu") {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16, not %v", t), a)
 	}
 	if !bool(C.ggml_is_contiguous_1(a.c)) {
 		return c.fail(op, ErrShape, "a must be contiguous in dimensions >= 1 (ggml_is_contiguous_1); copy it with Cont", a)
@@ -176,6 +206,9 @@ func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
 	if p := c.begin(op, inputs...); p != nil {
 		return p
 	}
+	if a.Type() != TypeF32 {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), inputs...)
+	}
 	if !a.IsContiguous() {
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", inputs...)
 	}
@@ -209,14 +242,14 @@ func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
 }
 
 // SumRows returns the sum of each row of a: shape [1, ne1, ne2, ne3]
-// (ggml_sum_rows). a must not be quantized.
+// (ggml_sum_rows). a must be f32.
 func (c *Context) SumRows(a *Tensor) *Tensor {
 	const op = "sum_rows"
 	if p := c.begin(op, a); p != nil {
 		return p
 	}
-	if a.Type().IsQuantized() {
-		return c.fail(op, ErrType, fmt.Sprintf("a must not be quantized (%v)", a.Type()), a)
+	if a.Type() != TypeF32 {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
 	}
 	ne := a.Ne()
 	ne[0] = 1
@@ -419,6 +452,9 @@ func (c *Context) Cont(a *Tensor) *Tensor {
 	if p := c.begin(op, a); p != nil {
 		return p
 	}
+	if !copyTypes(a.Type(), a.Type()) {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot copy %v", a.Type()), a)
+	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
 		return p
 	}
@@ -438,6 +474,8 @@ func (c *Context) GetRows(a, b *Tensor) *Tensor {
 	switch {
 	case b.Type() != TypeI32:
 		return c.fail(op, ErrType, fmt.Sprintf("b holds row indices and must be i32, not %v", b.Type()), a, b)
+	case !getRowsTypes[a.Type()]:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel cannot read rows of %v", a.Type()), a, b)
 	case an[2] != bn[1]:
 		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != b.ne1 (%d)", an[2], bn[1]), a, b)
 	case an[3] != bn[2]:
@@ -466,8 +504,39 @@ func (c *Context) Cpy(a, b *Tensor) *Tensor {
 	if a.Elements() != b.Elements() {
 		return c.fail(op, ErrShape, fmt.Sprintf("a has %d elements, b %d; they must be equal", a.Elements(), b.Elements()), a, b)
 	}
+	if !copyTypes(a.Type(), b.Type()) {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot convert %v to %v", a.Type(), b.Type()), a, b)
+	}
 	if p := c.ensure(op, b.Type(), b.Ne(), b, a, b); p != nil {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cpy(c.c, a.c, b.c) }, a, b)
+}
+
+// getRowsTypes are the types ggml's CPU get_rows kernel reads.
+var getRowsTypes = map[Type]bool{
+	TypeF32: true, TypeI32: true, TypeF16: true, TypeBF16: true,
+	TypeQ4_0: true, TypeQ4_1: true, TypeQ5_0: true, TypeQ5_1: true, TypeQ8_0: true, TypeQ8_1: true,
+	TypeMXFP4: true, TypeQ2_K: true, TypeQ3_K: true, TypeQ4_K: true, TypeQ5_K: true, TypeQ6_K: true,
+	TypeIQ2_XXS: true, TypeIQ2_XS: true, TypeIQ3_XXS: true, TypeIQ1_S: true, TypeIQ1_M: true,
+	TypeIQ4_NL: true, TypeIQ4_XS: true, TypeIQ3_S: true, TypeIQ2_S: true,
+}
+
+// copyTypes reports whether ggml's copy kernels (cpy, cont, dup) convert
+// from to to: any type to itself, between f32, f16 and bf16, and f32 to the
+// basic quantized types.
+func copyTypes(from, to Type) bool {
+	isFloat := func(t Type) bool { return t == TypeF32 || t == TypeF16 || t == TypeBF16 }
+	switch {
+	case from == to:
+		return true
+	case isFloat(from) && isFloat(to):
+		return true
+	case from == TypeF32:
+		switch to {
+		case TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeIQ4_NL:
+			return true
+		}
+	}
+	return false
 }

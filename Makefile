@@ -1,0 +1,48 @@
+# go-ggml: build, test, run the demo, benchmark.
+# The CPU flags come from build/cgoenv, the same program library users run.
+
+GO ?= go
+CPU_FLAGS := $(shell $(GO) run ./build/cgoenv -print=cflags)
+export CGO_CFLAGS := $(CPU_FLAGS)
+export CGO_CXXFLAGS := $(CPU_FLAGS)
+
+PROVIDER_INCLUDE := third_party/ggml/provider-include
+
+.PHONY: all setup build test test-short race vet run bench generate fmt clean
+
+all: build
+
+# Link the provider's headers for work inside this checkout (git-ignored).
+setup:
+	@$(GO) mod download
+	@ln -sfn "$$($(GO) run ./build/cgoenv -print=include)" $(PROVIDER_INCLUDE)
+
+build: setup
+	$(GO) build ./...
+
+vet: setup
+	$(GO) vet ./...
+
+# The README's test command: vet, the tests, and the tests under the race detector.
+test: setup
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./...
+
+test-short: setup
+	$(GO) test -short ./...
+
+run: setup
+	$(GO) run ./examples/mlp
+
+bench: setup
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+generate:
+	$(GO) generate ./third_party/ggml
+
+fmt:
+	gofmt -l -w .
+
+clean:
+	rm -f $(PROVIDER_INCLUDE)
