@@ -236,3 +236,13 @@ func (g *Graph) Context() *Context {
 	}
 	return g.ctx
 }
+
+// Print writes the graph's nodes and leafs to ggml's log, which go-ggml
+// routes to slog at info level (ggml_graph_print).
+func (g *Graph) Print() error {
+	if err := g.usable(); err != nil {
+		return err
+	}
+	C.ggml_graph_print(g.c)
+	return nil
+}

@@ -229,7 +229,7 @@ func TestMulMat(t *testing.T) {
 	cases := []struct{ a, b [4]int }{
 		{[4]int{8, 5, 1, 1}, [4]int{8, 3, 1, 1}},
 		{[4]int{64, 33, 1, 1}, [4]int{64, 17, 1, 1}},
-		{[4]int{32, 7, 2, 1}, [4]int{32, 5, 4, 3}}, // a broadcast over b's dims 2 and 3
+		{[4]int{32, 7, 2, 1}, [4]int{32, 5, 4, 3}},  // a broadcast over b's dims 2 and 3
 		{[4]int{16, 16, 1, 1}, [4]int{16, 1, 1, 1}}, // matrix-vector
 	}
 	for _, cs := range cases {

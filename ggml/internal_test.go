@@ -1,0 +1,79 @@
+package ggml
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A ggml assert on the calling goroutine's thread comes back as an
+// *AssertError, several times in a row, and the process lives.
+func TestAssertBecomesError(t *testing.T) {
+	for i := range 3 {
+		msg := fmt.Sprintf("test assert %d", i)
+		err := raiseAssert(msg)
+		var ae *AssertError
+		require.ErrorAs(t, err, &ae)
+		require.Contains(t, ae.Message, msg)
+	}
+}
+
+type capture struct {
+	mu    sync.Mutex
+	lines []string
+	level []slog.Level
+}
+
+func (c *capture) Enabled(context.Context, slog.Level) bool { return true }
+func (c *capture) Handle(_ context.Context, r slog.Record) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lines = append(c.lines, r.Message)
+	c.level = append(c.level, r.Level)
+	return nil
+}
+func (c *capture) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *capture) WithGroup(string) slog.Handler      { return c }
+
+// ggml's log reaches the slog logger set with SetLogger, one record per line.
+func TestLogRouting(t *testing.T) {
+	h := &capture{}
+	SetLogger(slog.New(h))
+	defer SetLogger(nil)
+
+	c, err := NewContext(ContextParams{MaxTensors: 8, MemSize: 1 << 10, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(TypeF32, 4).SetName("a")
+	b := c.Add(a, a).SetName("sum")
+	g, err := c.BuildGraph(b)
+	require.NoError(t, err)
+	require.NoError(t, g.Print())
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	all := strings.Join(h.lines, "\n")
+	require.Contains(t, all, "n_nodes = 1")
+	require.Contains(t, all, "n_leafs = 1")
+	for i, l := range h.lines {
+		require.NotContains(t, l, "\n", "a record is one line")
+		require.Equal(t, slog.LevelInfo, h.level[i])
+	}
+}
+
+// Partial lines and GGML_LOG_LEVEL_CONT pieces are joined before logging.
+func TestLogLineAssembly(t *testing.T) {
+	h := &capture{}
+	SetLogger(slog.New(h))
+	defer SetLogger(nil)
+	feedLog([]logPiece{{levelWarn, "first "}, {levelCont, "line\nsecond"}, {levelCont, " line\n"}, {levelError, "third\n"}})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Equal(t, []string{"first line", "second line", "third"}, h.lines)
+	require.Equal(t, []slog.Level{slog.LevelWarn, slog.LevelWarn, slog.LevelError}, h.level)
+}

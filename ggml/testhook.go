@@ -1,0 +1,48 @@
+package ggml
+
+/*
+#include "goggml.h"
+static void goggml_raise_assert(const char *msg) { GGML_ABORT("%s", msg); }
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// This file holds small hooks the package's internal tests call: test files
+// cannot use cgo themselves.
+
+// raiseAssert makes ggml abort with msg on the calling thread, as a failed
+// GGML_ASSERT would, to prove that the abort callback turns an assert into
+// an error the caller receives.
+func raiseAssert(msg string) (err error) {
+	cs := C.CString(msg)
+	defer C.free(unsafe.Pointer(cs))
+	defer bridge.Catch(&err)
+	C.goggml_raise_assert(cs)
+	return nil
+}
+
+// ggml log levels, for feeding goggmlLog as ggml would.
+const (
+	levelWarn  = int(C.GGML_LOG_LEVEL_WARN)
+	levelError = int(C.GGML_LOG_LEVEL_ERROR)
+	levelCont  = int(C.GGML_LOG_LEVEL_CONT)
+)
+
+type logPiece struct {
+	level int
+	text  string
+}
+
+// feedLog passes pieces to the log callback as ggml would.
+func feedLog(pieces []logPiece) {
+	for _, p := range pieces {
+		cs := C.CString(p.text)
+		goggmlLog(C.int(p.level), cs)
+		C.free(unsafe.Pointer(cs))
+	}
+}
