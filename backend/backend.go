@@ -234,9 +234,11 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	defer runtime.KeepAlive(b)
 	defer bridge.Catch(&err)
 
+	if b.abort != nil {
+		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 0) // a cancelled compute left it set
+	}
 	if done := ctx.Done(); done != nil && b.abort != nil {
 		flag := (*int32)(unsafe.Pointer(b.abort))
-		atomic.StoreInt32(flag, 0)
 		finished, exited := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(exited)

@@ -1,0 +1,335 @@
+package ggml_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// Every invalid call returns an error of the documented kind and the process
+// lives. Ops record their error on the context (sticky), so each case gets a
+// fresh context.
+func TestMisuse(t *testing.T) {
+	be := cpuBackend(t)
+	newCtx := func(t *testing.T) *ggml.Context {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 32, NoAlloc: true, Graph: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	f32 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF32, ne...) }
+	// op cases return the tensor whose error (and the context's) is checked.
+	ops := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		{"new_tensor bad type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.NewTensor(ggml.Type(4), 2) }},
+		{"new_tensor type out of range", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.NewTensor(ggml.TypeCount, 2) }},
+		{"new_tensor no dims", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.NewTensor(ggml.TypeF32) }},
+		{"new_tensor 5 dims", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return f32(c, 1, 1, 1, 1, 1) }},
+		{"new_tensor negative", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return f32(c, 4, -1) }},
+		{"new_tensor quantized ne0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.NewTensor(ggml.TypeQ4_0, 33) }},
+		{"new_tensor overflow", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return f32(c, 1<<40, 1<<40) }},
+		{"add nil", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Add(f32(c, 4), nil) }},
+		{"add shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Add(f32(c, 4, 3), f32(c, 3, 3)) }},
+		{"sub shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Sub(f32(c, 4), f32(c, 8)) }},
+		{"mul types", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Mul(f32(c, 4), c.NewTensor(ggml.TypeI32, 4)) }},
+		{"div f32 by f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Div(f32(c, 4), c.NewTensor(ggml.TypeF16, 4)) }},
+		{"add transposed a", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Add(c.Transpose(f32(c, 4, 3)), f32(c, 3, 4)) }},
+		{"add strided b broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Add(f32(c, 3, 4, 2), c.Transpose(f32(c, 4, 3))) }},
+		{"scale f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Scale(c.NewTensor(ggml.TypeF16, 4), 2) }},
+		{"scale transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Scale(c.Transpose(f32(c, 4, 3)), 2) }},
+		{"mul_mat ne0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMat(f32(c, 4, 2), f32(c, 3, 2)) }},
+		{"mul_mat broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMat(f32(c, 4, 2, 3), f32(c, 4, 2, 4)) }},
+		{"mul_mat transposed a", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMat(c.Transpose(f32(c, 4, 4)), f32(c, 4, 2)) }},
+		{"relu i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Relu(c.NewTensor(ggml.TypeI32, 4)) }},
+		{"gelu non-contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Gelu(c.Transpose(f32(c, 4, 3))) }},
+		{"silu q8_0", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Silu(c.NewTensor(ggml.TypeQ8_0, 32)) }},
+		{"soft_max non-contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SoftMax(c.Transpose(f32(c, 4, 3))) }},
+		{"soft_max mask ne0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SoftMaxExt(f32(c, 4, 3), f32(c, 5, 3), 1, 0) }},
+		{"soft_max mask ne1", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SoftMaxExt(f32(c, 4, 3), f32(c, 4, 2), 1, 0) }},
+		{"soft_max mask type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.SoftMaxExt(f32(c, 4, 3), c.NewTensor(ggml.TypeI32, 4, 3), 1, 0)
+		}},
+		{"soft_max bias without mask", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.SoftMaxExt(f32(c, 4, 3), nil, 1, 8) }},
+		{"sum_rows f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.SumRows(c.NewTensor(ggml.TypeF16, 4)) }},
+		{"reshape count", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Reshape(f32(c, 4, 3), 5, 2) }},
+		{"reshape non-contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Reshape(c.Transpose(f32(c, 4, 3)), 12) }},
+		{"reshape no dims", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Reshape(f32(c, 4)) }},
+		{"reshape negative", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Reshape(f32(c, 4), -2, -2) }},
+		{"view past end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.View1D(f32(c, 4), 4, 4) }},
+		{"view offset past end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.View1D(f32(c, 4), 1, 1<<40) }},
+		{"view stride past end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.View2D(f32(c, 4, 4), 4, 4, 32, 0) }},
+		{"view 3d past end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.View3D(f32(c, 4, 4), 4, 2, 3, 16, 32, 0) }},
+		{"view 4d negative", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.View4D(f32(c, 16), 4, -1, 1, 1, 16, 16, 16, 0) }},
+		{"view of view past base", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View1D(c.View1D(f32(c, 8), 4, 16), 4, 4)
+		}},
+		{"permute repeated axis", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Permute(f32(c, 4), 0, 0, 1, 2) }},
+		{"permute axis range", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Permute(f32(c, 4), 0, 1, 2, 4) }},
+		{"cont nil", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Cont(nil) }},
+		{"get_rows index type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.GetRows(f32(c, 4, 5), f32(c, 2)) }},
+		{"get_rows ne2", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.GetRows(f32(c, 4, 5, 2), c.NewTensor(ggml.TypeI32, 3, 3))
+		}},
+		{"get_rows b.ne3", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.GetRows(f32(c, 4, 5), c.NewTensor(ggml.TypeI32, 3, 1, 1, 2))
+		}},
+		{"get_rows of i16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.GetRows(c.NewTensor(ggml.TypeI16, 4, 5), c.NewTensor(ggml.TypeI32, 3))
+		}},
+		{"cpy count", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(f32(c, 4), f32(c, 5)) }},
+		{"cpy i32 to f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(c.NewTensor(ggml.TypeI32, 4), f32(c, 4)) }},
+		{"cpy q8_0 to f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(c.NewTensor(ggml.TypeQ8_0, 32), f32(c, 32)) }},
+		{"set_param on op result", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Relu(f32(c, 4)).SetParam() // the error is on the context
+		}},
+		{"poisoned input from another context", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			other, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true})
+			defer other.Close()
+			bad := other.MulMat(other.NewTensor(ggml.TypeF32, 2), other.NewTensor(ggml.TypeF32, 3))
+			return c.Relu(bad)
+		}},
+		{"input of closed context", ggml.ErrClosed, func(c *ggml.Context) *ggml.Tensor {
+			other, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true})
+			x := other.NewTensor(ggml.TypeF32, 2)
+			other.Close()
+			return c.Relu(x)
+		}},
+		{"op on closed context", ggml.ErrClosed, func(c *ggml.Context) *ggml.Tensor {
+			x := f32(c, 2)
+			c.Close()
+			return c.Relu(x)
+		}},
+		{"pool full", ggml.ErrNoMemory, func(c *ggml.Context) *ggml.Tensor {
+			small, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 64})
+			defer small.Close()
+			small.NewTensor(ggml.TypeF32, 4)
+			r := small.NewTensor(ggml.TypeF32, 1024)
+			c.Relu(r) // carries the error into c
+			return r
+		}},
+	}
+	for _, tc := range ops {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCtx(t)
+			r := tc.op(c)
+			require.NotNil(t, r)
+			err := c.Err()
+			if err == nil {
+				err = r.Err()
+			}
+			require.ErrorIs(t, err, tc.want)
+			// Graph building refuses while the error is set.
+			if c.Err() != nil {
+				_, gerr := c.BuildGraph()
+				require.ErrorIs(t, gerr, tc.want)
+			}
+		})
+	}
+
+	// Calls that return their error directly.
+	calls := []struct {
+		name string
+		want error
+		call func(t *testing.T) error
+	}{
+		{"context no tensors", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{})
+			return err
+		}},
+		{"context NoAlloc with MemSize", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true, MemSize: 8})
+			return err
+		}},
+		{"context too large", ggml.ErrNoMemory, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 1 << 62})
+			return err
+		}},
+		{"context negative graph size", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, GraphSize: -1})
+			return err
+		}},
+		{"graph without room", ggml.ErrNoMemory, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, NoAlloc: true})
+			defer c.Close()
+			_, err := c.BuildGraph(c.NewTensor(ggml.TypeF32, 2))
+			return err
+		}},
+		{"graph of closed context", ggml.ErrClosed, func(t *testing.T) error {
+			c := newCtx(t)
+			c.Close()
+			_, err := c.BuildGraph()
+			return err
+		}},
+		{"expand with poisoned tensor", ggml.ErrShape, func(t *testing.T) error {
+			c := newCtx(t)
+			g, err := c.BuildGraph()
+			require.NoError(t, err)
+			bad := c.Add(f32(c, 2), f32(c, 3))
+			return g.Expand(bad)
+		}},
+		{"expand nil", ggml.ErrInvalid, func(t *testing.T) error {
+			c := newCtx(t)
+			g, _ := c.BuildGraph()
+			return g.Expand(nil)
+		}},
+		{"data not allocated", ggml.ErrNotAllocated, func(t *testing.T) error {
+			return ggml.SetData(f32(newCtx(t), 4), make([]float32, 4))
+		}},
+		{"data wrong type", ggml.ErrType, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 64})
+			defer c.Close()
+			return ggml.SetData(c.NewTensor(ggml.TypeF32, 4), make([]int32, 4))
+		}},
+		{"data wrong length", ggml.ErrShape, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 64})
+			defer c.Close()
+			return ggml.SetData(c.NewTensor(ggml.TypeF32, 4), make([]float32, 5))
+		}},
+		{"data into short slice", ggml.ErrShape, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 64})
+			defer c.Close()
+			return ggml.DataInto(c.NewTensor(ggml.TypeF32, 4), make([]float32, 3))
+		}},
+		{"bytes wrong length", ggml.ErrShape, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 64})
+			defer c.Close()
+			return ggml.SetBytes(c.NewTensor(ggml.TypeF32, 4), make([]byte, 15))
+		}},
+		{"data non-contiguous", ggml.ErrInvalid, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, MemSize: 256})
+			defer c.Close()
+			_, err := ggml.Data[float32](c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)))
+			return err
+		}},
+		{"data of closed context", ggml.ErrClosed, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 64})
+			x := c.NewTensor(ggml.TypeF32, 4)
+			c.Close()
+			_, err := ggml.Data[float32](x)
+			return err
+		}},
+		{"data of closed buffer", ggml.ErrClosed, func(t *testing.T) error {
+			c := newCtx(t)
+			x := f32(c, 4)
+			buf, err := backend.AllocContextTensors(c, be)
+			require.NoError(t, err)
+			buf.Close()
+			return ggml.SetData(x, make([]float32, 4))
+		}},
+		{"data of view of closed buffer", ggml.ErrClosed, func(t *testing.T) error {
+			c := newCtx(t)
+			x := f32(c, 4)
+			v := c.View1D(x, 2, 0)
+			buf, err := backend.AllocContextTensors(c, be)
+			require.NoError(t, err)
+			buf.Close()
+			_, err = ggml.Data[float32](v)
+			return err
+		}},
+		{"data of poisoned tensor", ggml.ErrShape, func(t *testing.T) error {
+			c := newCtx(t)
+			_, err := ggml.Data[float32](c.Add(f32(c, 2), f32(c, 3)))
+			return err
+		}},
+		{"data of nil tensor", ggml.ErrInvalid, func(t *testing.T) error {
+			_, err := ggml.Data[float32](nil)
+			return err
+		}},
+		{"compute unallocated", ggml.ErrNotAllocated, func(t *testing.T) error {
+			c := newCtx(t)
+			g, err := c.BuildGraph(c.Relu(f32(c, 4)))
+			require.NoError(t, err)
+			return be.Compute(context.Background(), g)
+		}},
+		{"compute with closed weights", ggml.ErrClosed, func(t *testing.T) error {
+			w := newCtx(t)
+			wt := f32(w, 4)
+			wb, err := backend.AllocContextTensors(w, be)
+			require.NoError(t, err)
+			defer wb.Close()
+			c := newCtx(t)
+			g, err := c.BuildGraph(c.Relu(wt))
+			require.NoError(t, err)
+			_, err = backend.AllocContextTensors(c, be)
+			require.NoError(t, err)
+			w.Close()
+			return be.Compute(context.Background(), g)
+		}},
+		{"compute with closed buffer", ggml.ErrClosed, func(t *testing.T) error {
+			c := newCtx(t)
+			g, err := c.BuildGraph(c.Relu(f32(c, 4)))
+			require.NoError(t, err)
+			buf, err := backend.AllocContextTensors(c, be)
+			require.NoError(t, err)
+			buf.Close()
+			return be.Compute(context.Background(), g)
+		}},
+		{"compute nil graph", ggml.ErrInvalid, func(t *testing.T) error {
+			return be.Compute(context.Background(), nil)
+		}},
+		{"compute cancelled context", context.Canceled, func(t *testing.T) error {
+			c := newCtx(t)
+			g, _ := c.BuildGraph(c.Relu(f32(c, 4)))
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return be.Compute(ctx, g)
+		}},
+		{"compute on closed backend", ggml.ErrClosed, func(t *testing.T) error {
+			b2, err := backend.InitByName("CPU", "")
+			require.NoError(t, err)
+			b2.Close()
+			c := newCtx(t)
+			g, _ := c.BuildGraph(c.Relu(f32(c, 4)))
+			return b2.Compute(context.Background(), g)
+		}},
+		{"alloc in allocating context", ggml.ErrInvalid, func(t *testing.T) error {
+			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 64})
+			defer c.Close()
+			c.NewTensor(ggml.TypeF32, 4)
+			_, err := backend.AllocContextTensors(c, be)
+			return err
+		}},
+		{"alloc with nothing to allocate", ggml.ErrInvalid, func(t *testing.T) error {
+			c := newCtx(t)
+			f32(c, 4)
+			buf, err := backend.AllocContextTensors(c, be)
+			require.NoError(t, err)
+			defer buf.Close()
+			_, err = backend.AllocContextTensors(c, be)
+			return err
+		}},
+		{"alloc context with error", ggml.ErrShape, func(t *testing.T) error {
+			c := newCtx(t)
+			c.Add(f32(c, 2), f32(c, 3))
+			_, err := backend.AllocContextTensors(c, be)
+			return err
+		}},
+		{"alloc on nil backend", ggml.ErrInvalid, func(t *testing.T) error {
+			c := newCtx(t)
+			f32(c, 4)
+			_, err := backend.AllocContextTensors(c, nil)
+			return err
+		}},
+		{"init unknown backend", backend.ErrNotFound, func(t *testing.T) error {
+			_, err := backend.InitByName("no-such-device", "")
+			return err
+		}},
+		{"device unknown", backend.ErrNotFound, func(t *testing.T) error {
+			_, err := backend.DeviceByName("no-such-device")
+			return err
+		}},
+		{"threads zero", ggml.ErrInvalid, func(t *testing.T) error { return be.SetThreads(0) }},
+	}
+	for _, tc := range calls {
+		t.Run(tc.name, func(t *testing.T) {
+			require.ErrorIs(t, tc.call(t), tc.want)
+		})
+	}
+}
