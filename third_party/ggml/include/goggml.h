@@ -1,7 +1,7 @@
 // goggml.h: the one header every cgo package of go-ggml includes.
 //
-// It includes the provider's headers through the forwarding headers beside
-// it, pins the ggml version this binding was written against, and absorbs the
+// It includes the provider's headers through the forwarding headers in
+// goggml/ beside it, pins the ggml version this binding was written against, and absorbs the
 // API differences between providers in a few static inline functions. Written
 // for go-ggml; it contains no ggml code.
 #ifndef GOGGML_H
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ggml.h"
-#include "ggml-alloc.h"
-#include "ggml-backend.h"
-#include "ggml-cpu.h"
+#include "goggml/ggml.h"
+#include "goggml/ggml-alloc.h"
+#include "goggml/ggml-backend.h"
+#include "goggml/ggml-cpu.h"
 
 // ---- version pin --------------------------------------------------------
 // ggml has no version macro in its headers (the embedded provider compiles
