@@ -58,6 +58,9 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 		if err := t.storageErr(); err != nil {
 			return nil, fmt.Errorf("ggml: graph node %s: %w", t.describe(), err)
 		}
+		if err := checkNodeData(t); err != nil {
+			return nil, err
+		}
 		if visit != nil {
 			if err := visit(unsafe.Pointer(t.c), true); err != nil {
 				return nil, err
@@ -65,4 +68,42 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 		}
 	}
 	return unsafe.Pointer(g.c), nil
+}
+
+// checkNodeData checks what ggml's kernels assert about the data of a node's
+// inputs, where that data is already known: inputs that are leafs in host
+// memory. (Inputs computed by the graph itself cannot be checked ahead.)
+func checkNodeData(t *Tensor) error {
+	if t.c.op != C.GGML_OP_GET_ROWS {
+		return nil
+	}
+	a, idx := t.c.src[0], t.c.src[1]
+	if idx == nil || idx.op != C.GGML_OP_NONE || idx._type != C.GGML_TYPE_I32 || idx.data == nil {
+		return nil
+	}
+	if buf := bufferOf(idx); buf != nil && !bool(C.ggml_backend_buffer_is_host(buf)) {
+		return nil
+	}
+	rows := int64(a.ne[1])
+	ne, nb := idx.ne, idx.nb
+	for i2 := range int64(ne[2]) {
+		for i1 := range int64(ne[1]) {
+			for i0 := range int64(ne[0]) {
+				off := uintptr(i0)*uintptr(nb[0]) + uintptr(i1)*uintptr(nb[1]) + uintptr(i2)*uintptr(nb[2])
+				v := int64(*(*int32)(unsafe.Add(idx.data, off)))
+				if v < 0 || v >= rows {
+					return &OpError{Op: "get_rows", Inputs: []string{"a " + t.srcs[0].describe(), "b " + t.srcs[1].describe()},
+						Rule: fmt.Sprintf("row index b[%d,%d,%d] = %d is outside a's %d rows", i0, i1, i2, v, rows), Err: ErrInvalid}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func bufferOf(t *C.struct_ggml_tensor) *C.struct_ggml_backend_buffer {
+	if t.view_src != nil {
+		return t.view_src.buffer
+	}
+	return t.buffer
 }

@@ -271,6 +271,26 @@ func TestMisuse(t *testing.T) {
 			buf.Close()
 			return be.Compute(context.Background(), g)
 		}},
+		{"compute get_rows index out of range", ggml.ErrInvalid, func(t *testing.T) error {
+			c := newCtx(t)
+			a := f32(c, 4, 6)
+			idx := c.NewTensor(ggml.TypeI32, 3)
+			g, err := c.BuildGraph(c.GetRows(a, idx))
+			require.NoError(t, err)
+			buf, err := backend.AllocContextTensors(c, be)
+			require.NoError(t, err)
+			defer buf.Close()
+			require.NoError(t, ggml.SetData(idx, []int32{0, 6, 1}))
+			err = be.Compute(context.Background(), g)
+			var oe *ggml.OpError
+			require.ErrorAs(t, err, &oe)
+			require.Equal(t, "get_rows", oe.Op)
+			require.NoError(t, ggml.SetData(idx, []int32{0, 5, -1}))
+			require.ErrorIs(t, be.Compute(context.Background(), g), ggml.ErrInvalid)
+			require.NoError(t, ggml.SetData(idx, []int32{0, 5, 1}))
+			require.NoError(t, be.Compute(context.Background(), g), "indices in range compute")
+			return err
+		}},
 		{"compute nil graph", ggml.ErrInvalid, func(t *testing.T) error {
 			return be.Compute(context.Background(), nil)
 		}},

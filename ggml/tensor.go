@@ -415,12 +415,7 @@ func (t *Tensor) storageErr() error {
 
 // buffer returns the backend buffer that holds the tensor's data, or nil
 // when the data lives in a context pool.
-func (t *Tensor) buffer() *C.struct_ggml_backend_buffer {
-	if t.c.view_src != nil {
-		return t.c.view_src.buffer
-	}
-	return t.c.buffer
-}
+func (t *Tensor) buffer() *C.struct_ggml_backend_buffer { return bufferOf(t.c) }
 
 // String describes the tensor: name, type and shape, e.g. `x f32[4 3]`.
 func (t *Tensor) String() string {
