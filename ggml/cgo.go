@@ -12,8 +12,9 @@ import (
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
-// noCopy makes go vet's copylocks check report copies of handle structs.
-type noCopy struct{}
+// noCopy makes go vet's copylocks check report copies of handle structs,
+// and makes them incomparable: handles are used through pointers.
+type noCopy struct{ _ [0]func() }
 
 func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}

@@ -34,21 +34,28 @@ func init() {
 // checkSIMD logs one warning when the CPU can do more than ggml was
 // compiled for: without -march ggml runs its scalar code, ~40x slower.
 func checkSIMD() {
-	missing := ""
+	var cpuHas, built bool
 	switch runtime.GOARCH {
 	case "amd64":
-		if cpu.X86.HasAVX2 && C.ggml_cpu_has_avx2() == 0 {
-			missing = "AVX2"
-		}
+		cpuHas, built = cpu.X86.HasAVX2, C.ggml_cpu_has_avx2() != 0
 	case "arm64":
-		if cpu.ARM64.HasASIMD && C.ggml_cpu_has_neon() == 0 {
-			missing = "NEON"
-		}
+		cpuHas, built = cpu.ARM64.HasASIMD, C.ggml_cpu_has_neon() != 0
 	}
-	if missing != "" {
-		currentLogger().Warn("go-ggml: this CPU has " + missing + " but ggml was compiled without it, so it runs its slow scalar code. " +
-			"Build with the CPU flags: run `make` in a go-ggml checkout, or apply the lines printed by `go run github.com/go-ggml/ggml/build/cgoenv`.")
+	if msg := simdWarning(runtime.GOARCH, cpuHas, built); msg != "" {
+		currentLogger().Warn(msg)
 	}
+}
+
+// simdWarning returns the start-up warning for a CPU that has the SIMD
+// extension ggml needs for speed (AVX2 on amd64, NEON on arm64) when ggml
+// was compiled without it, else "".
+func simdWarning(goarch string, cpuHas, built bool) string {
+	ext := map[string]string{"amd64": "AVX2", "arm64": "NEON"}[goarch]
+	if ext == "" || !cpuHas || built {
+		return ""
+	}
+	return "go-ggml: this CPU has " + ext + " but ggml was compiled without it, so it runs its slow scalar code. " +
+		"Build with the CPU flags: run `make` in a go-ggml checkout, or apply the lines printed by `go run github.com/go-ggml/ggml/build/cgoenv`."
 }
 
 // CPUFeatures reports what ggml's CPU code was compiled to use

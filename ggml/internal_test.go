@@ -77,3 +77,12 @@ func TestLogLineAssembly(t *testing.T) {
 	require.Equal(t, []string{"first line", "second line", "third"}, h.lines)
 	require.Equal(t, []slog.Level{slog.LevelWarn, slog.LevelWarn, slog.LevelError}, h.level)
 }
+
+func TestSIMDWarning(t *testing.T) {
+	require.Contains(t, simdWarning("amd64", true, false), "AVX2")
+	require.Contains(t, simdWarning("amd64", true, false), "build/cgoenv")
+	require.Contains(t, simdWarning("arm64", true, false), "NEON")
+	require.Empty(t, simdWarning("amd64", true, true), "built with it")
+	require.Empty(t, simdWarning("amd64", false, false), "the CPU lacks it")
+	require.Empty(t, simdWarning("riscv64", true, false))
+}
