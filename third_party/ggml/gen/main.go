@@ -82,7 +82,8 @@ func main() {
 		if err != nil {
 			fail("%v", err)
 		}
-		if err := os.WriteFile(filepath.Join("include", "goggml", h), buf.Bytes(), 0o644); err != nil {
+		// Named fwd-<header> so that no file here bears a ggml header's name.
+		if err := os.WriteFile(filepath.Join("include", "goggml", "fwd-"+h), buf.Bytes(), 0o644); err != nil {
 			fail("%v", err)
 		}
 	}

@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "goggml/ggml.h"
-#include "goggml/ggml-alloc.h"
-#include "goggml/ggml-backend.h"
-#include "goggml/ggml-cpu.h"
+#include "goggml/fwd-ggml.h"
+#include "goggml/fwd-ggml-alloc.h"
+#include "goggml/fwd-ggml-backend.h"
+#include "goggml/fwd-ggml-cpu.h"
 
 // ---- version pin --------------------------------------------------------
 // ggml has no version macro in its headers (the embedded provider compiles
