@@ -66,9 +66,7 @@ func TestInit(t *testing.T) {
 }
 
 func TestBufferFromContext(t *testing.T) {
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	defer be.Close()
+	be := cpu(t)
 	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true})
 	require.NoError(t, err)
 	defer c.Close()
@@ -104,15 +102,13 @@ func chain(t *testing.T, be *backend.Backend, n int) (*ggml.Graph, func()) {
 }
 
 func TestComputeCancel(t *testing.T) {
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	defer be.Close()
+	be := cpu(t)
 	g, done := chain(t, be, 2000) // ~68 GFLOP: seconds on this machine class
 	defer done()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	err = be.Compute(ctx, g)
+	err := be.Compute(ctx, g)
 	require.ErrorIs(t, err, context.Canceled)
 
 	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -151,9 +147,7 @@ func requireAddWorks(t *testing.T, be *backend.Backend) {
 }
 
 func TestThreads(t *testing.T) {
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	defer be.Close()
+	be := cpu(t)
 	for _, n := range []int{1, 3} {
 		require.NoError(t, be.SetThreads(n))
 		requireAddWorks(t, be)
@@ -161,9 +155,7 @@ func TestThreads(t *testing.T) {
 }
 
 func TestSupportsOp(t *testing.T) {
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	defer be.Close()
+	be := cpu(t)
 	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true})
 	require.NoError(t, err)
 	defer c.Close()
@@ -178,9 +170,7 @@ func TestSupportsOp(t *testing.T) {
 }
 
 func TestComputeUnsupportedOp(t *testing.T) {
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	defer be.Close()
+	be := cpu(t)
 	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
 	require.NoError(t, err)
 	defer c.Close()
@@ -194,4 +184,12 @@ func TestComputeUnsupportedOp(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrUnsupported)
 	require.Contains(t, err.Error(), "MUL_MAT")
 	require.False(t, errors.Is(err, ggml.ErrShape))
+}
+
+func cpu(t *testing.T) *backend.Backend {
+	t.Helper()
+	be, err := backend.InitByName("CPU", "")
+	require.NoError(t, err)
+	t.Cleanup(func() { be.Close() })
+	return be
 }

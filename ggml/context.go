@@ -134,6 +134,7 @@ func (c *Context) UsedMem() uint64 {
 	if c == nil || c.c == nil {
 		return 0
 	}
+	defer runtime.KeepAlive(c)
 	return uint64(C.ggml_used_mem(c.c))
 }
 

@@ -144,6 +144,7 @@ func Bytes(t *Tensor) ([]byte, error) {
 }
 
 func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
+	defer runtime.KeepAlive(t)
 	if size == 0 {
 		return nil
 	}
@@ -153,11 +154,11 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 	}
 	defer bridge.Catch(&err)
 	C.ggml_backend_tensor_set(t.c, p, 0, C.size_t(size))
-	runtime.KeepAlive(t)
 	return nil
 }
 
 func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
+	defer runtime.KeepAlive(t)
 	if size == 0 {
 		return nil
 	}
@@ -167,6 +168,5 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 	}
 	defer bridge.Catch(&err)
 	C.ggml_backend_tensor_get(t.c, p, 0, C.size_t(size))
-	runtime.KeepAlive(t)
 	return nil
 }

@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 )
 
 // Graph is a computation graph (struct ggml_cgraph) in a context's pool: the
@@ -42,6 +43,7 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 			ErrNoMemory, size, need, c.memSize-used, c.memSize)
 	}
 	g := C.ggml_new_graph_custom(c.c, C.size_t(size), false)
+	defer runtime.KeepAlive(c)
 	return &Graph{ctx: c, c: g, size: size, seen: map[*C.struct_ggml_tensor]struct{}{}}, nil
 }
 
@@ -134,6 +136,7 @@ func (g *Graph) Expand(t *Tensor) error {
 			ErrGraphFull, t.describe(), len(nodes), len(leafs), len(g.nodes), len(g.leafs), g.size)
 	}
 	C.ggml_build_forward_expand(g.c, t.c)
+	runtime.KeepAlive(t)
 	for _, n := range nodes {
 		g.seen[n.c] = struct{}{}
 	}
@@ -244,5 +247,6 @@ func (g *Graph) Print() error {
 		return err
 	}
 	C.ggml_graph_print(g.c)
+	runtime.KeepAlive(g)
 	return nil
 }

@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -208,6 +209,7 @@ func (t *Tensor) Context() *Context {
 
 // Type returns the tensor's element type (tensor->type).
 func (t *Tensor) Type() Type {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return 0
 	}
@@ -217,6 +219,7 @@ func (t *Tensor) Type() Type {
 // Ne returns the number of elements in each of the four dimensions
 // (tensor->ne); unused dimensions are 1.
 func (t *Tensor) Ne() [MaxDims]int64 {
+	defer runtime.KeepAlive(t)
 	var ne [MaxDims]int64
 	if t.live() {
 		for i := range ne {
@@ -228,6 +231,7 @@ func (t *Tensor) Ne() [MaxDims]int64 {
 
 // Nb returns the stride in bytes of each dimension (tensor->nb).
 func (t *Tensor) Nb() [MaxDims]uint64 {
+	defer runtime.KeepAlive(t)
 	var nb [MaxDims]uint64
 	if t.live() {
 		for i := range nb {
@@ -240,6 +244,7 @@ func (t *Tensor) Nb() [MaxDims]uint64 {
 // Dims returns the number of dimensions, trailing dimensions of 1 not
 // counted, at least 1 (ggml_n_dims).
 func (t *Tensor) Dims() int {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return 0
 	}
@@ -254,6 +259,7 @@ func (t *Tensor) Shape() []int64 {
 
 // Elements returns the number of elements (ggml_nelements).
 func (t *Tensor) Elements() int64 {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return 0
 	}
@@ -263,6 +269,7 @@ func (t *Tensor) Elements() int64 {
 
 // Rows returns the number of rows, ne[1]*ne[2]*ne[3] (ggml_nrows).
 func (t *Tensor) Rows() int64 {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return 0
 	}
@@ -273,6 +280,7 @@ func (t *Tensor) Rows() int64 {
 // Bytes returns the size in bytes of the tensor's data, strides included
 // (ggml_nbytes).
 func (t *Tensor) Bytes() uint64 {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return 0
 	}
@@ -281,13 +289,20 @@ func (t *Tensor) Bytes() uint64 {
 
 // IsContiguous reports whether the elements are stored densely in order
 // (ggml_is_contiguous).
-func (t *Tensor) IsContiguous() bool { return t.live() && bool(C.ggml_is_contiguous(t.c)) }
+func (t *Tensor) IsContiguous() bool {
+	defer runtime.KeepAlive(t)
+	return t.live() && bool(C.ggml_is_contiguous(t.c))
+}
 
 // IsTransposed reports whether nb[0] > nb[1] (ggml_is_transposed).
-func (t *Tensor) IsTransposed() bool { return t.live() && t.c.nb[0] > t.c.nb[1] }
+func (t *Tensor) IsTransposed() bool {
+	defer runtime.KeepAlive(t)
+	return t.live() && t.c.nb[0] > t.c.nb[1]
+}
 
 // Name returns the tensor's name (ggml_get_name).
 func (t *Tensor) Name() string {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return ""
 	}
@@ -297,6 +312,7 @@ func (t *Tensor) Name() string {
 // SetName names the tensor and returns it (ggml_set_name). Names longer
 // than MaxNameLen bytes are cut, as ggml does.
 func (t *Tensor) SetName(name string) *Tensor {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return t
 	}
@@ -311,6 +327,7 @@ func (t *Tensor) SetName(name string) *Tensor {
 // SetInput marks the tensor as a graph input and returns it (ggml_set_input):
 // allocators then keep its memory apart from intermediate results.
 func (t *Tensor) SetInput() *Tensor {
+	defer runtime.KeepAlive(t)
 	if t.live() {
 		t.c.flags |= C.GGML_TENSOR_FLAG_INPUT
 	}
@@ -320,6 +337,7 @@ func (t *Tensor) SetInput() *Tensor {
 // SetOutput marks the tensor as a graph output and returns it
 // (ggml_set_output): allocators then never reuse its memory.
 func (t *Tensor) SetOutput() *Tensor {
+	defer runtime.KeepAlive(t)
 	if t.live() {
 		t.c.flags |= C.GGML_TENSOR_FLAG_OUTPUT
 	}
@@ -330,6 +348,7 @@ func (t *Tensor) SetOutput() *Tensor {
 // (ggml_set_param). ggml allows this only on tensors that are not the result
 // of an op; otherwise the error is recorded on the context.
 func (t *Tensor) SetParam() *Tensor {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return t
 	}
@@ -340,7 +359,10 @@ func (t *Tensor) SetParam() *Tensor {
 	return t
 }
 
-func (t *Tensor) flag(f C.int32_t) bool { return t.live() && t.c.flags&f != 0 }
+func (t *Tensor) flag(f C.int32_t) bool {
+	defer runtime.KeepAlive(t)
+	return t.live() && t.c.flags&f != 0
+}
 
 // IsInput reports whether SetInput marked the tensor.
 func (t *Tensor) IsInput() bool { return t.flag(C.GGML_TENSOR_FLAG_INPUT) }
@@ -354,6 +376,7 @@ func (t *Tensor) IsParam() bool { return t.flag(C.GGML_TENSOR_FLAG_PARAM) }
 // Op returns the name of the op that computes the tensor, "NONE" for a leaf
 // (ggml_op_desc: unary and GLU ops by their own names).
 func (t *Tensor) Op() string {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return ""
 	}
@@ -380,6 +403,7 @@ func (t *Tensor) ViewSource() *Tensor {
 // ViewOffset returns the byte offset of a view in its source's memory
 // (tensor->view_offs).
 func (t *Tensor) ViewOffset() uint64 {
+	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return 0
 	}
@@ -392,6 +416,7 @@ func (t *Tensor) IsAllocated() bool { return t.storageErr() == nil }
 
 // storageErr returns why the tensor's data cannot be read or written now.
 func (t *Tensor) storageErr() error {
+	defer runtime.KeepAlive(t)
 	if err := t.usable(); err != nil {
 		return err
 	}
