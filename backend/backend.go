@@ -31,15 +31,23 @@ type Backend struct {
 	c       C.ggml_backend_t
 	dev     *Device
 	abort   *C.int // flag read by the backend's abort callback; nil if it has none
+	plans   *planSet
 	cleanup runtime.Cleanup
+
+	// Until Synchronize: Go memory that async transfers use (pinned, as
+	// C may hold it), and what queued work reads.
+	pins    runtime.Pinner
+	pending []any
 }
 
 type backendRes struct {
 	c     C.ggml_backend_t
 	abort *C.int
+	plans *planSet
 }
 
 func freeBackend(r backendRes) {
+	r.plans.freeAll(r.c)
 	C.ggml_backend_free(r.c)
 	if r.abort != nil {
 		C.free(unsafe.Pointer(r.abort))
@@ -50,7 +58,7 @@ func freeBackend(r backendRes) {
 // CPU-like backends to the number of CPUs (ggml's default is 4) and installs
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
-	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c))}
+	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]struct{}{}}}
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
 			C.goggml_call_set_n_threads(fn, c, C.int(runtime.NumCPU()))
@@ -60,7 +68,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 			C.goggml_call_set_abort(fn, c, b.abort)
 		}
 	}
-	b.cleanup = runtime.AddCleanup(b, freeBackend, backendRes{c: c, abort: b.abort})
+	b.cleanup = runtime.AddCleanup(b, freeBackend, backendRes{c: c, abort: b.abort, plans: b.plans})
 	return b
 }
 
@@ -100,16 +108,26 @@ func InitBest() (*Backend, error) {
 	return newBackend(c), nil
 }
 
-// Close frees the backend (ggml_backend_free). It is idempotent and safe on
-// nil. Buffers allocated from it stay usable.
+// Close waits for queued work, frees the backend's plans and the backend
+// (ggml_backend_synchronize, ggml_backend_free). It is idempotent and safe
+// on nil. Buffers allocated from it stay usable.
 func (b *Backend) Close() error {
 	if b == nil || b.c == nil {
 		return nil
 	}
+	C.ggml_backend_synchronize(b.c)
+	b.release()
 	b.cleanup.Stop()
-	freeBackend(backendRes{c: b.c, abort: b.abort})
+	freeBackend(backendRes{c: b.c, abort: b.abort, plans: b.plans})
 	b.c, b.abort = nil, nil
 	return nil
+}
+
+// release drops what queued work needed, once it is done.
+func (b *Backend) release() {
+	b.pins.Unpin()
+	clear(b.pending)
+	b.pending = b.pending[:0]
 }
 
 func (b *Backend) usable() error {
@@ -219,6 +237,219 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	gp, err := b.checkGraph(g)
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(g)
+	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
+	stop := b.watch(ctx)
+	defer stop()
+	st := C.ggml_backend_graph_compute(b.c, gp)
+	if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return statusErr(st)
+}
+
+// GUID returns the backend implementation's identifier (ggml_backend_guid).
+func (b *Backend) GUID() [16]byte {
+	var g [16]byte
+	if b.usable() != nil {
+		return g
+	}
+	defer runtime.KeepAlive(b)
+	copy(g[:], unsafe.Slice((*byte)(unsafe.Pointer(C.ggml_backend_guid(b.c))), 16))
+	return g
+}
+
+// DefaultBufferType returns the buffer type the backend allocates from by
+// default (ggml_backend_get_default_buffer_type).
+func (b *Backend) DefaultBufferType() *BufferType {
+	if b.usable() != nil {
+		return nil
+	}
+	defer runtime.KeepAlive(b)
+	return bufferTypeFromC(C.ggml_backend_get_default_buffer_type(b.c))
+}
+
+// AllocBuffer allocates a buffer of size bytes of the backend's default type
+// (ggml_backend_alloc_buffer).
+func (b *Backend) AllocBuffer(size uint64) (*Buffer, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	buf, err := b.DefaultBufferType().AllocBuffer(size)
+	if buf != nil {
+		buf.from = b
+	}
+	return buf, err
+}
+
+// Alignment returns the alignment of the backend's default buffer type
+// (ggml_backend_get_alignment).
+func (b *Backend) Alignment() uint64 { return b.DefaultBufferType().Alignment() }
+
+// MaxSize returns the largest buffer of the backend's default type
+// (ggml_backend_get_max_size).
+func (b *Backend) MaxSize() uint64 { return b.DefaultBufferType().MaxSize() }
+
+// SupportsBufferType reports whether the backend can use buffers of type bt
+// (ggml_backend_supports_buft).
+func (b *Backend) SupportsBufferType(bt *BufferType) bool {
+	if b.usable() != nil || bt.usable() != nil {
+		return false
+	}
+	defer runtime.KeepAlive(b)
+	return bool(C.ggml_backend_supports_buft(b.c, bt.c))
+}
+
+// OffloadOp reports whether the backend wants to run op t although its
+// weights live elsewhere (ggml_backend_offload_op).
+func (b *Backend) OffloadOp(t *ggml.Tensor) bool {
+	if b.usable() != nil {
+		return false
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return false
+	}
+	defer runtime.KeepAlive(t)
+	defer runtime.KeepAlive(b)
+	return bool(C.ggml_backend_offload_op(b.c, tc))
+}
+
+// Synchronize waits for the backend's queued work: async transfers,
+// copies and computes (ggml_backend_synchronize). Memory given to async
+// calls may be reused afterwards.
+func (b *Backend) Synchronize() error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(b)
+	C.ggml_backend_synchronize(b.c)
+	b.release()
+	return nil
+}
+
+// asyncTarget checks that tensor t can take an async transfer on b.
+func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*C.struct_ggml_tensor, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	tc, err := storage(t)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRange(op, tc, offset, size); err != nil {
+		return nil, err
+	}
+	if bufferOf(tc) == nil {
+		return nil, fmt.Errorf("%w: %s: tensor %v lives in a context's memory, not in a buffer of backend %s", ErrUnsupported, op, t, b.Name())
+	}
+	if err := b.checkTensor(tc); err != nil {
+		return nil, err
+	}
+	return tc, nil
+}
+
+// SetTensorAsync queues a copy of data into tensor t, offset bytes in
+// (ggml_backend_tensor_set_async). data must not change until Synchronize;
+// it is pinned until then. Backends without async transfers copy at once.
+func (b *Backend) SetTensorAsync(t *ggml.Tensor, data []byte, offset uint64) (err error) {
+	tc, err := b.asyncTarget("SetTensorAsync", t, offset, uint64(len(data)))
+	if err != nil || len(data) == 0 {
+		return err
+	}
+	p := unsafe.SliceData(data)
+	b.pins.Pin(p)
+	b.pending = append(b.pending, t)
+	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
+	C.ggml_backend_tensor_set_async(b.c, tc, unsafe.Pointer(p), C.size_t(offset), C.size_t(len(data)))
+	return nil
+}
+
+// GetTensorAsync queues a copy of len(dst) bytes of tensor t, offset bytes
+// in, into dst (ggml_backend_tensor_get_async). dst holds the data after
+// Synchronize; it is pinned until then.
+func (b *Backend) GetTensorAsync(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
+	tc, err := b.asyncTarget("GetTensorAsync", t, offset, uint64(len(dst)))
+	if err != nil || len(dst) == 0 {
+		return err
+	}
+	p := unsafe.SliceData(dst)
+	b.pins.Pin(p)
+	b.pending = append(b.pending, t)
+	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
+	C.ggml_backend_tensor_get_async(b.c, tc, unsafe.Pointer(p), C.size_t(offset), C.size_t(len(dst)))
+	return nil
+}
+
+// CopyTensorAsync queues a copy of src (on backend b) into dst (on backend
+// dstBackend) (ggml_backend_tensor_copy_async). Backends that cannot copy
+// asynchronously between each other synchronize both and copy at once.
+// src and dst must have the same type, shape and strides.
+func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (err error) {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if err := dstBackend.usable(); err != nil {
+		return fmt.Errorf("CopyTensorAsync: destination backend: %w", err)
+	}
+	sc, err := storage(src)
+	if err != nil {
+		return fmt.Errorf("CopyTensorAsync: src: %w", err)
+	}
+	dc, err := storage(dst)
+	if err != nil {
+		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
+	}
+	if !sameLayout(sc, dc) {
+		return fmt.Errorf("%w: CopyTensorAsync: src %v and dst %v have different layouts (type, shape or strides)", ggml.ErrShape, src, dst)
+	}
+	if sc.buffer == nil || dc.buffer == nil {
+		return fmt.Errorf("%w: CopyTensorAsync: both tensors must be allocated in backend buffers (views: through AllocContextTensors)", ErrUnsupported)
+	}
+	if err := b.checkTensor(sc); err != nil {
+		return err
+	}
+	if err := dstBackend.checkTensor(dc); err != nil {
+		return err
+	}
+	b.pending = append(b.pending, src, dst)
+	dstBackend.pending = append(dstBackend.pending, src, dst)
+	defer runtime.KeepAlive(b)
+	defer runtime.KeepAlive(dstBackend)
+	defer bridge.Catch(&err)
+	C.ggml_backend_tensor_copy_async(b.c, dstBackend.c, sc, dc)
+	return nil
+}
+
+// ComputeAsync starts graph g on the backend and returns; Synchronize waits
+// for it (ggml_backend_graph_compute_async). It checks g as Compute does.
+// Use Compute for cancellation through a context.
+func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
+	gp, err := b.checkGraph(g)
+	if err != nil {
+		return err
+	}
+	if b.abort != nil {
+		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 0)
+	}
+	b.pending = append(b.pending, g)
+	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
+	return statusErr(C.goggml_graph_compute_async(b.c, gp))
+}
+
+// checkGraph validates g for computing on b: see Compute.
+func (b *Backend) checkGraph(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
 	gp, err := bridge.GraphForCompute(g, func(p unsafe.Pointer, isNode bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if isNode && !bool(C.ggml_backend_supports_op(b.c, t)) {
@@ -227,35 +458,5 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 		}
 		return b.checkTensor(t)
 	})
-	if err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(g)
-	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
-
-	if b.abort != nil {
-		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 0) // a cancelled compute left it set
-	}
-	if done := ctx.Done(); done != nil && b.abort != nil {
-		flag := (*int32)(unsafe.Pointer(b.abort))
-		finished, exited := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(exited)
-			select {
-			case <-done:
-				atomic.StoreInt32(flag, 1)
-			case <-finished:
-			}
-		}()
-		defer func() {
-			close(finished)
-			<-exited // the goroutine must not touch the flag once we return
-		}()
-	}
-	st := C.ggml_backend_graph_compute(b.c, (*C.struct_ggml_cgraph)(gp))
-	if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return statusErr(st)
+	return (*C.struct_ggml_cgraph)(gp), err
 }

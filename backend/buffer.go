@@ -6,15 +6,17 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // Buffer is memory on a device that holds tensor data
-// (ggml_backend_buffer_t). Tensors placed in it keep it alive; Close frees
-// it at once, after which those tensors report ggml.ErrClosed. An unreachable
-// Buffer is freed by the garbage collector.
+// (ggml_backend_buffer_t). It keeps what it was allocated from alive;
+// tensors placed in it keep it alive. Close frees it at once, after which
+// those tensors report ggml.ErrClosed. An unreachable Buffer is freed by the
+// garbage collector.
 type Buffer struct {
 	_       noCopy
 	c       C.ggml_backend_buffer_t
@@ -43,6 +45,16 @@ func (b *Buffer) Close() error {
 	return nil
 }
 
+func (b *Buffer) usable() error {
+	if b == nil {
+		return fmt.Errorf("%w: nil *Buffer", ggml.ErrInvalid)
+	}
+	if b.c == nil {
+		return fmt.Errorf("%w: the buffer is closed", ggml.ErrClosed)
+	}
+	return nil
+}
+
 // LeaseErr is ggml.ErrClosed once the buffer is closed: tensors in it check
 // this before touching their data.
 func (b *Buffer) LeaseErr() error {
@@ -55,7 +67,7 @@ func (b *Buffer) LeaseErr() error {
 // Name returns the buffer's name, e.g. "CPU" (ggml_backend_buffer_name), or
 // "" once closed.
 func (b *Buffer) Name() string {
-	if b == nil || b.c == nil {
+	if b.usable() != nil {
 		return ""
 	}
 	defer runtime.KeepAlive(b)
@@ -64,29 +76,188 @@ func (b *Buffer) Name() string {
 
 // Size returns the buffer's size in bytes (ggml_backend_buffer_get_size).
 func (b *Buffer) Size() uint64 {
-	if b == nil || b.c == nil {
+	if b.usable() != nil {
 		return 0
 	}
 	defer runtime.KeepAlive(b)
 	return uint64(C.ggml_backend_buffer_get_size(b.c))
 }
 
+// Alignment returns the alignment of tensor data in the buffer
+// (ggml_backend_buffer_get_alignment).
+func (b *Buffer) Alignment() uint64 {
+	if b.usable() != nil {
+		return 0
+	}
+	defer runtime.KeepAlive(b)
+	return uint64(C.ggml_backend_buffer_get_alignment(b.c))
+}
+
+// MaxSize returns the largest tensor the buffer can hold
+// (ggml_backend_buffer_get_max_size).
+func (b *Buffer) MaxSize() uint64 {
+	if b.usable() != nil {
+		return 0
+	}
+	defer runtime.KeepAlive(b)
+	return uint64(C.ggml_backend_buffer_get_max_size(b.c))
+}
+
 // IsHost reports whether the buffer is in host memory
 // (ggml_backend_buffer_is_host).
 func (b *Buffer) IsHost() bool {
-	if b == nil || b.c == nil {
+	if b.usable() != nil {
 		return false
 	}
 	defer runtime.KeepAlive(b)
 	return bool(C.ggml_backend_buffer_is_host(b.c))
 }
 
+// Type returns the buffer's type (ggml_backend_buffer_get_type).
+func (b *Buffer) Type() *BufferType {
+	if b.usable() != nil {
+		return nil
+	}
+	defer runtime.KeepAlive(b)
+	return bufferTypeFromC(C.ggml_backend_buffer_get_type(b.c))
+}
+
+// Base returns the address of the buffer's memory, for host buffers only
+// (ggml_backend_buffer_get_base). The memory belongs to the buffer: it is
+// valid until the buffer is closed or collected, so keep the buffer alive
+// (runtime.KeepAlive) while you use it. An empty buffer has a nil base.
+func (b *Buffer) Base() (unsafe.Pointer, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(b)
+	if !bool(C.ggml_backend_buffer_is_host(b.c)) {
+		return nil, fmt.Errorf("%w: buffer %s is not in host memory", ErrUnsupported, b.Name())
+	}
+	return C.ggml_backend_buffer_get_base(b.c), nil
+}
+
+// AllocSize returns the bytes tensor t needs in this buffer
+// (ggml_backend_buffer_get_alloc_size).
+func (b *Buffer) AllocSize(t *ggml.Tensor) (uint64, error) {
+	if err := b.usable(); err != nil {
+		return 0, err
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(t)
+	defer runtime.KeepAlive(b)
+	return uint64(C.ggml_backend_buffer_get_alloc_size(b.c, tc)), nil
+}
+
+// Clear sets every byte of the buffer to value (ggml_backend_buffer_clear).
+func (b *Buffer) Clear(value byte) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(b)
+	C.ggml_backend_buffer_clear(b.c, C.uint8_t(value))
+	return nil
+}
+
+// Reset lets the buffer's backend forget per-tensor state it keeps
+// (ggml_backend_buffer_reset); tensor data is untouched.
+func (b *Buffer) Reset() error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(b)
+	C.ggml_backend_buffer_reset(b.c)
+	return nil
+}
+
+// BufferUsage tells a scheduler what a buffer holds (enum
+// ggml_backend_buffer_usage).
+type BufferUsage int
+
+// Buffer usages.
+const (
+	UsageAny     BufferUsage = C.GGML_BACKEND_BUFFER_USAGE_ANY
+	UsageWeights BufferUsage = C.GGML_BACKEND_BUFFER_USAGE_WEIGHTS // ops reading it run on its backend
+	UsageCompute BufferUsage = C.GGML_BACKEND_BUFFER_USAGE_COMPUTE
+)
+
+// String returns "any", "weights" or "compute".
+func (u BufferUsage) String() string {
+	switch u {
+	case UsageAny:
+		return "any"
+	case UsageWeights:
+		return "weights"
+	case UsageCompute:
+		return "compute"
+	}
+	return fmt.Sprintf("BufferUsage(%d)", int(u))
+}
+
+// Usage returns what the buffer is marked as holding
+// (ggml_backend_buffer_get_usage).
+func (b *Buffer) Usage() BufferUsage {
+	if b.usable() != nil {
+		return UsageAny
+	}
+	defer runtime.KeepAlive(b)
+	return BufferUsage(C.ggml_backend_buffer_get_usage(b.c))
+}
+
+// SetUsage marks what the buffer holds (ggml_backend_buffer_set_usage; for a
+// multi-buffer, every part is marked).
+func (b *Buffer) SetUsage(u BufferUsage) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if u != UsageAny && u != UsageWeights && u != UsageCompute {
+		return fmt.Errorf("%w: unknown buffer usage %d", ggml.ErrInvalid, int(u))
+	}
+	defer runtime.KeepAlive(b)
+	C.ggml_backend_buffer_set_usage(b.c, C.enum_ggml_backend_buffer_usage(u))
+	return nil
+}
+
 // AllocContextTensors allocates every tensor of ctx that has no memory yet
 // in one new buffer of the backend's default buffer type, and sets up the
 // views of those tensors (ggml_backend_alloc_ctx_tensors). ctx must be a
 // NoAlloc context. The tensors keep the buffer alive; close it when done.
-func AllocContextTensors(ctx *ggml.Context, be *Backend) (buf *Buffer, err error) {
+func AllocContextTensors(ctx *ggml.Context, be *Backend) (*Buffer, error) {
 	if err := be.usable(); err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(be)
+	return allocContextTensors(ctx, bufferTypeFromC(C.ggml_backend_get_default_buffer_type(be.c)), be)
+}
+
+// AllocContextTensorsFromType is AllocContextTensors with a buffer type of
+// your choice (ggml_backend_alloc_ctx_tensors_from_buft).
+func AllocContextTensorsFromType(ctx *ggml.Context, bt *BufferType) (*Buffer, error) {
+	return allocContextTensors(ctx, bt, bt)
+}
+
+// ContextTensorsSize returns the bytes AllocContextTensorsFromType would
+// allocate (ggml_backend_alloc_ctx_tensors_from_buft_size).
+func ContextTensorsSize(ctx *ggml.Context, bt *BufferType) (uint64, error) {
+	if err := bt.usable(); err != nil {
+		return 0, err
+	}
+	cc, err := contextPtr(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if !ctx.NoAlloc() {
+		return 0, fmt.Errorf("%w: a context that keeps data in its own memory has nothing to allocate in a buffer", ggml.ErrInvalid)
+	}
+	defer runtime.KeepAlive(ctx)
+	return uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c)), nil
+}
+
+func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buffer, err error) {
+	if err := bt.usable(); err != nil {
 		return nil, err
 	}
 	cc, err := contextPtr(ctx)
@@ -102,19 +273,17 @@ func AllocContextTensors(ctx *ggml.Context, be *Backend) (buf *Buffer, err error
 			pending = append(pending, t)
 		}
 	}
-	buft := C.ggml_backend_get_default_buffer_type(be.c)
-	size := uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, buft))
+	size := uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c))
 	if len(pending) == 0 || size == 0 {
 		return nil, fmt.Errorf("%w: the context has no tensor left to allocate", ggml.ErrInvalid)
 	}
 	defer runtime.KeepAlive(ctx)
-	defer runtime.KeepAlive(be)
 	defer bridge.Catch(&err)
-	c := C.ggml_backend_alloc_ctx_tensors_from_buft(cc, buft)
+	c := C.ggml_backend_alloc_ctx_tensors_from_buft(cc, bt.c)
 	if c == nil {
-		return nil, fmt.Errorf("%w: could not allocate %d bytes in a %s buffer", ggml.ErrNoMemory, size, C.GoString(C.ggml_backend_buft_name(buft)))
+		return nil, fmt.Errorf("%w: could not allocate %d bytes in a %s buffer", ggml.ErrNoMemory, size, bt.Name())
 	}
-	buf = newBuffer(c, be)
+	buf = newBuffer(c, from)
 	for _, t := range pending {
 		bridge.SetLease(t, buf)
 	}

@@ -6,7 +6,10 @@ import "C"
 import (
 	"fmt"
 	"iter"
+	"runtime"
 	"unsafe"
+
+	"github.com/go-ggml/ggml/ggml"
 )
 
 // DeviceType is the kind of a device (enum ggml_backend_dev_type).
@@ -36,18 +39,26 @@ func (t DeviceType) String() string {
 }
 
 // Device is a device in ggml's backend registry (ggml_backend_dev_t). It is
-// owned by ggml and lives as long as the process (or until its backend
-// library is unloaded); it has no Close. Devices are safe to share between
-// goroutines.
+// owned by ggml and lives as long as its registry (the process, unless its
+// backend library is unloaded); it has no Close. Devices are safe to share
+// between goroutines.
 type Device struct {
-	c C.ggml_backend_dev_t
+	c   C.ggml_backend_dev_t
+	reg *Reg
 }
 
 func deviceFromC(c C.ggml_backend_dev_t) *Device {
 	if c == nil {
 		return nil
 	}
-	return &Device{c: c}
+	return &Device{c: c, reg: regFromC(C.ggml_backend_dev_backend_reg(c))}
+}
+
+func (d *Device) usable() error {
+	if d == nil || d.c == nil {
+		return fmt.Errorf("%w: nil *Device", ggml.ErrInvalid)
+	}
+	return d.reg.usable()
 }
 
 // DeviceCount returns the number of registered devices (ggml_backend_dev_count).
@@ -66,7 +77,8 @@ func DeviceAt(i int) *Device {
 func Devices() iter.Seq[*Device] {
 	return func(yield func(*Device) bool) {
 		for i := range DeviceCount() {
-			if !yield(DeviceAt(i)) {
+			d := DeviceAt(i)
+			if d == nil || !yield(d) {
 				return
 			}
 		}
@@ -94,21 +106,179 @@ func DeviceByType(t DeviceType) (*Device, error) {
 }
 
 // Name returns the device's short name, e.g. "CPU" (ggml_backend_dev_name).
-func (d *Device) Name() string { return C.GoString(C.ggml_backend_dev_name(d.c)) }
+func (d *Device) Name() string {
+	if d.usable() != nil {
+		return ""
+	}
+	return C.GoString(C.ggml_backend_dev_name(d.c))
+}
 
 // Description returns the device's description, e.g. the CPU model
 // (ggml_backend_dev_description).
-func (d *Device) Description() string { return C.GoString(C.ggml_backend_dev_description(d.c)) }
+func (d *Device) Description() string {
+	if d.usable() != nil {
+		return ""
+	}
+	return C.GoString(C.ggml_backend_dev_description(d.c))
+}
 
 // Type returns the kind of device (ggml_backend_dev_type).
-func (d *Device) Type() DeviceType { return DeviceType(C.ggml_backend_dev_type(d.c)) }
+func (d *Device) Type() DeviceType {
+	if d.usable() != nil {
+		return DeviceCPU
+	}
+	return DeviceType(C.ggml_backend_dev_type(d.c))
+}
 
 // Memory returns the device's free and total memory in bytes
 // (ggml_backend_dev_memory).
 func (d *Device) Memory() (free, total uint64) {
+	if d.usable() != nil {
+		return 0, 0
+	}
 	var f, t C.size_t
 	C.ggml_backend_dev_memory(d.c, &f, &t)
 	return uint64(f), uint64(t)
+}
+
+// Caps are what a device can do (struct ggml_backend_dev_caps).
+type Caps struct {
+	Async             bool // asynchronous operations
+	HostBuffer        bool // a pinned host buffer type
+	BufferFromHostPtr bool // buffers over caller memory
+	Events            bool // event synchronization
+}
+
+// Props are all of a device's properties (struct ggml_backend_dev_props).
+type Props struct {
+	Name        string
+	Description string
+	ID          string // the device's id (may be empty)
+	DeviceID    string // the PCI bus id "domain:bus:device.function", if known
+	MemoryFree  uint64
+	MemoryTotal uint64
+	Type        DeviceType
+	Caps        Caps
+	// Driver and compute capability versions, where the backend reports them.
+	DriverMajor, DriverMinor, ComputeMajor, ComputeMinor int
+	Integrated                                           bool
+	Library                                              string // the backend library, where known
+}
+
+func goStringOrEmpty(p *C.char) string {
+	if p == nil {
+		return ""
+	}
+	return C.GoString(p)
+}
+
+// Props returns the device's properties (ggml_backend_dev_get_props).
+func (d *Device) Props() (Props, error) {
+	if err := d.usable(); err != nil {
+		return Props{}, err
+	}
+	var p C.struct_ggml_backend_dev_props
+	C.ggml_backend_dev_get_props(d.c, &p)
+	return Props{
+		Name:         goStringOrEmpty(p.name),
+		Description:  goStringOrEmpty(p.description),
+		ID:           goStringOrEmpty(p.id),
+		DeviceID:     goStringOrEmpty(p.device_id),
+		MemoryFree:   uint64(p.memory_free),
+		MemoryTotal:  uint64(p.memory_total),
+		Type:         DeviceType(p._type),
+		Caps:         Caps{Async: bool(p.caps.async), HostBuffer: bool(p.caps.host_buffer), BufferFromHostPtr: bool(p.caps.buffer_from_host_ptr), Events: bool(p.caps.events)},
+		DriverMajor:  int(p.driver_major),
+		DriverMinor:  int(p.driver_minor),
+		ComputeMajor: int(p.compute_major),
+		ComputeMinor: int(p.compute_minor),
+		Integrated:   p.integrated != 0,
+		Library:      goStringOrEmpty(p.library),
+	}, nil
+}
+
+// Reg returns the registry entry (backend) the device belongs to
+// (ggml_backend_dev_backend_reg).
+func (d *Device) Reg() *Reg {
+	if d == nil {
+		return nil
+	}
+	return d.reg
+}
+
+// Init starts a backend on the device, with optional backend-specific
+// params ("" for none) (ggml_backend_dev_init).
+func (d *Device) Init(params string) (*Backend, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	cp, free := cstring(params)
+	defer free()
+	c := C.ggml_backend_dev_init(d.c, cp)
+	if c == nil {
+		return nil, fmt.Errorf("%w: device %s could not start a backend", ErrUnsupported, d.Name())
+	}
+	return newBackend(c), nil
+}
+
+// BufferType returns the device's own buffer type
+// (ggml_backend_dev_buffer_type).
+func (d *Device) BufferType() *BufferType {
+	if d.usable() != nil {
+		return nil
+	}
+	return bufferTypeFromC(C.ggml_backend_dev_buffer_type(d.c))
+}
+
+// HostBufferType returns the device's pinned host-memory buffer type, for
+// fast transfers (ggml_backend_dev_host_buffer_type), or an ErrUnsupported
+// error when the device has none (the CPU has none).
+func (d *Device) HostBufferType() (*BufferType, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	bt := bufferTypeFromC(C.ggml_backend_dev_host_buffer_type(d.c))
+	if bt == nil {
+		return nil, fmt.Errorf("%w: device %s has no host buffer type", ErrUnsupported, d.Name())
+	}
+	return bt, nil
+}
+
+// SupportsOp reports whether the device can compute tensor t's op
+// (ggml_backend_dev_supports_op).
+func (d *Device) SupportsOp(t *ggml.Tensor) bool {
+	if d.usable() != nil {
+		return false
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return false
+	}
+	defer runtime.KeepAlive(t)
+	return bool(C.ggml_backend_dev_supports_op(d.c, tc))
+}
+
+// SupportsBufferType reports whether the device can use buffers of type bt
+// (ggml_backend_dev_supports_buft).
+func (d *Device) SupportsBufferType(bt *BufferType) bool {
+	if d.usable() != nil || bt.usable() != nil {
+		return false
+	}
+	return bool(C.ggml_backend_dev_supports_buft(d.c, bt.c))
+}
+
+// OffloadOp reports whether the device wants to run op t even though its
+// weights live elsewhere, as a scheduler asks (ggml_backend_dev_offload_op).
+func (d *Device) OffloadOp(t *ggml.Tensor) bool {
+	if d.usable() != nil {
+		return false
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return false
+	}
+	defer runtime.KeepAlive(t)
+	return bool(C.ggml_backend_dev_offload_op(d.c, tc))
 }
 
 // String returns "name (description)".
@@ -117,11 +287,8 @@ func (d *Device) String() string { return d.Name() + " (" + d.Description() + ")
 // procAddress returns a function the device's registry offers by name
 // (ggml_backend_reg_get_proc_address), or nil.
 func (d *Device) procAddress(name string) unsafe.Pointer {
-	reg := C.ggml_backend_dev_backend_reg(d.c)
-	if reg == nil {
+	if d == nil || d.reg == nil {
 		return nil
 	}
-	cs := C.CString(name)
-	defer C.free(unsafe.Pointer(cs))
-	return C.ggml_backend_reg_get_proc_address(reg, cs)
+	return d.reg.ProcAddress(name)
 }

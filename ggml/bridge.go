@@ -18,6 +18,13 @@ func init() {
 		}
 		return unsafe.Pointer(t.c), nil
 	}
+	bridge.TensorStorage = func(v any) (unsafe.Pointer, error) {
+		t, _ := v.(*Tensor)
+		if err := t.storageErr(); err != nil {
+			return nil, err
+		}
+		return unsafe.Pointer(t.c), nil
+	}
 	bridge.ContextPtr = func(v any) (unsafe.Pointer, error) {
 		c, _ := v.(*Context)
 		switch {

@@ -46,6 +46,9 @@ func Catch(errp *error) {
 var (
 	// TensorPtr returns the *C.struct_ggml_tensor of a usable tensor.
 	TensorPtr func(t any) (unsafe.Pointer, error)
+	// TensorStorage returns the *C.struct_ggml_tensor of a tensor whose
+	// data can be read and written now (allocated, its memory alive).
+	TensorStorage func(t any) (unsafe.Pointer, error)
 	// ContextPtr returns the *C.struct_ggml_context of an open context
 	// whose sticky error is nil.
 	ContextPtr func(c any) (unsafe.Pointer, error)

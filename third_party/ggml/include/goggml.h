@@ -58,4 +58,10 @@ static inline bool goggml_abort_flag(void * data) {
 	return __atomic_load_n((int *)data, __ATOMIC_RELAXED) != 0;
 }
 
+// Multi-buffers: exported by ggml-base but declared only in its internal
+// header (src/ggml-backend-impl.h), which is not on our include path.
+extern ggml_backend_buffer_t ggml_backend_multi_buffer_alloc_buffer(ggml_backend_buffer_t * buffers, size_t n_buffers);
+extern bool ggml_backend_buffer_is_multi_buffer(ggml_backend_buffer_t buffer);
+extern void ggml_backend_multi_buffer_set_usage(ggml_backend_buffer_t buffer, enum ggml_backend_buffer_usage usage);
+
 #endif // GOGGML_H

@@ -1,0 +1,115 @@
+package backend
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// BufferType is a kind of memory a device offers, such as the CPU's host
+// memory or a GPU's device memory (ggml_backend_buffer_type_t). It is owned
+// by ggml and lives as long as its device; it has no Close and is safe to
+// share between goroutines.
+type BufferType struct {
+	c C.ggml_backend_buffer_type_t
+}
+
+func bufferTypeFromC(c C.ggml_backend_buffer_type_t) *BufferType {
+	if c == nil {
+		return nil
+	}
+	return &BufferType{c: c}
+}
+
+func (bt *BufferType) usable() error {
+	if bt == nil || bt.c == nil {
+		return fmt.Errorf("%w: nil *BufferType", ggml.ErrInvalid)
+	}
+	return nil
+}
+
+// CPUBufferType returns the buffer type of host memory, always available
+// (ggml_backend_cpu_buffer_type).
+func CPUBufferType() *BufferType { return bufferTypeFromC(C.ggml_backend_cpu_buffer_type()) }
+
+// Name returns the buffer type's name, e.g. "CPU" (ggml_backend_buft_name).
+func (bt *BufferType) Name() string {
+	if bt.usable() != nil {
+		return ""
+	}
+	return C.GoString(C.ggml_backend_buft_name(bt.c))
+}
+
+// Alignment returns the alignment in bytes of tensor data in buffers of this
+// type (ggml_backend_buft_get_alignment).
+func (bt *BufferType) Alignment() uint64 {
+	if bt.usable() != nil {
+		return 0
+	}
+	return uint64(C.ggml_backend_buft_get_alignment(bt.c))
+}
+
+// MaxSize returns the largest buffer of this type that can be allocated
+// (ggml_backend_buft_get_max_size).
+func (bt *BufferType) MaxSize() uint64 {
+	if bt.usable() != nil {
+		return 0
+	}
+	return uint64(C.ggml_backend_buft_get_max_size(bt.c))
+}
+
+// IsHost reports whether buffers of this type are in host memory, readable
+// by the CPU (ggml_backend_buft_is_host).
+func (bt *BufferType) IsHost() bool {
+	return bt.usable() == nil && bool(C.ggml_backend_buft_is_host(bt.c))
+}
+
+// Device returns the device that owns this buffer type, or nil
+// (ggml_backend_buft_get_device).
+func (bt *BufferType) Device() *Device {
+	if bt.usable() != nil {
+		return nil
+	}
+	return deviceFromC(C.ggml_backend_buft_get_device(bt.c))
+}
+
+// AllocSize returns the bytes tensor t needs in a buffer of this type; some
+// types pad or add room (ggml_backend_buft_get_alloc_size).
+func (bt *BufferType) AllocSize(t *ggml.Tensor) (uint64, error) {
+	if err := bt.usable(); err != nil {
+		return 0, err
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(t)
+	return uint64(C.ggml_backend_buft_get_alloc_size(bt.c, tc)), nil
+}
+
+// AllocBuffer allocates a buffer of size bytes of this type
+// (ggml_backend_buft_alloc_buffer). A size of 0 gives an empty buffer.
+func (bt *BufferType) AllocBuffer(size uint64) (*Buffer, error) {
+	if err := bt.usable(); err != nil {
+		return nil, err
+	}
+	if size > math.MaxInt64 {
+		return nil, fmt.Errorf("%w: buffer of %d bytes", ggml.ErrNoMemory, size)
+	}
+	if max := bt.MaxSize(); size > max {
+		return nil, fmt.Errorf("%w: %d bytes exceed the largest %s buffer (%d bytes)", ggml.ErrNoMemory, size, bt.Name(), max)
+	}
+	c := C.ggml_backend_buft_alloc_buffer(bt.c, C.size_t(size))
+	if c == nil {
+		return nil, fmt.Errorf("%w: could not allocate a %s buffer of %d bytes", ggml.ErrNoMemory, bt.Name(), size)
+	}
+	return newBuffer(c, bt), nil
+}
+
+// String returns the buffer type's name.
+func (bt *BufferType) String() string { return bt.Name() }

@@ -1,0 +1,162 @@
+package backend
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// planSet holds a backend's live plans, so that whichever of Plan.Close,
+// Backend.Close and the cleanups comes first frees each plan once, while its
+// backend still exists.
+type planSet struct {
+	mu sync.Mutex
+	m  map[C.ggml_backend_graph_plan_t]struct{}
+}
+
+func (s *planSet) free(be C.ggml_backend_t, p C.ggml_backend_graph_plan_t) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[p]; ok {
+		delete(s.m, p)
+		C.ggml_backend_graph_plan_free(be, p)
+	}
+}
+
+func (s *planSet) freeAll(be C.ggml_backend_t) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for p := range s.m {
+		C.ggml_backend_graph_plan_free(be, p)
+	}
+	clear(s.m)
+}
+
+// Plan is a graph prepared for repeated computing on one backend
+// (ggml_backend_graph_plan_t). It keeps its backend and graph alive; closing
+// the backend frees the plan too. A Plan is used by one goroutine at a time.
+type Plan struct {
+	_       noCopy
+	c       C.ggml_backend_graph_plan_t
+	be      *Backend
+	g       *ggml.Graph
+	cleanup runtime.Cleanup
+}
+
+type planRes struct {
+	be   C.ggml_backend_t
+	p    C.ggml_backend_graph_plan_t
+	plan *planSet
+}
+
+// NewPlan prepares graph g for computing on the backend
+// (ggml_backend_graph_plan_create). The graph is checked as Compute checks
+// it; ErrUnsupported when the backend has no plans (only the CPU has).
+func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
+	gp, err := b.checkGraph(g)
+	if err != nil {
+		return nil, err
+	}
+	if !b.IsCPU() {
+		return nil, fmt.Errorf("%w: backend %s has no graph plans", ErrUnsupported, b.Name())
+	}
+	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
+	c := C.ggml_backend_graph_plan_create(b.c, gp)
+	if c == nil {
+		return nil, fmt.Errorf("%w: could not create a plan", ggml.ErrNoMemory)
+	}
+	b.plans.mu.Lock()
+	b.plans.m[c] = struct{}{}
+	b.plans.mu.Unlock()
+	p = &Plan{c: c, be: b, g: g}
+	p.cleanup = runtime.AddCleanup(p, func(r planRes) { r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
+	return p, nil
+}
+
+func (p *Plan) usable() error {
+	if p == nil {
+		return fmt.Errorf("%w: nil *Plan", ggml.ErrInvalid)
+	}
+	if p.c == nil {
+		return fmt.Errorf("%w: the plan is closed", ggml.ErrClosed)
+	}
+	if err := p.be.usable(); err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	return nil
+}
+
+// Compute runs the planned graph (ggml_backend_graph_plan_compute). The
+// graph is checked again (its tensors may have lost their memory); a
+// cancelled ctx stops the compute between nodes, as in Backend.Compute.
+func (p *Plan) Compute(ctx context.Context) (err error) {
+	if err := p.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b := p.be
+	if _, err := b.checkGraph(p.g); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(p)
+	defer bridge.Catch(&err)
+	stop := b.watch(ctx)
+	st := C.ggml_backend_graph_plan_compute(b.c, p.c)
+	stop()
+	if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return statusErr(st)
+}
+
+// Close frees the plan (ggml_backend_graph_plan_free). It is idempotent
+// and safe on nil.
+func (p *Plan) Close() error {
+	if p == nil || p.c == nil {
+		return nil
+	}
+	p.cleanup.Stop()
+	p.be.plans.free(p.be.c, p.c)
+	p.c = nil
+	return nil
+}
+
+// watch arms the backend's abort flag for ctx: a goroutine sets it when ctx
+// is cancelled. The returned stop must be called when the compute returns;
+// it waits for the goroutine, which then no longer touches the flag.
+func (b *Backend) watch(ctx context.Context) (stop func()) {
+	if b.abort == nil {
+		return func() {}
+	}
+	flag := (*int32)(unsafe.Pointer(b.abort))
+	atomic.StoreInt32(flag, 0) // a cancelled compute left it set
+	done := ctx.Done()
+	if done == nil {
+		return func() {}
+	}
+	finished, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-done:
+			atomic.StoreInt32(flag, 1)
+		case <-finished:
+		}
+	}()
+	return func() {
+		close(finished)
+		<-exited
+	}
+}

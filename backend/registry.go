@@ -1,0 +1,226 @@
+package backend
+
+/*
+#include "goggml.h"
+
+static struct ggml_backend_feature * goggml_features(void *fn, ggml_backend_reg_t reg) {
+	return ((ggml_backend_get_features_t)fn)(reg);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"iter"
+	"sync"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// Reg is an entry of ggml's backend registry: one backend implementation
+// (CPU, CUDA, Vulkan, ...) and its devices (ggml_backend_reg_t). It is owned
+// by ggml; it has no Close. A Reg and its devices are safe to share between
+// goroutines. There is one *Reg per registry entry.
+type Reg struct {
+	c        C.ggml_backend_reg_t
+	loaded   bool // by Load: Unload may remove it
+	unloaded bool
+}
+
+// regs maps ggml's registry entries to their one Go handle.
+var regs struct {
+	sync.Mutex
+	m map[C.ggml_backend_reg_t]*Reg
+}
+
+func regFromC(c C.ggml_backend_reg_t) *Reg {
+	if c == nil {
+		return nil
+	}
+	regs.Lock()
+	defer regs.Unlock()
+	if regs.m == nil {
+		regs.m = map[C.ggml_backend_reg_t]*Reg{}
+	}
+	r := regs.m[c]
+	if r == nil {
+		r = &Reg{c: c}
+		regs.m[c] = r
+	}
+	return r
+}
+
+func (r *Reg) usable() error {
+	if r == nil || r.c == nil {
+		return fmt.Errorf("%w: nil *Reg", ggml.ErrInvalid)
+	}
+	regs.Lock()
+	defer regs.Unlock()
+	if r.unloaded {
+		return fmt.Errorf("%w: its backend library was unloaded", ggml.ErrClosed)
+	}
+	return nil
+}
+
+// RegCount returns the number of registry entries (ggml_backend_reg_count).
+func RegCount() int { return int(C.ggml_backend_reg_count()) }
+
+// RegAt returns registry entry i, or nil when out of range
+// (ggml_backend_reg_get).
+func RegAt(i int) *Reg {
+	if i < 0 || i >= RegCount() {
+		return nil
+	}
+	return regFromC(C.ggml_backend_reg_get(C.size_t(i)))
+}
+
+// Regs iterates over the registry entries (ggml_backend_reg_get).
+func Regs() iter.Seq[*Reg] {
+	return func(yield func(*Reg) bool) {
+		for i := range RegCount() {
+			r := RegAt(i)
+			if r == nil || !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// RegByName returns the registry entry of that name, compared without regard
+// to case, e.g. "CPU" (ggml_backend_reg_by_name), or an ErrNotFound error.
+func RegByName(name string) (*Reg, error) {
+	cs, free := cstring(name)
+	defer free()
+	if r := regFromC(C.ggml_backend_reg_by_name(cs)); r != nil {
+		return r, nil
+	}
+	return nil, fmt.Errorf("%w: no backend registered as %q", ErrNotFound, name)
+}
+
+// Name returns the entry's name, e.g. "CPU" (ggml_backend_reg_name).
+func (r *Reg) Name() string {
+	if r.usable() != nil {
+		return ""
+	}
+	return C.GoString(C.ggml_backend_reg_name(r.c))
+}
+
+// DeviceCount returns the number of devices of this entry
+// (ggml_backend_reg_dev_count).
+func (r *Reg) DeviceCount() int {
+	if r.usable() != nil {
+		return 0
+	}
+	return int(C.ggml_backend_reg_dev_count(r.c))
+}
+
+// Device returns device i of this entry, or nil when out of range
+// (ggml_backend_reg_dev_get).
+func (r *Reg) Device(i int) *Device {
+	if i < 0 || i >= r.DeviceCount() {
+		return nil
+	}
+	return deviceFromC(C.ggml_backend_reg_dev_get(r.c, C.size_t(i)))
+}
+
+// Devices iterates over the devices of this entry.
+func (r *Reg) Devices() iter.Seq[*Device] {
+	return func(yield func(*Device) bool) {
+		for i := range r.DeviceCount() {
+			d := r.Device(i)
+			if d == nil || !yield(d) {
+				return
+			}
+		}
+	}
+}
+
+// ProcAddress returns an optional function the backend offers by name, such
+// as "ggml_backend_set_n_threads", or nil (ggml_backend_reg_get_proc_address).
+// Calling it is up to C code that knows its signature.
+func (r *Reg) ProcAddress(name string) unsafe.Pointer {
+	if r.usable() != nil {
+		return nil
+	}
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return C.ggml_backend_reg_get_proc_address(r.c, cs)
+}
+
+// Feature is one entry of a backend's feature list, e.g. {"AVX2", "1"}.
+type Feature struct {
+	Name, Value string
+}
+
+// Features returns the backend's feature list (the registry's
+// "ggml_backend_get_features" function), or an ErrUnsupported error when the
+// backend offers none.
+func (r *Reg) Features() ([]Feature, error) {
+	if err := r.usable(); err != nil {
+		return nil, err
+	}
+	fn := r.ProcAddress("ggml_backend_get_features")
+	if fn == nil {
+		return nil, fmt.Errorf("%w: backend %s has no feature list", ErrUnsupported, r.Name())
+	}
+	var out []Feature
+	f := C.goggml_features(fn, r.c)
+	for ; f != nil && f.name != nil; f = (*C.struct_ggml_backend_feature)(unsafe.Add(unsafe.Pointer(f), C.sizeof_struct_ggml_backend_feature)) {
+		out = append(out, Feature{Name: C.GoString(f.name), Value: goStringOrEmpty(f.value)})
+	}
+	return out, nil
+}
+
+// String returns the entry's name.
+func (r *Reg) String() string { return r.Name() }
+
+// Load loads a backend library (a shared object such as
+// libggml-vulkan.so) and registers its backend (ggml_backend_load).
+func Load(path string) (*Reg, error) {
+	cs := C.CString(path)
+	defer C.free(unsafe.Pointer(cs))
+	c := C.ggml_backend_load(cs)
+	if c == nil {
+		return nil, fmt.Errorf("%w: %s is not a loadable ggml backend (see the log for why)", ErrNotFound, path)
+	}
+	r := regFromC(c)
+	regs.Lock()
+	r.loaded, r.unloaded = true, false
+	regs.Unlock()
+	return r, nil
+}
+
+// Unload removes a backend that Load registered, with its devices, and
+// unloads its library (ggml_backend_unload). Close every backend and buffer
+// made from it first: their code goes with the library. Devices and the Reg
+// report ggml.ErrClosed afterwards.
+func Unload(r *Reg) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
+	regs.Lock()
+	loaded := r.loaded
+	regs.Unlock()
+	if !loaded {
+		return fmt.Errorf("%w: backend %s was not loaded with Load; built-in backends stay", ggml.ErrInvalid, r.Name())
+	}
+	C.ggml_backend_unload(r.c)
+	regs.Lock()
+	r.unloaded = true
+	delete(regs.m, r.c)
+	regs.Unlock()
+	return nil
+}
+
+// LoadAll loads every backend library found in the usual places: the
+// executable's directory and GGML_BACKEND_PATH (ggml_backend_load_all).
+func LoadAll() { C.ggml_backend_load_all() }
+
+// LoadAllFromPath loads every backend library found in dir
+// (ggml_backend_load_all_from_path).
+func LoadAllFromPath(dir string) {
+	cs, free := cstring(dir)
+	defer free()
+	C.ggml_backend_load_all_from_path(cs)
+}

@@ -1,0 +1,167 @@
+package backend
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// storage returns the C tensor of t if its data can be accessed now.
+func storage(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
+	p, err := bridge.TensorStorage(t)
+	return (*C.struct_ggml_tensor)(p), err
+}
+
+// bufferOf returns the buffer that holds t's data, or nil for a context pool.
+func bufferOf(t *C.struct_ggml_tensor) C.ggml_backend_buffer_t {
+	if t.view_src != nil {
+		return t.view_src.buffer
+	}
+	return t.buffer
+}
+
+// checkRange checks that [offset, offset+size) lies within t's bytes, as
+// ggml asserts.
+func checkRange(op string, t *C.struct_ggml_tensor, offset, size uint64) error {
+	n := uint64(C.ggml_nbytes(t))
+	if offset > n || size > n-offset {
+		return fmt.Errorf("%w: %s: bytes [%d, %d) are outside tensor %q of %d bytes", ggml.ErrShape, op, offset, offset+size, C.GoString(&t.name[0]), n)
+	}
+	return nil
+}
+
+// TensorSet copies data into tensor t's memory starting offset bytes in
+// (ggml_backend_tensor_set). The bytes are written as they are, whatever
+// the tensor's layout; offset+len(data) must not pass t.Bytes().
+func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
+	tc, err := storage(t)
+	if err != nil {
+		return err
+	}
+	if err := checkRange("TensorSet", tc, offset, uint64(len(data))); err != nil {
+		return err
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	defer runtime.KeepAlive(t)
+	if bufferOf(tc) == nil { // a context pool: host memory
+		copy(unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(data)), data)
+		return nil
+	}
+	defer bridge.Catch(&err)
+	C.ggml_backend_tensor_set(tc, unsafe.Pointer(unsafe.SliceData(data)), C.size_t(offset), C.size_t(len(data)))
+	return nil
+}
+
+// TensorGet copies len(dst) bytes of tensor t's memory, starting offset
+// bytes in, into dst (ggml_backend_tensor_get).
+func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
+	tc, err := storage(t)
+	if err != nil {
+		return err
+	}
+	if err := checkRange("TensorGet", tc, offset, uint64(len(dst))); err != nil {
+		return err
+	}
+	if len(dst) == 0 {
+		return nil
+	}
+	defer runtime.KeepAlive(t)
+	if bufferOf(tc) == nil {
+		copy(dst, unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(dst)))
+		return nil
+	}
+	defer bridge.Catch(&err)
+	C.ggml_backend_tensor_get(tc, unsafe.Pointer(unsafe.SliceData(dst)), C.size_t(offset), C.size_t(len(dst)))
+	return nil
+}
+
+// TensorMemset sets size bytes of tensor t's memory, starting offset bytes
+// in, to value (ggml_backend_tensor_memset).
+func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
+	tc, err := storage(t)
+	if err != nil {
+		return err
+	}
+	if err := checkRange("TensorMemset", tc, offset, size); err != nil {
+		return err
+	}
+	if size == 0 {
+		return nil
+	}
+	defer runtime.KeepAlive(t)
+	buf := bufferOf(tc)
+	if buf == nil {
+		C.memset(unsafe.Add(tc.data, offset), C.int(value), C.size_t(size))
+		return nil
+	}
+	defer bridge.Catch(&err) // a buffer without memset asserts: an *AssertError
+	C.ggml_backend_tensor_memset(tc, C.uint8_t(value), C.size_t(offset), C.size_t(size))
+	return nil
+}
+
+// sameLayout reports whether a and b have the same type, shape and strides
+// (ggml_are_same_layout).
+func sameLayout(a, b *C.struct_ggml_tensor) bool {
+	if a._type != b._type {
+		return false
+	}
+	for i := range 4 {
+		if a.ne[i] != b.ne[i] || a.nb[i] != b.nb[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TensorCopy copies src's data into dst, between any two buffers (or
+// context pools) (ggml_backend_tensor_copy). They must have the same type,
+// shape and strides.
+func TensorCopy(src, dst *ggml.Tensor) (err error) {
+	sc, err := storage(src)
+	if err != nil {
+		return fmt.Errorf("TensorCopy: src: %w", err)
+	}
+	dc, err := storage(dst)
+	if err != nil {
+		return fmt.Errorf("TensorCopy: dst: %w", err)
+	}
+	if !sameLayout(sc, dc) {
+		return fmt.Errorf("%w: TensorCopy: src %v and dst %v have different layouts (type, shape or strides)", ggml.ErrShape, src, dst)
+	}
+	if sc == dc {
+		return nil
+	}
+	defer runtime.KeepAlive(src)
+	defer runtime.KeepAlive(dst)
+	defer bridge.Catch(&err)
+	n := C.size_t(C.ggml_nbytes(sc))
+	sb, db := bufferOf(sc), bufferOf(dc)
+	switch {
+	case sb == nil || bool(C.ggml_backend_buffer_is_host(sb)):
+		if db == nil {
+			C.memcpy(dc.data, sc.data, n)
+		} else {
+			C.ggml_backend_tensor_set(dc, sc.data, 0, n)
+		}
+	case db == nil || bool(C.ggml_backend_buffer_is_host(db)):
+		C.ggml_backend_tensor_get(sc, dc.data, 0, n)
+	default:
+		// Two device buffers: through host memory (ggml's own fallback).
+		tmp := C.malloc(n)
+		if tmp == nil {
+			return fmt.Errorf("%w: TensorCopy: %d bytes of staging memory", ggml.ErrNoMemory, n)
+		}
+		defer C.free(tmp)
+		C.ggml_backend_tensor_get(sc, tmp, 0, n)
+		C.ggml_backend_tensor_set(dc, tmp, 0, n)
+	}
+	return nil
+}
