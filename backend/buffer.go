@@ -20,7 +20,9 @@ import (
 type Buffer struct {
 	_       noCopy
 	c       C.ggml_backend_buffer_t
-	from    any // what it was allocated from, kept alive
+	from    any     // what it was allocated from, kept alive
+	parent  *Buffer // the multi-buffer that owns this one, if any
+	parts   []*Buffer
 	cleanup runtime.Cleanup
 }
 
@@ -38,10 +40,19 @@ func (b *Buffer) Close() error {
 	if b == nil || b.c == nil {
 		return nil
 	}
+	if b.parent != nil {
+		if b.parent.c == nil {
+			return nil // its multi-buffer closed it
+		}
+		return fmt.Errorf("%w: this buffer is part of a multi-buffer, which frees it: close that", ggml.ErrInvalid)
+	}
 	b.cleanup.Stop()
 	freeBuffer(b.c)
 	b.c = nil
 	b.from = nil
+	for _, p := range b.parts {
+		p.c = nil
+	}
 	return nil
 }
 
@@ -55,13 +66,61 @@ func (b *Buffer) usable() error {
 	return nil
 }
 
-// LeaseErr is ggml.ErrClosed once the buffer is closed: tensors in it check
-// this before touching their data.
+// LeaseErr is ggml.ErrClosed once the buffer is closed (or the multi-buffer
+// that owns it): tensors in it check this before touching their data.
 func (b *Buffer) LeaseErr() error {
 	if b.c == nil {
 		return fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed)
 	}
 	return nil
+}
+
+// NewMultiBuffer joins buffers into one, which then owns them: closing it
+// frees them all, and Clear and SetUsage reach them all
+// (ggml_backend_multi_buffer_alloc_buffer). Its type is the first part's.
+// The parts stay usable for their tensors; their own Close then reports an
+// error. A buffer can be part of one multi-buffer only.
+func NewMultiBuffer(parts ...*Buffer) (*Buffer, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: NewMultiBuffer needs at least one buffer", ggml.ErrInvalid)
+	}
+	seen := map[*Buffer]bool{}
+	for i, p := range parts {
+		if err := p.usable(); err != nil {
+			return nil, fmt.Errorf("NewMultiBuffer: part %d: %w", i, err)
+		}
+		if p.parent != nil || seen[p] {
+			return nil, fmt.Errorf("%w: NewMultiBuffer: part %d is already owned by a multi-buffer or given twice", ggml.ErrInvalid, i)
+		}
+		seen[p] = true
+	}
+	arr := (*C.ggml_backend_buffer_t)(C.malloc(C.size_t(len(parts)) * C.size_t(unsafe.Sizeof(C.ggml_backend_buffer_t(nil)))))
+	defer C.free(unsafe.Pointer(arr))
+	cs := unsafe.Slice(arr, len(parts))
+	for i, p := range parts {
+		cs[i] = p.c
+	}
+	c := C.ggml_backend_multi_buffer_alloc_buffer(arr, C.size_t(len(parts)))
+	if c == nil {
+		return nil, fmt.Errorf("%w: ggml_backend_multi_buffer_alloc_buffer", ggml.ErrNoMemory)
+	}
+	m := newBuffer(c, nil)
+	m.parts = append([]*Buffer(nil), parts...)
+	for _, p := range parts {
+		p.cleanup.Stop() // the multi-buffer frees it
+		p.parent = m
+	}
+	return m, nil
+}
+
+// IsMulti reports whether the buffer is a multi-buffer
+// (ggml_backend_buffer_is_multi_buffer).
+func (b *Buffer) IsMulti() bool {
+	if b.usable() != nil {
+		return false
+	}
+	defer runtime.KeepAlive(b)
+	return bool(C.ggml_backend_buffer_is_multi_buffer(b.c))
 }
 
 // Name returns the buffer's name, e.g. "CPU" (ggml_backend_buffer_name), or
@@ -208,7 +267,7 @@ func (b *Buffer) Usage() BufferUsage {
 }
 
 // SetUsage marks what the buffer holds (ggml_backend_buffer_set_usage; for a
-// multi-buffer, every part is marked).
+// multi-buffer, every part is marked: ggml_backend_multi_buffer_set_usage).
 func (b *Buffer) SetUsage(u BufferUsage) error {
 	if err := b.usable(); err != nil {
 		return err

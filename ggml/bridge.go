@@ -43,6 +43,37 @@ func init() {
 			t.lease = l
 		}
 	}
+	bridge.LeaseOf = func(v any) bridge.Lease {
+		if t, _ := v.(*Tensor); t != nil {
+			return t.lease
+		}
+		return nil
+	}
+	bridge.ResetStorage = func(v any) {
+		t := v.(*Tensor)
+		if t.live() {
+			t.c.data, t.c.buffer, t.lease = nil, nil, nil
+		}
+	}
+	bridge.GraphPtr = func(v any) (unsafe.Pointer, error) {
+		g, _ := v.(*Graph)
+		if err := g.usable(); err != nil {
+			return nil, err
+		}
+		return unsafe.Pointer(g.c), nil
+	}
+	bridge.GraphTensors = func(v any) ([]any, []unsafe.Pointer) {
+		g := v.(*Graph)
+		ts := make([]any, 0, len(g.leafs)+len(g.nodes))
+		ps := make([]unsafe.Pointer, 0, len(g.leafs)+len(g.nodes))
+		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
+			for _, t := range list {
+				ts = append(ts, t)
+				ps = append(ps, unsafe.Pointer(t.c))
+			}
+		}
+		return ts, ps
+	}
 	bridge.GraphForCompute = graphForCompute
 }
 

@@ -54,6 +54,16 @@ var (
 	ContextPtr func(c any) (unsafe.Pointer, error)
 	// SetLease gives lease l to tensor t (not a view) once it has memory.
 	SetLease func(t any, l Lease)
+	// LeaseOf returns tensor t's lease, or nil.
+	LeaseOf func(t any) Lease
+	// ResetStorage forgets where tensor t's data lives (data, buffer,
+	// lease), so an allocator can place it anew.
+	ResetStorage func(t any)
+	// GraphPtr returns the *C.struct_ggml_cgraph of a usable graph.
+	GraphPtr func(g any) (unsafe.Pointer, error)
+	// GraphTensors returns a graph's leafs then its nodes (*ggml.Tensor),
+	// with their C pointers.
+	GraphTensors func(g any) ([]any, []unsafe.Pointer)
 	// GraphForCompute checks that graph g can be computed (context open, no
 	// sticky error, every tensor allocated and its memory alive), calls
 	// visit for each leaf and then each node (isNode set), and returns the

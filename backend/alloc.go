@@ -1,0 +1,357 @@
+package backend
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// TensorAlloc places tensor t at offset bytes into buffer buf
+// (ggml_backend_tensor_alloc). t must be a tensor of a NoAlloc context with
+// no memory yet and not a view; it must fit in the buffer. t keeps buf
+// alive.
+func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
+	if err := buf.usable(); err != nil {
+		return err
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return err
+	}
+	if err := placeable("TensorAlloc", tc); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(buf)
+	defer runtime.KeepAlive(t)
+	size := uint64(C.ggml_backend_buffer_get_alloc_size(buf.c, tc))
+	total := uint64(C.ggml_backend_buffer_get_size(buf.c))
+	if offset > total || size > total-offset {
+		return fmt.Errorf("%w: TensorAlloc: tensor %v needs %d bytes at offset %d of a %d-byte buffer", ggml.ErrNoMemory, t, size, offset, total)
+	}
+	if align := uint64(C.ggml_backend_buffer_get_alignment(buf.c)); align > 1 && offset%align != 0 {
+		return fmt.Errorf("%w: TensorAlloc: offset %d is not a multiple of the buffer's alignment %d", ggml.ErrInvalid, offset, align)
+	}
+	defer bridge.Catch(&err)
+	addr := unsafe.Add(C.ggml_backend_buffer_get_base(buf.c), offset)
+	if err := statusErr(C.ggml_backend_tensor_alloc(buf.c, tc, addr)); err != nil {
+		return err
+	}
+	bridge.SetLease(t, buf)
+	return nil
+}
+
+// placeable checks what ggml asserts before placing a tensor in a buffer.
+func placeable(op string, tc *C.struct_ggml_tensor) error {
+	switch {
+	case tc.view_src != nil:
+		return fmt.Errorf("%w: %s: %q is a view; views get their memory from their source (ViewInit)", ggml.ErrInvalid, op, C.GoString(&tc.name[0]))
+	case tc.data != nil || tc.buffer != nil:
+		return fmt.Errorf("%w: %s: %q already has memory", ggml.ErrInvalid, op, C.GoString(&tc.name[0]))
+	}
+	return nil
+}
+
+// ViewInit gives view t the memory of its source, which must be allocated
+// in a buffer (ggml_backend_view_init). Views in a context are set up by
+// AllocContextTensors; this is for views made afterwards that need their
+// buffer recorded (TensorCopy and async calls use it).
+func ViewInit(t *ggml.Tensor) (err error) {
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return err
+	}
+	switch {
+	case tc.view_src == nil:
+		return fmt.Errorf("%w: ViewInit: %v is not a view", ggml.ErrInvalid, t)
+	case tc.buffer != nil:
+		return fmt.Errorf("%w: ViewInit: view %v is already initialized", ggml.ErrInvalid, t)
+	}
+	if _, err := storage(t.ViewSource()); err != nil {
+		return fmt.Errorf("ViewInit: the view's source: %w", err)
+	}
+	if tc.view_src.buffer == nil {
+		return fmt.Errorf("%w: ViewInit: the source of %v lives in a context's memory, not in a buffer", ggml.ErrInvalid, t)
+	}
+	defer runtime.KeepAlive(t)
+	defer bridge.Catch(&err)
+	return statusErr(C.ggml_backend_view_init(tc))
+}
+
+// Tallocr places tensors one after another in a buffer (struct
+// ggml_tallocr). It keeps its buffer alive. Use it from one goroutine.
+type Tallocr struct {
+	_   noCopy
+	c   C.struct_ggml_tallocr
+	buf *Buffer
+}
+
+// NewTallocr starts placing tensors at the beginning of buf
+// (ggml_tallocr_new).
+func NewTallocr(buf *Buffer) (*Tallocr, error) {
+	if err := buf.usable(); err != nil {
+		return nil, err
+	}
+	defer runtime.KeepAlive(buf)
+	return &Tallocr{c: C.ggml_tallocr_new(buf.c), buf: buf}, nil
+}
+
+// Alloc places tensor t after the previous one, aligned
+// (ggml_tallocr_alloc). ErrNoMemory when the buffer is full.
+func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
+	if a == nil {
+		return fmt.Errorf("%w: nil *Tallocr", ggml.ErrInvalid)
+	}
+	if err := a.buf.usable(); err != nil {
+		return err
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return err
+	}
+	if err := placeable("Tallocr.Alloc", tc); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(a.buf)
+	defer runtime.KeepAlive(t)
+	size := uint64(C.ggml_backend_buffer_get_alloc_size(a.buf.c, tc))
+	align := uint64(a.c.alignment)
+	size = (size + align - 1) / align * align
+	total := uint64(C.ggml_backend_buffer_get_size(a.buf.c))
+	if off := uint64(a.c.offset); off > total || size > total-off {
+		return fmt.Errorf("%w: Tallocr.Alloc: tensor %v needs %d bytes, the buffer has %d left", ggml.ErrNoMemory, t, size, total-min(off, total))
+	}
+	defer bridge.Catch(&err)
+	if err := statusErr(C.ggml_tallocr_alloc(&a.c, tc)); err != nil {
+		return err
+	}
+	bridge.SetLease(t, a.buf)
+	return nil
+}
+
+// Gallocr allocates the tensors of graphs in buffers it owns, one per buffer
+// type, reusing memory between tensors whose lifetimes do not overlap
+// (ggml_gallocr_t). It is used by one goroutine at a time. Close frees it
+// and its buffers; an unreachable Gallocr is freed by the garbage collector
+// once no tensor it placed is reachable.
+//
+// Tensors it placed keep it alive. Their memory is valid until the
+// allocator reserves or allocates again (its buffers may be replaced) or is
+// closed; afterwards they report ggml.ErrClosed, and allocating their graph
+// again places them anew.
+type Gallocr struct {
+	_       noCopy
+	c       C.ggml_gallocr_t
+	bts     []*BufferType
+	gen     uint64
+	cleanup runtime.Cleanup
+}
+
+type gallocLease struct {
+	a   *Gallocr
+	gen uint64
+}
+
+func (l *gallocLease) LeaseErr() error {
+	if l.a.c == nil {
+		return fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed)
+	}
+	if l.gen != l.a.gen {
+		return fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed)
+	}
+	return nil
+}
+
+// NewGallocr creates a graph allocator over one or more buffer types; with
+// several, Reserve says which tensors go where (ggml_gallocr_new_n).
+func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
+	if len(bts) == 0 {
+		return nil, fmt.Errorf("%w: NewGallocr needs at least one buffer type", ggml.ErrInvalid)
+	}
+	cb := (*C.ggml_backend_buffer_type_t)(C.malloc(C.size_t(len(bts)) * C.size_t(unsafe.Sizeof(C.ggml_backend_buffer_type_t(nil)))))
+	defer C.free(unsafe.Pointer(cb))
+	arr := unsafe.Slice(cb, len(bts))
+	for i, bt := range bts {
+		if err := bt.usable(); err != nil {
+			return nil, fmt.Errorf("NewGallocr: buffer type %d: %w", i, err)
+		}
+		arr[i] = bt.c
+	}
+	c := C.ggml_gallocr_new_n(cb, C.int(len(bts)))
+	if c == nil {
+		return nil, fmt.Errorf("%w: ggml_gallocr_new_n", ggml.ErrNoMemory)
+	}
+	a := &Gallocr{c: c, bts: append([]*BufferType(nil), bts...)}
+	a.cleanup = runtime.AddCleanup(a, func(c C.ggml_gallocr_t) { C.ggml_gallocr_free(c) }, c)
+	return a, nil
+}
+
+func (a *Gallocr) usable() error {
+	if a == nil {
+		return fmt.Errorf("%w: nil *Gallocr", ggml.ErrInvalid)
+	}
+	if a.c == nil {
+		return fmt.Errorf("%w: the graph allocator is closed", ggml.ErrClosed)
+	}
+	return nil
+}
+
+// Close frees the allocator and its buffers (ggml_gallocr_free); tensors it
+// placed report ggml.ErrClosed. It is idempotent and safe on nil.
+func (a *Gallocr) Close() error {
+	if a == nil || a.c == nil {
+		return nil
+	}
+	a.cleanup.Stop()
+	C.ggml_gallocr_free(a.c)
+	a.c = nil
+	return nil
+}
+
+func graphPtr(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
+	p, err := bridge.GraphPtr(g)
+	return (*C.struct_ggml_cgraph)(p), err
+}
+
+// Reserve sizes the buffers for graph g, the largest graph to come, so that
+// later allocations need not grow them (ggml_gallocr_reserve). With several
+// buffer types every tensor goes to the first.
+func (a *Gallocr) Reserve(g *ggml.Graph) error {
+	return a.ReserveN(g, nil, nil)
+}
+
+// ReserveN is Reserve with the buffer (an index into the allocator's buffer
+// types) of each node and each leaf of g; nil slices mean buffer 0 for all
+// (ggml_gallocr_reserve_n).
+func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err error) {
+	if err := a.usable(); err != nil {
+		return err
+	}
+	gp, err := graphPtr(g)
+	if err != nil {
+		return err
+	}
+	nodes, err := a.bufferIDs("node", nodeBuffers, g.NumNodes())
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(nodes))
+	leafs, err := a.bufferIDs("leaf", leafBuffers, g.NumLeafs())
+	if err != nil {
+		return err
+	}
+	defer C.free(unsafe.Pointer(leafs))
+	defer runtime.KeepAlive(g)
+	defer runtime.KeepAlive(a)
+	defer bridge.Catch(&err)
+	a.gen++ // buffers may be replaced: what was placed before is gone
+	if !bool(C.ggml_gallocr_reserve_n(a.c, gp, nodes, leafs)) {
+		return fmt.Errorf("%w: could not allocate the graph allocator's buffers", ggml.ErrNoMemory)
+	}
+	return nil
+}
+
+// bufferIDs copies ids (or zeros) for n tensors into C memory, checked.
+func (a *Gallocr) bufferIDs(what string, ids []int, n int) (*C.int, error) {
+	if ids != nil && len(ids) != n {
+		return nil, fmt.Errorf("%w: %d %s buffer ids for a graph of %d %ss", ggml.ErrInvalid, len(ids), what, n, what)
+	}
+	p := (*C.int)(C.calloc(C.size_t(max(n, 1)), C.sizeof_int))
+	out := unsafe.Slice(p, max(n, 1))
+	for i, id := range ids {
+		if id < 0 || id >= len(a.bts) {
+			C.free(unsafe.Pointer(p))
+			return nil, fmt.Errorf("%w: %s %d: buffer id %d, the allocator has %d buffer types", ggml.ErrInvalid, what, i, id, len(a.bts))
+		}
+		out[i] = C.int(id)
+	}
+	return p, nil
+}
+
+// AllocGraph places every tensor of g that has no memory yet
+// (ggml_gallocr_alloc_graph). With one buffer type it grows the buffer when
+// needed; with several, Reserve first. Allocating the same graph again (to
+// compute it with new inputs) places it anew.
+func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
+	if err := a.usable(); err != nil {
+		return err
+	}
+	gp, err := graphPtr(g)
+	if err != nil {
+		return err
+	}
+	// Tensors an earlier allocation placed (their memory may be gone) are
+	// placed anew, and so are the views of them.
+	ts, ps := bridge.GraphTensors(g)
+	reset := map[unsafe.Pointer]bool{}
+	for i, t := range ts {
+		if l, ok := bridge.LeaseOf(t).(*gallocLease); ok && l.a == a {
+			bridge.ResetStorage(t)
+			reset[ps[i]] = true
+		}
+	}
+	var fresh []any
+	for i, t := range ts {
+		tc := (*C.struct_ggml_tensor)(ps[i])
+		if tc.view_src != nil && reset[unsafe.Pointer(tc.view_src)] {
+			tc.buffer, tc.data = nil, nil
+		}
+		if tc.data == nil && tc.view_src == nil {
+			fresh = append(fresh, t)
+		}
+	}
+	defer runtime.KeepAlive(g)
+	defer runtime.KeepAlive(a)
+	defer bridge.Catch(&err)
+	before := a.sizes()
+	ok := bool(C.ggml_gallocr_alloc_graph(a.c, gp))
+	if changed(before, a.sizes()) {
+		a.gen++
+	}
+	if !ok {
+		if len(a.bts) > 1 {
+			return fmt.Errorf("%w: the graph does not fit the reserved buffers; call Reserve with it first", ggml.ErrNoMemory)
+		}
+		return fmt.Errorf("%w: could not allocate the graph allocator's buffer", ggml.ErrNoMemory)
+	}
+	l := &gallocLease{a: a, gen: a.gen}
+	for _, t := range fresh {
+		bridge.SetLease(t, l)
+	}
+	return nil
+}
+
+func (a *Gallocr) sizes() []uint64 {
+	s := make([]uint64, len(a.bts))
+	for i := range s {
+		s[i] = uint64(C.ggml_gallocr_get_buffer_size(a.c, C.int(i)))
+	}
+	return s
+}
+
+func changed(a, b []uint64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// BufferSize returns the size of the allocator's buffer id, 0 before
+// anything was reserved (ggml_gallocr_get_buffer_size).
+func (a *Gallocr) BufferSize(id int) (uint64, error) {
+	if err := a.usable(); err != nil {
+		return 0, err
+	}
+	if id < 0 || id >= len(a.bts) {
+		return 0, fmt.Errorf("%w: buffer id %d, the allocator has %d", ggml.ErrInvalid, id, len(a.bts))
+	}
+	defer runtime.KeepAlive(a)
+	return uint64(C.ggml_gallocr_get_buffer_size(a.c, C.int(id))), nil
+}
