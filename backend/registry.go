@@ -12,6 +12,7 @@ import "C"
 import (
 	"fmt"
 	"iter"
+	"os"
 	"sync"
 	"unsafe"
 
@@ -217,10 +218,19 @@ func Unload(r *Reg) error {
 // executable's directory and GGML_BACKEND_PATH (ggml_backend_load_all).
 func LoadAll() { C.ggml_backend_load_all() }
 
-// LoadAllFromPath loads every backend library found in dir
-// (ggml_backend_load_all_from_path).
-func LoadAllFromPath(dir string) {
+// LoadAllFromPath loads every backend library found in directory dir
+// (ggml_backend_load_all_from_path). dir must be a directory: ggml aborts
+// on a file.
+func LoadAllFromPath(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ggml.ErrInvalid, dir)
+	}
 	cs, free := cstring(dir)
 	defer free()
 	C.ggml_backend_load_all_from_path(cs)
+	return nil
 }

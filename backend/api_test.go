@@ -1,0 +1,471 @@
+package backend_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+)
+
+func newRNG(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, 7))
+}
+
+func randBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+func noAllocCtx(t *testing.T, n int) *ggml.Context {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: n, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestBufferTypes(t *testing.T) {
+	be := cpu(t)
+	bt := be.DefaultBufferType()
+	require.NotNil(t, bt)
+	assert.NotEmpty(t, bt.Name())
+	assert.True(t, bt.IsHost())
+	assert.Positive(t, bt.Alignment())
+	assert.Zero(t, bt.Alignment()&(bt.Alignment()-1), "a power of two")
+	assert.Positive(t, bt.MaxSize())
+	assert.Equal(t, be.Alignment(), bt.Alignment())
+	assert.Equal(t, be.MaxSize(), bt.MaxSize())
+	if d := bt.Device(); d != nil { // ggml's CPU buffer type names no device
+		assert.Equal(t, backend.DeviceCPU, d.Type())
+	}
+	assert.True(t, be.SupportsBufferType(bt))
+	assert.True(t, be.Device().SupportsBufferType(backend.CPUBufferType()))
+
+	c := noAllocCtx(t, 2)
+	x := c.NewTensor(ggml.TypeF32, 10)
+	n, err := bt.AllocSize(x)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, n, x.Bytes())
+
+	buf, err := bt.AllocBuffer(1000)
+	require.NoError(t, err)
+	defer buf.Close()
+	assert.GreaterOrEqual(t, buf.Size(), uint64(1000))
+	assert.Equal(t, bt.Name(), buf.Type().Name())
+	assert.Equal(t, bt.Alignment(), buf.Alignment())
+	base, err := buf.Base()
+	require.NoError(t, err)
+	assert.NotNil(t, base)
+	assert.Zero(t, uintptr(base)%uintptr(buf.Alignment()), "the base is aligned")
+
+	require.NoError(t, buf.Clear(0xab))
+	mem := unsafe.Slice((*byte)(base), buf.Size())
+	for _, v := range mem {
+		require.Equal(t, byte(0xab), v)
+	}
+	assert.Equal(t, backend.UsageAny, buf.Usage())
+	require.NoError(t, buf.SetUsage(backend.UsageWeights))
+	assert.Equal(t, backend.UsageWeights, buf.Usage())
+	require.NoError(t, buf.Reset())
+	require.ErrorIs(t, buf.SetUsage(backend.BufferUsage(9)), ggml.ErrInvalid)
+
+	empty, err := bt.AllocBuffer(0)
+	require.NoError(t, err)
+	assert.Zero(t, empty.Size())
+	require.NoError(t, empty.Close())
+}
+
+func TestTensorSetGetMemsetCopy(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	c := noAllocCtx(t, 4)
+	a := c.NewTensor(ggml.TypeF32, 16)
+	b := c.NewTensor(ggml.TypeF32, 16)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+
+	data := randBytes(rng, 64)
+	require.NoError(t, backend.TensorSet(a, data, 0))
+	part := randBytes(rng, 8)
+	require.NoError(t, backend.TensorSet(a, part, 20))
+	copy(data[20:], part)
+	got := make([]byte, 64)
+	require.NoError(t, backend.TensorGet(a, got, 0))
+	assert.Equal(t, data, got)
+	mid := make([]byte, 10)
+	require.NoError(t, backend.TensorGet(a, mid, 30))
+	assert.Equal(t, data[30:40], mid)
+
+	require.NoError(t, backend.TensorMemset(a, 7, 4, 6))
+	for i := 4; i < 10; i++ {
+		data[i] = 7
+	}
+	require.NoError(t, backend.TensorGet(a, got, 0))
+	assert.Equal(t, data, got)
+
+	require.NoError(t, backend.TensorCopy(a, b))
+	require.NoError(t, backend.TensorGet(b, got, 0))
+	assert.Equal(t, data, got)
+
+	// Into and out of a context's own memory.
+	pool, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 256})
+	require.NoError(t, err)
+	defer pool.Close()
+	p := pool.NewTensor(ggml.TypeF32, 16)
+	require.NoError(t, backend.TensorCopy(b, p))
+	pb, err := ggml.Bytes(p)
+	require.NoError(t, err)
+	assert.Equal(t, data, pb)
+	require.NoError(t, backend.TensorMemset(p, 0, 0, 64))
+	require.NoError(t, backend.TensorCopy(p, a))
+	require.NoError(t, backend.TensorGet(a, got, 0))
+	assert.Equal(t, make([]byte, 64), got)
+}
+
+func TestAsyncTransfers(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	be2 := cpu(t)
+	c := noAllocCtx(t, 4)
+	a := c.NewTensor(ggml.TypeI32, 32)
+	b := c.NewTensor(ggml.TypeI32, 32)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+
+	data := randBytes(rng, 128)
+	require.NoError(t, be.SetTensorAsync(a, data, 0))
+	require.NoError(t, be.CopyTensorAsync(be2, a, b))
+	got := make([]byte, 128)
+	require.NoError(t, be2.GetTensorAsync(b, got, 0))
+	require.NoError(t, be.Synchronize())
+	require.NoError(t, be2.Synchronize())
+	assert.Equal(t, data, got)
+}
+
+func TestPlan(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	c := noAllocCtx(t, 4)
+	a := c.NewTensor(ggml.TypeF32, 64)
+	y := c.Scale(a, 0.5)
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	p, err := be.NewPlan(g)
+	require.NoError(t, err)
+	for range 3 { // a plan computes the graph again with new inputs
+		av := make([]float32, 64)
+		for i := range av {
+			av[i] = float32(rng.NormFloat64())
+		}
+		require.NoError(t, ggml.SetData(a, av))
+		require.NoError(t, p.Compute(context.Background()))
+		got, err := ggml.Data[float32](y)
+		require.NoError(t, err)
+		for i := range av {
+			require.Equal(t, av[i]/2, got[i]) // exact: a power-of-two scale
+		}
+	}
+	require.NoError(t, p.Close())
+	require.NoError(t, p.Close())
+	require.ErrorIs(t, p.Compute(context.Background()), ggml.ErrClosed)
+
+	// Closing the backend frees its plans; the plan then reports ErrClosed.
+	be2, err := backend.InitByName("CPU", "")
+	require.NoError(t, err)
+	p2, err := be2.NewPlan(g)
+	require.NoError(t, err)
+	require.NoError(t, be2.Close())
+	require.ErrorIs(t, p2.Compute(context.Background()), ggml.ErrClosed)
+	require.NoError(t, p2.Close())
+}
+
+func TestPlanCancel(t *testing.T) {
+	be := cpu(t)
+	g, done := chain(t, be, 2000)
+	defer done()
+	p, err := be.NewPlan(g)
+	require.NoError(t, err)
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	require.ErrorIs(t, p.Compute(ctx), context.Canceled)
+}
+
+func TestComputeAsync(t *testing.T) {
+	be := cpu(t)
+	c := noAllocCtx(t, 4)
+	a := c.NewTensor(ggml.TypeF32, 8)
+	y := c.Add(a, a)
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	av := []float32{1, -2, 3.5, 0, 8, 1e-3, -7, 2}
+	require.NoError(t, ggml.SetData(a, av))
+	require.NoError(t, be.ComputeAsync(g))
+	require.NoError(t, be.Synchronize())
+	got, err := ggml.Data[float32](y)
+	require.NoError(t, err)
+	for i := range av {
+		require.Equal(t, 2*av[i], got[i])
+	}
+}
+
+func TestEventsUnsupportedOnCPU(t *testing.T) {
+	be := cpu(t)
+	p, err := be.Device().Props()
+	require.NoError(t, err)
+	if p.Caps.Events {
+		t.Skip("this CPU device has events")
+	}
+	_, err = be.Device().NewEvent()
+	require.ErrorIs(t, err, backend.ErrUnsupported)
+}
+
+func TestDeviceProps(t *testing.T) {
+	be := cpu(t)
+	d := be.Device()
+	p, err := d.Props()
+	require.NoError(t, err)
+	assert.Equal(t, d.Name(), p.Name)
+	assert.Equal(t, d.Description(), p.Description)
+	assert.Equal(t, backend.DeviceCPU, p.Type)
+	assert.Positive(t, p.MemoryTotal)
+	assert.NotNil(t, d.BufferType())
+	_, err = d.HostBufferType()
+	if !p.Caps.HostBuffer {
+		require.ErrorIs(t, err, backend.ErrUnsupported)
+	}
+	be2, err := d.Init("")
+	require.NoError(t, err)
+	assert.Equal(t, be.GUID(), be2.GUID(), "two CPU backends share the implementation's GUID")
+	require.NoError(t, be2.Close())
+	assert.Equal(t, [16]byte{}, be2.GUID(), "a closed backend has none")
+	assert.NotEqual(t, [16]byte{}, be.GUID())
+}
+
+func TestRegistry(t *testing.T) {
+	n := 0
+	var cpuReg *backend.Reg
+	for r := range backend.Regs() {
+		n++
+		assert.NotEmpty(t, r.Name())
+		if r.Name() == "CPU" {
+			cpuReg = r
+		}
+	}
+	require.Equal(t, backend.RegCount(), n)
+	require.NotNil(t, cpuReg)
+	byName, err := backend.RegByName("cpu")
+	require.NoError(t, err)
+	assert.Same(t, cpuReg, byName, "one *Reg per registry entry")
+	require.Positive(t, cpuReg.DeviceCount())
+	d := cpuReg.Device(0)
+	assert.Same(t, cpuReg, d.Reg())
+	for d := range cpuReg.Devices() {
+		assert.Same(t, cpuReg, d.Reg())
+	}
+	assert.Nil(t, cpuReg.Device(cpuReg.DeviceCount()))
+	assert.NotNil(t, cpuReg.ProcAddress("ggml_backend_set_n_threads"))
+	assert.Nil(t, cpuReg.ProcAddress("no_such_function"))
+	feats, err := cpuReg.Features()
+	require.NoError(t, err)
+	names := map[string]string{}
+	for _, f := range feats {
+		names[f.Name] = f.Value
+	}
+	// The CPU backend lists what it was compiled with; it agrees with ggml.
+	if ggml.CPUFeatures()["AVX2"] {
+		assert.Equal(t, "1", names["AVX2"])
+	}
+	_, err = backend.RegByName("no-such-backend")
+	require.ErrorIs(t, err, backend.ErrNotFound)
+	require.ErrorIs(t, backend.Unload(cpuReg), ggml.ErrInvalid, "built-in backends cannot be unloaded")
+	_, err = backend.Load("/no/such/libggml-x.so")
+	require.ErrorIs(t, err, backend.ErrNotFound)
+	require.NoError(t, backend.LoadAllFromPath(t.TempDir())) // an empty directory: nothing to load
+	assert.Equal(t, n, backend.RegCount())
+	require.ErrorIs(t, backend.LoadAllFromPath("/no/such/dir"), backend.ErrNotFound)
+	f := t.TempDir() + "/file"
+	require.NoError(t, os.WriteFile(f, nil, 0o644))
+	require.ErrorIs(t, backend.LoadAllFromPath(f), ggml.ErrInvalid, "ggml aborts on a file")
+}
+
+func TestTensorAllocAndViewInit(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	buf, err := be.AllocBuffer(4096)
+	require.NoError(t, err)
+	defer buf.Close()
+	c := noAllocCtx(t, 8)
+	a := c.NewTensor(ggml.TypeF32, 16)
+	b := c.NewTensor(ggml.TypeF32, 16)
+	require.NoError(t, backend.TensorAlloc(buf, a, 0))
+	require.NoError(t, backend.TensorAlloc(buf, b, 256))
+	v := c.View1D(a, 4, 8)
+	require.NoError(t, backend.ViewInit(v))
+	av := make([]float32, 16)
+	for i := range av {
+		av[i] = float32(rng.NormFloat64())
+	}
+	require.NoError(t, ggml.SetData(a, av))
+	got, err := ggml.Data[float32](v)
+	require.NoError(t, err)
+	assert.Equal(t, av[2:6], got)
+	require.ErrorIs(t, backend.ViewInit(v), ggml.ErrInvalid, "already initialized")
+	require.ErrorIs(t, backend.TensorAlloc(buf, a, 512), ggml.ErrInvalid, "already allocated")
+	d := c.NewTensor(ggml.TypeF32, 16)
+	require.ErrorIs(t, backend.TensorAlloc(buf, d, 4096-16), ggml.ErrNoMemory)
+	require.ErrorIs(t, backend.TensorAlloc(buf, d, 1), ggml.ErrInvalid, "misaligned")
+}
+
+func TestTallocr(t *testing.T) {
+	be := cpu(t)
+	buf, err := be.AllocBuffer(3 * 64)
+	require.NoError(t, err)
+	defer buf.Close()
+	ta, err := backend.NewTallocr(buf)
+	require.NoError(t, err)
+	c := noAllocCtx(t, 8)
+	var ts []*ggml.Tensor
+	for range 3 {
+		x := c.NewTensor(ggml.TypeF32, 16) // 64 bytes each
+		require.NoError(t, ta.Alloc(x))
+		ts = append(ts, x)
+	}
+	require.ErrorIs(t, ta.Alloc(c.NewTensor(ggml.TypeF32, 16)), ggml.ErrNoMemory)
+	for i, x := range ts { // distinct, non-overlapping memory
+		require.NoError(t, ggml.SetData(x, []float32{float32(i), 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}))
+	}
+	for i, x := range ts {
+		got, err := ggml.Data[float32](x)
+		require.NoError(t, err)
+		require.Equal(t, float32(i), got[0])
+	}
+}
+
+func TestGallocr(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	ga, err := backend.NewGallocr(be.DefaultBufferType())
+	require.NoError(t, err)
+	defer ga.Close()
+
+	build := func(n int64) (*ggml.Graph, *ggml.Tensor, *ggml.Tensor) {
+		c := noAllocCtx(t, 8)
+		x := c.NewTensor(ggml.TypeF32, n).SetInput()
+		y := c.Scale(c.Relu(c.Scale(x, 2)), 0.25).SetOutput()
+		g, err := c.BuildGraph(y)
+		require.NoError(t, err)
+		return g, x, y
+	}
+	g, x, y := build(64)
+	require.NoError(t, ga.Reserve(g))
+	size, err := ga.BufferSize(0)
+	require.NoError(t, err)
+	require.Positive(t, size)
+	run := func(g *ggml.Graph, x, y *ggml.Tensor, n int) {
+		xv := make([]float32, n)
+		for i := range xv {
+			xv[i] = float32(rng.NormFloat64())
+		}
+		require.NoError(t, ga.AllocGraph(g))
+		require.NoError(t, ggml.SetData(x, xv))
+		require.NoError(t, be.Compute(context.Background(), g))
+		got, err := ggml.Data[float32](y)
+		require.NoError(t, err)
+		for i, v := range xv {
+			require.Equal(t, max(2*v, 0)*0.25, got[i]) // exact: powers of two
+		}
+	}
+	run(g, x, y, 64)
+	run(g, x, y, 64) // the same graph again
+
+	// A larger graph makes the allocator grow its buffer: the first
+	// graph's tensors lose their memory and say so.
+	g2, x2, y2 := build(4096)
+	run(g2, x2, y2, 4096)
+	bigger, err := ga.BufferSize(0)
+	require.NoError(t, err)
+	require.Greater(t, bigger, size)
+	_, err = ggml.Data[float32](y)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+	require.ErrorIs(t, be.Compute(context.Background(), g), ggml.ErrClosed)
+	run(g, x, y, 64) // allocated again, it works
+
+	require.NoError(t, ga.Close())
+	_, err = ggml.Data[float32](y)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+	require.ErrorIs(t, ga.AllocGraph(g), ggml.ErrClosed)
+	_, err = ga.BufferSize(0)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+}
+
+func TestGallocrSeveralBufferTypes(t *testing.T) {
+	be := cpu(t)
+	bt := be.DefaultBufferType()
+	ga, err := backend.NewGallocr(bt, backend.CPUBufferType())
+	require.NoError(t, err)
+	defer ga.Close()
+	c := noAllocCtx(t, 8)
+	x := c.NewTensor(ggml.TypeF32, 32)
+	y := c.Relu(c.Relu(x))
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	require.ErrorIs(t, ga.ReserveN(g, []int{0}, nil), ggml.ErrInvalid, "one id per node")
+	require.ErrorIs(t, ga.ReserveN(g, []int{0, 2}, []int{0}), ggml.ErrInvalid, "id out of range")
+	require.NoError(t, ga.ReserveN(g, []int{0, 1}, []int{1}))
+	require.NoError(t, ga.AllocGraph(g))
+	// Both types are the CPU's here, and ggml then shares one buffer
+	// between them (reporting its size once).
+	s0, _ := ga.BufferSize(0)
+	s1, _ := ga.BufferSize(1)
+	assert.Positive(t, s0+s1)
+	_, err = ga.BufferSize(2)
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+}
+
+func TestMultiBuffer(t *testing.T) {
+	be := cpu(t)
+	b1, err := be.AllocBuffer(256)
+	require.NoError(t, err)
+	b2, err := be.AllocBuffer(512)
+	require.NoError(t, err)
+	c := noAllocCtx(t, 4)
+	x := c.NewTensor(ggml.TypeF32, 8)
+	require.NoError(t, backend.TensorAlloc(b2, x, 0))
+	m, err := backend.NewMultiBuffer(b1, b2)
+	require.NoError(t, err)
+	assert.True(t, m.IsMulti())
+	assert.False(t, b1.IsMulti())
+	assert.Equal(t, b1.Size()+b2.Size(), m.Size())
+	require.NoError(t, m.SetUsage(backend.UsageWeights))
+	assert.Equal(t, backend.UsageWeights, b1.Usage(), "usage reaches the parts")
+	require.NoError(t, m.Clear(0))
+	require.ErrorIs(t, b1.Close(), ggml.ErrInvalid, "the multi-buffer owns its parts")
+	_, err = backend.NewMultiBuffer(b1)
+	require.ErrorIs(t, err, ggml.ErrInvalid, "a part cannot join twice")
+	require.NoError(t, ggml.SetData(x, []float32{1, 2, 3, 4, 5, 6, 7, 8}))
+	require.NoError(t, m.Close())
+	require.NoError(t, b1.Close())
+	_, err = ggml.Data[float32](x)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+}
