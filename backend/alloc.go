@@ -29,6 +29,9 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	}
 	defer runtime.KeepAlive(buf)
 	defer runtime.KeepAlive(t)
+	if err := hasBase("TensorAlloc", buf); err != nil {
+		return err
+	}
 	size := uint64(C.ggml_backend_buffer_get_alloc_size(buf.c, tc))
 	total := uint64(C.ggml_backend_buffer_get_size(buf.c))
 	if offset > total || size > total-offset {
@@ -43,6 +46,15 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 		return err
 	}
 	bridge.SetLease(t, buf)
+	return nil
+}
+
+// hasBase checks that tensors can be placed at addresses in buf: a
+// multi-buffer has no base address (ggml returns NULL).
+func hasBase(op string, buf *Buffer) error {
+	if bool(C.ggml_backend_buffer_is_multi_buffer(buf.c)) {
+		return fmt.Errorf("%w: %s: a multi-buffer has no addresses of its own; place tensors in its parts", ErrUnsupported, op)
+	}
 	return nil
 }
 
@@ -98,6 +110,9 @@ func NewTallocr(buf *Buffer) (*Tallocr, error) {
 		return nil, err
 	}
 	defer runtime.KeepAlive(buf)
+	if err := hasBase("NewTallocr", buf); err != nil {
+		return nil, err
+	}
 	return &Tallocr{c: C.ggml_tallocr_new(buf.c), buf: buf}, nil
 }
 

@@ -32,6 +32,7 @@ type Backend struct {
 	dev     *Device
 	abort   *C.int // flag read by the backend's abort callback; nil if it has none
 	plans   *planSet
+	pool    *poolSlot // the CPU thread pool it computes on, if any
 	cleanup runtime.Cleanup
 
 	// Until Synchronize: Go memory that async transfers use (pinned, as
@@ -44,11 +45,26 @@ type backendRes struct {
 	c     C.ggml_backend_t
 	abort *C.int
 	plans *planSet
+	pool  *poolSlot
+}
+
+// poolSlot holds a backend's thread pool where its cleanup can see it.
+type poolSlot struct {
+	ref     bridge.PoolRef
+	isolate bool
+}
+
+func (s *poolSlot) release() {
+	if s.ref != nil {
+		s.ref.Release()
+		s.ref, s.isolate = nil, false
+	}
 }
 
 func freeBackend(r backendRes) {
 	r.plans.freeAll(r.c)
 	C.ggml_backend_free(r.c)
+	r.pool.release()
 	if r.abort != nil {
 		C.free(unsafe.Pointer(r.abort))
 	}
@@ -58,7 +74,7 @@ func freeBackend(r backendRes) {
 // CPU-like backends to the number of CPUs (ggml's default is 4) and installs
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
-	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]struct{}{}}}
+	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}}, pool: &poolSlot{}}
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
 			C.goggml_call_set_n_threads(fn, c, C.int(runtime.NumCPU()))
@@ -68,7 +84,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 			C.goggml_call_set_abort(fn, c, b.abort)
 		}
 	}
-	b.cleanup = runtime.AddCleanup(b, freeBackend, backendRes{c: c, abort: b.abort, plans: b.plans})
+	b.cleanup = runtime.AddCleanup(b, freeBackend, backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool})
 	return b
 }
 
@@ -79,7 +95,9 @@ func InitByName(name, params string) (*Backend, error) {
 	defer freeName()
 	cp, freeParams := cstring(params)
 	defer freeParams()
+	registryMu.RLock()
 	c := C.ggml_backend_init_by_name(cn, cp)
+	registryMu.RUnlock()
 	if c == nil {
 		return nil, fmt.Errorf("%w: no backend could be started on a device named %q", ErrNotFound, name)
 	}
@@ -91,7 +109,9 @@ func InitByName(name, params string) (*Backend, error) {
 func InitByType(t DeviceType, params string) (*Backend, error) {
 	cp, freeParams := cstring(params)
 	defer freeParams()
+	registryMu.RLock()
 	c := C.ggml_backend_init_by_type(C.enum_ggml_backend_dev_type(t), cp)
+	registryMu.RUnlock()
 	if c == nil {
 		return nil, fmt.Errorf("%w: no backend could be started on a %v device", ErrNotFound, t)
 	}
@@ -101,7 +121,9 @@ func InitByType(t DeviceType, params string) (*Backend, error) {
 // InitBest starts a backend on the best device in the registry: a GPU,
 // else an integrated GPU, else the CPU (ggml_backend_init_best).
 func InitBest() (*Backend, error) {
+	registryMu.RLock()
 	c := C.ggml_backend_init_best()
+	registryMu.RUnlock()
 	if c == nil {
 		return nil, fmt.Errorf("%w: no device could start a backend", ErrNotFound)
 	}
@@ -118,7 +140,7 @@ func (b *Backend) Close() error {
 	C.ggml_backend_synchronize(b.c)
 	b.release()
 	b.cleanup.Stop()
-	freeBackend(backendRes{c: b.c, abort: b.abort, plans: b.plans})
+	freeBackend(backendRes{c: b.c, abort: b.abort, plans: b.plans, pool: b.pool})
 	b.c, b.abort = nil, nil
 	return nil
 }
@@ -167,6 +189,10 @@ func (b *Backend) IsCPU() bool {
 	return bool(C.ggml_backend_is_cpu(b.c))
 }
 
+// MaxThreads is the most threads a CPU backend or thread pool takes
+// (GGML_MAX_N_THREADS).
+const MaxThreads = C.GGML_MAX_N_THREADS
+
 // SetThreads sets the number of threads the backend computes with
 // (ggml_backend_set_n_threads, through the registry). Backends created by
 // this package start with one per CPU. ErrUnsupported when the backend has
@@ -175,8 +201,8 @@ func (b *Backend) SetThreads(n int) error {
 	if err := b.usable(); err != nil {
 		return err
 	}
-	if n < 1 {
-		return fmt.Errorf("%w: thread count must be >= 1, got %d", ggml.ErrInvalid, n)
+	if n < 1 || n > MaxThreads {
+		return fmt.Errorf("%w: thread count must be 1 to %d, got %d", ggml.ErrInvalid, MaxThreads, n)
 	}
 	fn := b.dev.procAddress("ggml_backend_set_n_threads")
 	if fn == nil {
@@ -243,14 +269,16 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
 	stop := b.watch(ctx)
 	defer stop()
-	st := C.ggml_backend_graph_compute(b.c, gp)
-	if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return statusErr(st)
+	return b.onThread(func() (err error) {
+		defer bridge.Catch(&err)
+		st := C.ggml_backend_graph_compute(b.c, gp)
+		if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return statusErr(st)
+	})
 }
 
 // GUID returns the backend implementation's identifier (ggml_backend_guid).
@@ -441,8 +469,53 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	}
 	b.pending = append(b.pending, g)
 	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
-	return statusErr(C.goggml_graph_compute_async(b.c, gp))
+	return b.onThread(func() (err error) {
+		defer bridge.Catch(&err)
+		return statusErr(C.goggml_graph_compute_async(b.c, gp))
+	})
+}
+
+// onThread runs a compute. When the backend's thread pool changes the
+// priority or affinity of the computing thread (ggml applies them to the
+// caller, which computes too), it runs on an OS thread of its own that is
+// discarded afterwards, so no goroutine inherits them.
+func (b *Backend) onThread(f func() error) error { return onThread(b.pool.isolate, f) }
+
+func onThread(isolate bool, f func() error) error {
+	if !isolate {
+		return f()
+	}
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		err = f()
+	}()
+	<-done
+	return err
+}
+
+func init() {
+	bridge.AttachThreadPool = func(v any, pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
+		b, _ := v.(*Backend)
+		if err := b.usable(); err != nil {
+			return err
+		}
+		if !b.IsCPU() {
+			return fmt.Errorf("%w: thread pools are for the CPU backend, not %s", ErrUnsupported, b.Name())
+		}
+		if ref != nil {
+			if err := ref.Acquire(); err != nil {
+				return err
+			}
+		}
+		C.ggml_backend_cpu_set_threadpool(b.c, (C.ggml_threadpool_t)(pool))
+		runtime.KeepAlive(b)
+		b.pool.release()
+		b.pool.ref, b.pool.isolate = ref, isolate
+		return nil
+	}
 }
 
 // checkGraph validates g for computing on b: see Compute.

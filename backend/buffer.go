@@ -23,6 +23,7 @@ type Buffer struct {
 	from    any     // what it was allocated from, kept alive
 	parent  *Buffer // the multi-buffer that owns this one, if any
 	parts   []*Buffer
+	mem     *HostMemory // the caller memory it is over, if any
 	cleanup runtime.Cleanup
 }
 
@@ -52,6 +53,12 @@ func (b *Buffer) Close() error {
 	b.from = nil
 	for _, p := range b.parts {
 		p.c = nil
+		if p.mem != nil {
+			p.mem.release()
+		}
+	}
+	if b.mem != nil {
+		b.mem.release()
 	}
 	return nil
 }

@@ -62,12 +62,18 @@ func (d *Device) usable() error {
 }
 
 // DeviceCount returns the number of registered devices (ggml_backend_dev_count).
-func DeviceCount() int { return int(C.ggml_backend_dev_count()) }
+func DeviceCount() int {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return int(C.ggml_backend_dev_count())
+}
 
 // DeviceAt returns device i of the registry, or nil when out of range
 // (ggml_backend_dev_get).
 func DeviceAt(i int) *Device {
-	if i < 0 || i >= DeviceCount() {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	if i < 0 || i >= int(C.ggml_backend_dev_count()) {
 		return nil
 	}
 	return deviceFromC(C.ggml_backend_dev_get(C.size_t(i)))
@@ -90,6 +96,8 @@ func Devices() iter.Seq[*Device] {
 func DeviceByName(name string) (*Device, error) {
 	cs, free := cstring(name)
 	defer free()
+	registryMu.RLock()
+	defer registryMu.RUnlock()
 	if d := deviceFromC(C.ggml_backend_dev_by_name(cs)); d != nil {
 		return d, nil
 	}
@@ -99,6 +107,8 @@ func DeviceByName(name string) (*Device, error) {
 // DeviceByType returns the first device of type t (ggml_backend_dev_by_type),
 // or an ErrNotFound error.
 func DeviceByType(t DeviceType) (*Device, error) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
 	if d := deviceFromC(C.ggml_backend_dev_by_type(C.enum_ggml_backend_dev_type(t))); d != nil {
 		return d, nil
 	}

@@ -20,23 +20,29 @@ import (
 // backend still exists.
 type planSet struct {
 	mu sync.Mutex
-	m  map[C.ggml_backend_graph_plan_t]struct{}
+	m  map[C.ggml_backend_graph_plan_t]bridge.PoolRef // the thread pool each captured, if any
 }
 
 func (s *planSet) free(be C.ggml_backend_t, p C.ggml_backend_graph_plan_t) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.m[p]; ok {
+	if pool, ok := s.m[p]; ok {
 		delete(s.m, p)
 		C.ggml_backend_graph_plan_free(be, p)
+		if pool != nil {
+			pool.Release()
+		}
 	}
 }
 
 func (s *planSet) freeAll(be C.ggml_backend_t) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for p := range s.m {
+	for p, pool := range s.m {
 		C.ggml_backend_graph_plan_free(be, p)
+		if pool != nil {
+			pool.Release()
+		}
 	}
 	clear(s.m)
 }
@@ -49,6 +55,7 @@ type Plan struct {
 	c       C.ggml_backend_graph_plan_t
 	be      *Backend
 	g       *ggml.Graph
+	isolate bool // its captured thread pool needs a thread of its own
 	cleanup runtime.Cleanup
 }
 
@@ -70,15 +77,30 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 		return nil, fmt.Errorf("%w: backend %s has no graph plans", ErrUnsupported, b.Name())
 	}
 	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
-	c := C.ggml_backend_graph_plan_create(b.c, gp)
-	if c == nil {
-		return nil, fmt.Errorf("%w: could not create a plan", ggml.ErrNoMemory)
+	// The plan captures the backend's thread pool: it stays in use.
+	pool := b.pool.ref
+	if pool != nil {
+		if err := pool.Acquire(); err != nil {
+			return nil, err
+		}
+	}
+	c, err := func() (c C.ggml_backend_graph_plan_t, err error) {
+		defer bridge.Catch(&err)
+		return C.ggml_backend_graph_plan_create(b.c, gp), nil
+	}()
+	if c == nil || err != nil {
+		if pool != nil {
+			pool.Release()
+		}
+		if err == nil {
+			err = fmt.Errorf("%w: could not create a plan", ggml.ErrNoMemory)
+		}
+		return nil, err
 	}
 	b.plans.mu.Lock()
-	b.plans.m[c] = struct{}{}
+	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
-	p = &Plan{c: c, be: b, g: g}
+	p = &Plan{c: c, be: b, g: g, isolate: b.pool.isolate}
 	p.cleanup = runtime.AddCleanup(p, func(r planRes) { r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
 	return p, nil
 }
@@ -111,14 +133,16 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer runtime.KeepAlive(p)
-	defer bridge.Catch(&err)
 	stop := b.watch(ctx)
-	st := C.ggml_backend_graph_plan_compute(b.c, p.c)
-	stop()
-	if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return statusErr(st)
+	defer stop()
+	return onThread(p.isolate, func() (err error) {
+		defer bridge.Catch(&err)
+		st := C.ggml_backend_graph_plan_compute(b.c, p.c)
+		if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return statusErr(st)
+	})
 }
 
 // Close frees the plan (ggml_backend_graph_plan_free). It is idempotent

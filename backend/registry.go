@@ -29,6 +29,10 @@ type Reg struct {
 	unloaded bool
 }
 
+// registryMu guards ggml's registry, a plain std::vector: loading and
+// unloading (writers) must not run beside lookups (readers).
+var registryMu sync.RWMutex
+
 // regs maps ggml's registry entries to their one Go handle.
 var regs struct {
 	sync.Mutex
@@ -65,12 +69,18 @@ func (r *Reg) usable() error {
 }
 
 // RegCount returns the number of registry entries (ggml_backend_reg_count).
-func RegCount() int { return int(C.ggml_backend_reg_count()) }
+func RegCount() int {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return int(C.ggml_backend_reg_count())
+}
 
 // RegAt returns registry entry i, or nil when out of range
 // (ggml_backend_reg_get).
 func RegAt(i int) *Reg {
-	if i < 0 || i >= RegCount() {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	if i < 0 || i >= int(C.ggml_backend_reg_count()) {
 		return nil
 	}
 	return regFromC(C.ggml_backend_reg_get(C.size_t(i)))
@@ -93,6 +103,8 @@ func Regs() iter.Seq[*Reg] {
 func RegByName(name string) (*Reg, error) {
 	cs, free := cstring(name)
 	defer free()
+	registryMu.RLock()
+	defer registryMu.RUnlock()
 	if r := regFromC(C.ggml_backend_reg_by_name(cs)); r != nil {
 		return r, nil
 	}
@@ -181,6 +193,8 @@ func (r *Reg) String() string { return r.Name() }
 func Load(path string) (*Reg, error) {
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
+	registryMu.Lock()
+	defer registryMu.Unlock()
 	c := C.ggml_backend_load(cs)
 	if c == nil {
 		return nil, fmt.Errorf("%w: %s is not a loadable ggml backend (see the log for why)", ErrNotFound, path)
@@ -206,7 +220,9 @@ func Unload(r *Reg) error {
 	if !loaded {
 		return fmt.Errorf("%w: backend %s was not loaded with Load; built-in backends stay", ggml.ErrInvalid, r.Name())
 	}
+	registryMu.Lock()
 	C.ggml_backend_unload(r.c)
+	registryMu.Unlock()
 	regs.Lock()
 	r.unloaded = true
 	delete(regs.m, r.c)
@@ -216,7 +232,11 @@ func Unload(r *Reg) error {
 
 // LoadAll loads every backend library found in the usual places: the
 // executable's directory and GGML_BACKEND_PATH (ggml_backend_load_all).
-func LoadAll() { C.ggml_backend_load_all() }
+func LoadAll() {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	C.ggml_backend_load_all()
+}
 
 // LoadAllFromPath loads every backend library found in directory dir
 // (ggml_backend_load_all_from_path). dir must be a directory: ggml aborts
@@ -231,6 +251,8 @@ func LoadAllFromPath(dir string) error {
 	}
 	cs, free := cstring(dir)
 	defer free()
+	registryMu.Lock()
+	defer registryMu.Unlock()
 	C.ggml_backend_load_all_from_path(cs)
 	return nil
 }

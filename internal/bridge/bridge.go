@@ -41,6 +41,19 @@ func Catch(errp *error) {
 	}
 }
 
+// PoolRef is a CPU thread pool attached to a backend or captured by a plan:
+// it cannot be freed while it has users.
+type PoolRef interface {
+	Acquire() error
+	Release()
+}
+
+// AttachThreadPool makes CPU backend be compute on thread pool pool (nil to
+// detach); isolate says the pool changes the priority or affinity of the
+// thread that computes, so computes must run on a thread of their own.
+// Installed by package backend.
+var AttachThreadPool func(be any, pool unsafe.Pointer, ref PoolRef, isolate bool) error
+
 // Installed by package ggml's init; the any arguments are that package's
 // handle types (*ggml.Tensor, *ggml.Context, *ggml.Graph).
 var (

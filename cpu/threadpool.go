@@ -1,0 +1,208 @@
+package cpu
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// Priority is the scheduling priority of a thread pool's threads (enum
+// ggml_sched_priority). Above normal needs privileges; ggml warns and goes
+// on without them.
+type Priority int
+
+// Priorities.
+const (
+	PriorityLow      Priority = C.GGML_SCHED_PRIO_LOW
+	PriorityNormal   Priority = C.GGML_SCHED_PRIO_NORMAL
+	PriorityMedium   Priority = C.GGML_SCHED_PRIO_MEDIUM
+	PriorityHigh     Priority = C.GGML_SCHED_PRIO_HIGH
+	PriorityRealtime Priority = C.GGML_SCHED_PRIO_REALTIME
+)
+
+// ThreadPoolParams configure a thread pool (struct ggml_threadpool_params).
+// Start from DefaultThreadPoolParams.
+type ThreadPoolParams struct {
+	Threads   int      // 1 to backend.MaxThreads
+	Priority  Priority // of the pool's threads, and of the thread that computes
+	Poll      int      // 0 (sleep at once) to 100 (spin longest) before waiting
+	StrictCPU bool     // pin thread i to the i-th CPU of CPUs
+	CPUs      []int    // CPU ids the threads may run on; empty: inherit
+	Paused    bool     // start paused
+}
+
+// DefaultThreadPoolParams returns ggml's defaults for n threads
+// (ggml_threadpool_params_default).
+func DefaultThreadPoolParams(n int) ThreadPoolParams {
+	p := C.ggml_threadpool_params_default(C.int(n))
+	return ThreadPoolParams{Threads: int(p.n_threads), Priority: Priority(p.prio), Poll: int(p.poll), StrictCPU: bool(p.strict_cpu), Paused: bool(p.paused)}
+}
+
+func (p ThreadPoolParams) toC() (C.struct_ggml_threadpool_params, error) {
+	var c C.struct_ggml_threadpool_params
+	switch {
+	case p.Threads < 1 || p.Threads > backend.MaxThreads:
+		return c, fmt.Errorf("%w: thread pool of %d threads (1 to %d)", ggml.ErrInvalid, p.Threads, backend.MaxThreads)
+	case p.Priority < PriorityLow || p.Priority > PriorityRealtime:
+		return c, fmt.Errorf("%w: unknown priority %d", ggml.ErrInvalid, int(p.Priority))
+	case p.Poll < 0 || p.Poll > 100:
+		return c, fmt.Errorf("%w: poll %d is not 0 to 100", ggml.ErrInvalid, p.Poll)
+	}
+	C.ggml_threadpool_params_init(&c, C.int(p.Threads))
+	c.prio = C.enum_ggml_sched_priority(p.Priority)
+	c.poll = C.uint32_t(p.Poll)
+	c.strict_cpu = C.bool(p.StrictCPU)
+	for _, cpu := range p.CPUs {
+		if cpu < 0 || cpu >= backend.MaxThreads {
+			return c, fmt.Errorf("%w: CPU id %d is not 0 to %d", ggml.ErrInvalid, cpu, backend.MaxThreads-1)
+		}
+		c.cpumask[cpu] = true
+	}
+	return c, nil
+}
+
+// ThreadPool is a set of CPU threads that computes graphs for CPU backends
+// attached to it (struct ggml_threadpool), instead of threads started for
+// each compute. It cannot be closed while a backend or plan uses it. A
+// ThreadPool runs one compute at a time.
+type ThreadPool struct {
+	_       [0]func()
+	mu      sync.Mutex
+	c       *C.struct_ggml_threadpool
+	threads int
+	isolate bool
+	users   int
+	cleanup runtime.Cleanup
+}
+
+// NewThreadPool starts a pool (ggml_threadpool_new). The pool is created
+// paused and then resumed unless p.Paused, so that ggml does not change the
+// priority or affinity of the calling goroutine's thread.
+func NewThreadPool(p ThreadPoolParams) (*ThreadPool, error) {
+	cp, err := p.toC()
+	if err != nil {
+		return nil, err
+	}
+	cp.paused = true
+	c := C.ggml_threadpool_new(&cp)
+	if c == nil {
+		return nil, fmt.Errorf("%w: ggml_threadpool_new", ggml.ErrNoMemory)
+	}
+	if !p.Paused {
+		C.ggml_threadpool_resume(c)
+	}
+	tp := &ThreadPool{c: c, threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0}
+	tp.cleanup = runtime.AddCleanup(tp, func(c *C.struct_ggml_threadpool) { C.ggml_threadpool_free(c) }, c)
+	return tp, nil
+}
+
+// Threads returns the pool's thread count (ggml_threadpool_get_n_threads is
+// declared by ggml but not defined, so go-ggml keeps the count).
+func (tp *ThreadPool) Threads() int {
+	if tp == nil {
+		return 0
+	}
+	return tp.threads
+}
+
+func (tp *ThreadPool) usable() error {
+	if tp == nil {
+		return fmt.Errorf("%w: nil *ThreadPool", ggml.ErrInvalid)
+	}
+	if tp.c == nil {
+		return fmt.Errorf("%w: the thread pool is closed", ggml.ErrClosed)
+	}
+	return nil
+}
+
+// Pause makes the pool's threads sleep until Resume or the next compute
+// (ggml_threadpool_pause).
+func (tp *ThreadPool) Pause() error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if err := tp.usable(); err != nil {
+		return err
+	}
+	C.ggml_threadpool_pause(tp.c)
+	return nil
+}
+
+// Resume wakes the pool's threads (ggml_threadpool_resume).
+func (tp *ThreadPool) Resume() error {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if err := tp.usable(); err != nil {
+		return err
+	}
+	C.ggml_threadpool_resume(tp.c)
+	return nil
+}
+
+// Close stops and frees the pool (ggml_threadpool_free). It fails while a
+// backend or plan uses the pool; it is idempotent and safe on nil.
+func (tp *ThreadPool) Close() error {
+	if tp == nil {
+		return nil
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.c == nil {
+		return nil
+	}
+	if tp.users > 0 {
+		return fmt.Errorf("%w: the thread pool is used by %d backend(s) or plan(s); detach them first (SetThreadPool(be, nil))", ggml.ErrInvalid, tp.users)
+	}
+	tp.cleanup.Stop()
+	C.ggml_threadpool_free(tp.c)
+	tp.c = nil
+	return nil
+}
+
+// poolRef lets package backend count the pool's users (bridge.PoolRef).
+type poolRef struct{ tp *ThreadPool }
+
+func (r poolRef) Acquire() error {
+	r.tp.mu.Lock()
+	defer r.tp.mu.Unlock()
+	if err := r.tp.usable(); err != nil {
+		return err
+	}
+	r.tp.users++
+	return nil
+}
+
+func (r poolRef) Release() {
+	r.tp.mu.Lock()
+	r.tp.users--
+	r.tp.mu.Unlock()
+}
+
+// SetThreadPool makes CPU backend be compute on pool, or on threads started
+// per compute when pool is nil (ggml_backend_cpu_set_threadpool). The
+// backend keeps the pool alive and in use until it is detached or the
+// backend is closed; plans created meanwhile keep it in use too. ggml pauses
+// a pool that is replaced.
+func SetThreadPool(be *backend.Backend, pool *ThreadPool) error {
+	if pool == nil {
+		return bridge.AttachThreadPool(be, nil, nil, false)
+	}
+	if err := pool.usable(); err != nil {
+		return err
+	}
+	return bridge.AttachThreadPool(be, unsafe.Pointer(pool.c), poolRef{pool}, pool.isolate)
+}
+
+// BufferFromHostMemory makes a CPU buffer over size bytes of m, starting
+// offset bytes in, a multiple of 32 (ggml_backend_cpu_buffer_from_ptr). The
+// buffer keeps m alive and in use; tensors in it keep the buffer alive.
+func BufferFromHostMemory(m *backend.HostMemory, offset, size uint64) (*backend.Buffer, error) {
+	return backend.CPUBufferFromHostMemory(m, offset, size)
+}
