@@ -469,3 +469,79 @@ func TestMultiBuffer(t *testing.T) {
 	_, err = ggml.Data[float32](x)
 	require.ErrorIs(t, err, ggml.ErrClosed)
 }
+
+func TestGraphCopyAndCompare(t *testing.T) {
+	rng := newRNG(t)
+	be1 := cpu(t)
+	be2 := cpu(t)
+	c := noAllocCtx(t, 16)
+	a := c.NewTensor(ggml.TypeF32, 8, 4).SetName("a")
+	w := c.NewTensor(ggml.TypeF32, 8, 3).SetName("w")
+	h := c.MulMat(w, a).SetName("h")
+	y := c.Scale(c.Relu(h), 3).SetName("y")
+	tr := c.Cont(c.Transpose(y)).SetName("yt")
+	g, err := c.BuildGraph(tr)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be1)
+	require.NoError(t, err)
+	defer buf.Close()
+	rand32 := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	require.NoError(t, ggml.SetData(a, rand32(32)))
+	require.NoError(t, ggml.SetData(w, rand32(24)))
+
+	gc, err := be2.CopyGraph(g)
+	require.NoError(t, err)
+	cg := gc.Graph()
+	require.Equal(t, g.NumNodes(), cg.NumNodes())
+	for i, n := range g.Nodes() {
+		cn := cg.Node(i)
+		assert.Equal(t, n.Op(), cn.Op())
+		assert.Equal(t, n.Ne(), cn.Ne())
+		assert.Equal(t, n.Name(), cn.Name())
+	}
+	// The copy carries the inputs' data and computes the same result.
+	require.NoError(t, be1.Compute(context.Background(), g))
+	require.NoError(t, be2.Compute(context.Background(), cg))
+	want, err := ggml.Data[float32](tr)
+	require.NoError(t, err)
+	last := cg.Node(-1)
+	got, err := ggml.Data[float32](last)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "same backend kind, same kernels: identical")
+	// Ops cannot be built in the copy's contexts, but its tensors are inputs.
+	bad := cg.Node(0).Context().Relu(cg.Node(0))
+	require.ErrorIs(t, bad.Err(), ggml.ErrInvalid)
+	require.NoError(t, gc.Close())
+	require.NoError(t, gc.Close())
+	_, err = ggml.Data[float32](last)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+
+	var seen []string
+	err = backend.CompareGraphBackend(be1, be2, g, func(i int, t1, t2 *ggml.Tensor) bool {
+		v1, err := ggml.Data[float32](t1)
+		require.NoError(t, err)
+		v2, err := ggml.Data[float32](t2)
+		require.NoError(t, err)
+		assert.Equal(t, v1, v2, "node %d %s", i, t1.Name())
+		seen = append(seen, t1.Name())
+		return true
+	}, nil)
+	require.NoError(t, err)
+	// Every node but the view (transpose) is compared, in order.
+	assert.Equal(t, []string{"h", "node_1", "y", "yt"}, seen)
+
+	calls := 0
+	require.NoError(t, backend.CompareGraphBackend(be1, be2, g, func(i int, t1, t2 *ggml.Tensor) bool {
+		calls++
+		assert.Same(t, y, t1)
+		return true
+	}, y))
+	assert.Equal(t, 1, calls)
+	require.ErrorIs(t, backend.CompareGraphBackend(be1, be2, g, func(int, *ggml.Tensor, *ggml.Tensor) bool { return true }, a), ggml.ErrInvalid, "a leaf is not a node")
+}

@@ -74,6 +74,9 @@ func init() {
 		}
 		return ts, ps
 	}
+	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l bridge.Lease) (any, func()) {
+		return adoptGraph(ctxs, g, l)
+	}
 	bridge.GraphForCompute = graphForCompute
 }
 
@@ -89,6 +92,28 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 		if visit != nil {
 			if err := visit(unsafe.Pointer(t.c), false); err != nil {
 				return nil, err
+			}
+		}
+	}
+	if g.partial { // sources of nodes added alone are inputs too
+		seen := map[*Tensor]bool{}
+		for _, n := range g.nodes {
+			for _, t := range n.srcs {
+				if t == nil || seen[t] {
+					continue
+				}
+				seen[t] = true
+				if _, in := g.seen[t.c]; in {
+					continue
+				}
+				if err := t.storageErr(); err != nil {
+					return nil, fmt.Errorf("ggml: graph input %s: %w", t.describe(), err)
+				}
+				if visit != nil {
+					if err := visit(unsafe.Pointer(t.c), false); err != nil {
+						return nil, err
+					}
+				}
 			}
 		}
 	}

@@ -59,6 +59,7 @@ type Context struct {
 	memSize   uint64
 	graphSize int
 	tensors   []*Tensor // every wrapper born in this context
+	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
 	cleanup   runtime.Cleanup
 }
 
@@ -106,8 +107,8 @@ func freeContext(c *C.struct_ggml_context) { C.ggml_free(c) }
 // tensors and graphs become unusable: their methods report ErrClosed or
 // zero values. Close is idempotent and safe on nil.
 func (c *Context) Close() error {
-	if c == nil || c.c == nil {
-		return nil
+	if c == nil || c.c == nil || c.borrowed {
+		return nil // a borrowed context is freed by what owns it
 	}
 	c.cleanup.Stop()
 	C.ggml_free(c.c)

@@ -19,6 +19,8 @@ type Graph struct {
 	seen  map[*C.struct_ggml_tensor]struct{} // mirror of the graph's hash set
 	nodes []*Tensor
 	leafs []*Tensor
+	// partial: AddNode added nodes whose sources are not in the graph.
+	partial bool
 }
 
 // NewGraph creates an empty graph with room for size nodes and size leafs
@@ -33,6 +35,9 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	}
 	if c.err != nil {
 		return nil, c.err
+	}
+	if c.borrowed {
+		return nil, fmt.Errorf("%w: this context belongs to a graph copy; make graphs in a context of your own", ErrInvalid)
 	}
 	if size <= 0 {
 		return nil, fmt.Errorf("%w: graph size must be > 0, got %d", ErrInvalid, size)
@@ -228,7 +233,7 @@ func (g *Graph) Clear() error {
 	}
 	C.ggml_graph_clear(g.c)
 	clear(g.seen)
-	g.nodes, g.leafs = nil, nil
+	g.nodes, g.leafs, g.partial = nil, nil, false
 	return nil
 }
 

@@ -83,6 +83,9 @@ func (c *Context) begin(op string, inputs ...*Tensor) *Tensor {
 	if c.c == nil {
 		return c.fail(op, ErrClosed, "the context is closed")
 	}
+	if c.borrowed {
+		return &Tensor{ctx: c, err: &OpError{Op: op, Rule: "this context belongs to a graph copy; build ops in a context of your own (its tensors can be inputs)", Err: ErrInvalid}}
+	}
 	for i, t := range inputs {
 		switch {
 		case t == nil:

@@ -77,6 +77,10 @@ var (
 	// GraphTensors returns a graph's leafs then its nodes (*ggml.Tensor),
 	// with their C pointers.
 	GraphTensors func(g any) ([]any, []unsafe.Pointer)
+	// AdoptGraph wraps a graph ggml built in contexts it owns
+	// (ggml_backend_graph_copy) as a *ggml.Graph whose allocated tensors
+	// carry lease l; release marks the handles closed before ggml frees them.
+	AdoptGraph func(ctxs []unsafe.Pointer, graph unsafe.Pointer, l Lease) (g any, release func())
 	// GraphForCompute checks that graph g can be computed (context open, no
 	// sticky error, every tensor allocated and its memory alive), calls
 	// visit for each leaf and then each node (isNode set), and returns the
