@@ -370,3 +370,55 @@ func (a *Gallocr) BufferSize(id int) (uint64, error) {
 	defer runtime.KeepAlive(a)
 	return uint64(C.ggml_gallocr_get_buffer_size(a.c, C.int(id))), nil
 }
+
+// AttemptedBufferSize returns the size the allocator last tried to give
+// buffer id, also when that failed (ggml_gallocr_get_attempted_buffer_size).
+func (a *Gallocr) AttemptedBufferSize(id int) (uint64, error) {
+	if err := a.usable(); err != nil {
+		return 0, err
+	}
+	if id < 0 || id >= len(a.bts) {
+		return 0, fmt.Errorf("%w: buffer id %d, the allocator has %d", ggml.ErrInvalid, id, len(a.bts))
+	}
+	defer runtime.KeepAlive(a)
+	return uint64(C.ggml_gallocr_get_attempted_buffer_size(a.c, C.int(id))), nil
+}
+
+// ReserveSizes returns the size of each buffer that reserving graph g would
+// need, allocating nothing (ggml_gallocr_reserve_n_size). It measures with
+// a scratch allocator of the same buffer types: on the allocator itself,
+// ggml's size query leaves buffers that a later allocation would crash on.
+func (a *Gallocr) ReserveSizes(g *ggml.Graph, nodeBuffers, leafBuffers []int) (sizes []uint64, err error) {
+	if err := a.usable(); err != nil {
+		return nil, err
+	}
+	gp, err := graphPtr(g)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := a.bufferIDs("node", nodeBuffers, g.NumNodes())
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(nodes))
+	leafs, err := a.bufferIDs("leaf", leafBuffers, g.NumLeafs())
+	if err != nil {
+		return nil, err
+	}
+	defer C.free(unsafe.Pointer(leafs))
+	scratch, err := NewGallocr(a.bts...)
+	if err != nil {
+		return nil, err
+	}
+	defer scratch.Close()
+	out := (*C.size_t)(C.calloc(C.size_t(len(a.bts)), C.sizeof_size_t))
+	defer C.free(unsafe.Pointer(out))
+	defer runtime.KeepAlive(g)
+	defer bridge.Catch(&err)
+	C.ggml_gallocr_reserve_n_size(scratch.c, gp, nodes, leafs, out)
+	sizes = make([]uint64, len(a.bts))
+	for i, v := range unsafe.Slice(out, len(a.bts)) {
+		sizes[i] = uint64(v)
+	}
+	return sizes, nil
+}

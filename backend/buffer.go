@@ -355,3 +355,24 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	}
 	return buf, nil
 }
+
+// InitTensor lets the buffer's backend set up per-tensor state for tensor
+// t, which must live in this buffer (ggml_backend_buffer_init_tensor).
+// Allocation does this already; it is for tensors whose data pointer was
+// set by other means.
+func (b *Buffer) InitTensor(t *ggml.Tensor) (err error) {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	tc, err := storage(t)
+	if err != nil {
+		return err
+	}
+	if bufferOf(tc) != b.c {
+		return fmt.Errorf("%w: InitTensor: tensor %v does not live in buffer %s", ggml.ErrInvalid, t, b.Name())
+	}
+	defer runtime.KeepAlive(b)
+	defer runtime.KeepAlive(t)
+	defer bridge.Catch(&err)
+	return statusErr(C.ggml_backend_buffer_init_tensor(b.c, tc))
+}

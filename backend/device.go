@@ -302,3 +302,14 @@ func (d *Device) procAddress(name string) unsafe.Pointer {
 	}
 	return d.reg.ProcAddress(name)
 }
+
+// Reset asks the device to drop its state, such as cached memory pools
+// (ggml_backend_dev_reset); a no-op for devices without one (the CPU).
+// Close the device's backends and buffers first.
+func (d *Device) Reset() error {
+	if err := d.usable(); err != nil {
+		return err
+	}
+	C.ggml_backend_dev_reset(d.c)
+	return nil
+}
