@@ -45,6 +45,7 @@ type OpError struct {
 	Err    error    // the kind (ErrShape, ErrType, ...) or an earlier error
 }
 
+// Error returns "ggml: op(inputs): rule".
 func (e *OpError) Error() string {
 	return fmt.Sprintf("ggml: %s(%s): %s", e.Op, strings.Join(e.Inputs, ", "), e.Rule)
 }

@@ -23,6 +23,7 @@ type AssertError struct {
 	Message string
 }
 
+// Error returns ggml's message with a prefix that says it came from C.
 func (e *AssertError) Error() string { return "ggml: assertion failed in C: " + e.Message }
 
 // Catch turns a panic carrying an *AssertError into an error stored in

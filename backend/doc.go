@@ -1,0 +1,90 @@
+// Package backend is ggml's backend API in Go: buffer types, buffers,
+// backends (streams of work on a device), devices, the backend registry,
+// events, graph plans, tensor placement and graph allocation, tensor
+// transfer and copy.
+//
+// # Model
+//
+// A Device is a piece of hardware in ggml's registry (the CPU, a GPU); a
+// Reg is the backend implementation that registered it. Both are owned by
+// ggml and are safe to share. A Backend is a stream of work on one device;
+// it computes graphs and moves data, one goroutine at a time. Memory lives
+// in Buffers of some BufferType; tensors of a NoAlloc ggml.Context are
+// placed in buffers by AllocContextTensors, TensorAlloc, a Tallocr or a
+// Gallocr.
+//
+// # Lifetimes
+//
+// Backend, Buffer, Plan, Event, Gallocr, GraphCopy and HostMemory are
+// owning handles: Close frees them at once and is idempotent; one that is
+// forgotten is freed by the garbage collector. What depends on a handle
+// keeps it alive: a tensor its buffer (or allocator, or graph copy), a
+// buffer what it was allocated from, a plan its backend and graph. After an
+// explicit Close, dependents report ggml.ErrClosed instead of touching
+// freed memory.
+//
+// # Errors
+//
+// Every call checks in Go what ggml would assert (offsets and sizes
+// against the tensor, layouts, allocation state, buffer compatibility,
+// device capabilities) and returns an error whose kind errors.Is tells:
+// the kinds of package ggml (ErrClosed, ErrNotAllocated, ErrShape,
+// ErrInvalid, ErrNoMemory, ...) and ErrNotFound, ErrUnsupported,
+// ErrComputeFailed, ErrAborted here.
+//
+// # Coverage of ggml-backend.h, ggml-alloc.h and ggml-cpu.h
+//
+// Every public function of those headers (less the scheduler, which is
+// package sched) is reachable from Go, here or in package cpu:
+//
+//	buffer types    ggml_backend_buft_*                  BufferType methods; CPUBufferType
+//	buffers         ggml_backend_buffer_*                Buffer methods (Base for host buffers only)
+//	multi-buffers   ggml_backend_multi_buffer_*          NewMultiBuffer, Buffer.IsMulti, Buffer.SetUsage
+//	backends        ggml_backend_{guid,name,free,...}    Backend methods; Compute, ComputeAsync, Synchronize
+//	transfers       ggml_backend_tensor_{set,get,memset} TensorSet, TensorGet, TensorMemset
+//	                ..._async, ggml_backend_tensor_copy* Backend.SetTensorAsync, GetTensorAsync, CopyTensorAsync; TensorCopy
+//	plans           ggml_backend_graph_plan_*            Backend.NewPlan, Plan.Compute, Plan.Close
+//	events          ggml_backend_event_*                 Device.NewEvent, Event methods
+//	devices         ggml_backend_dev_*                   Device methods; Devices, DeviceAt, DeviceByName, DeviceByType
+//	registry        ggml_backend_reg_*, _init_*, _load*  Reg methods; Regs, RegAt, RegByName, InitByName,
+//	                                                     InitByType, InitBest, Load, Unload, LoadAll, LoadAllFromPath
+//	proc addresses  set_n_threads, set_abort_callback,   Backend.SetThreads, Compute's context, Reg.Features,
+//	                get_features, any other              Reg.ProcAddress
+//	placement       ggml_backend_tensor_alloc, view_init TensorAlloc, ViewInit
+//	                ggml_backend_alloc_ctx_tensors*      AllocContextTensors, AllocContextTensorsFromType, ContextTensorsSize
+//	                ggml_tallocr_*                       NewTallocr, Tallocr.Alloc
+//	                ggml_gallocr_*                       NewGallocr, Gallocr methods (ReserveSizes for reserve_n_size)
+//	graph utilities ggml_backend_graph_copy(_free)       Backend.CopyGraph, GraphCopy
+//	                ggml_backend_compare_graph_backend   CompareGraphBackend
+//	CPU buffers     ggml_backend_cpu_buffer_from_ptr,    CPUBufferFromHostMemory, Device.BufferFromHostMemory
+//	                ggml_backend_dev_buffer_from_host_ptr  (over HostMemory: C memory that C may keep pointers to)
+//	CPU backend     ggml_backend_cpu_init, _is_cpu,      cpu.New, Backend.IsCPU, Backend.SetThreads,
+//	                _set_n_threads, _set_abort_callback  Backend.Compute (context cancels through the abort callback)
+//	                _set_threadpool, ggml_threadpool_*   cpu.NewThreadPool, ThreadPool methods, cpu.SetThreadPool
+//	                ggml_numa_init, ggml_is_numa         cpu.NUMAInit, cpu.IsNUMA
+//	                ggml_cpu_has_*                       ggml.CPUFeatures, cpu.Has, cpu.Features
+//
+// Left out, with the reason:
+//
+//	ggml_backend_register, ggml_backend_device_register
+//	    Go cannot make a registry entry or device, and ggml does not check
+//	    for duplicates: registering one already there corrupts the registry.
+//	    Load registers what a library brings.
+//	ggml_threadpool_get_n_threads
+//	    declared in ggml-cpu.h but defined nowhere in the provider (it does not
+//	    link); ThreadPool.Threads keeps the count in Go.
+//	ggml_threadpool_params_match
+//	    ThreadPoolParams is a Go struct: compare it in Go.
+//	ggml_cpu_init, ggml_backend_cpu_reg
+//	    ggml calls ggml_cpu_init itself; the CPU registry entry is RegByName("CPU").
+//	ggml_graph_plan, ggml_graph_compute, ggml_graph_compute_with_ctx
+//	    the CPU computing without a backend; Backend.Compute and Plan do the
+//	    same with the backend's work buffer, threads and abort callback.
+//	ggml_new_i32/f32, ggml_{get,set}_{i32,f32}{,_1d,_nd}, ggml_cpu_fp*_to_*,
+//	ggml_get_type_traits_cpu
+//	    element access and conversion helpers, not backend API: ggml.SetData
+//	    and ggml.Data move data; the op and quantization work of package ggml
+//	    covers conversions.
+//	ggml_gallocr_new
+//	    NewGallocr with one buffer type (it calls ggml_gallocr_new_n).
+package backend
