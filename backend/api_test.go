@@ -584,3 +584,79 @@ func TestGallocrSizesAndMisc(t *testing.T) {
 	require.ErrorIs(t, other.InitTensor(z), ggml.ErrInvalid)
 	require.NoError(t, be.Device().Reset())
 }
+
+// deviceWithEvents returns a device that has events, or skips.
+func deviceWithEvents(t *testing.T) *backend.Device {
+	for d := range backend.Devices() {
+		if p, err := d.Props(); err == nil && p.Caps.Events {
+			return d
+		}
+	}
+	t.Skip("needs a device with events (a GPU backend, -tags vulkan or cuda); the CPU has none")
+	return nil
+}
+
+func TestEventsOnADeviceWithEvents(t *testing.T) {
+	d := deviceWithEvents(t)
+	be, err := d.Init("")
+	require.NoError(t, err)
+	defer be.Close()
+	e, err := d.NewEvent()
+	require.NoError(t, err)
+	defer e.Close()
+	c := noAllocCtx(t, 4)
+	x := c.NewTensor(ggml.TypeF32, 256)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	data := randBytes(newRNG(t), 1024)
+	require.NoError(t, be.SetTensorAsync(x, data, 0))
+	require.NoError(t, e.Record(be))
+	require.NoError(t, e.Synchronize())
+	require.NoError(t, e.Wait(be))
+	got := make([]byte, 1024)
+	require.NoError(t, backend.TensorGet(x, got, 0))
+	require.Equal(t, data, got)
+	// A CPU backend is no backend of the event's kind.
+	cpuBe := cpu(t)
+	require.ErrorIs(t, e.Record(cpuBe), ggml.ErrInvalid)
+	require.ErrorIs(t, e.Wait(cpuBe), ggml.ErrInvalid)
+	require.NoError(t, e.Close())
+	require.ErrorIs(t, e.Synchronize(), ggml.ErrClosed)
+}
+
+// Copies between two devices: the CPU and another one, when there is one.
+func TestAsyncCopyBetweenDevices(t *testing.T) {
+	var other *backend.Device
+	for d := range backend.Devices() {
+		if d.Type() != backend.DeviceCPU {
+			other = d
+			break
+		}
+	}
+	if other == nil {
+		t.Skip("needs a second device (a GPU backend, -tags vulkan or cuda)")
+	}
+	gpu, err := other.Init("")
+	require.NoError(t, err)
+	defer gpu.Close()
+	host := cpu(t)
+	hc := noAllocCtx(t, 2)
+	hx := hc.NewTensor(ggml.TypeF32, 64)
+	hb, err := backend.AllocContextTensors(hc, host)
+	require.NoError(t, err)
+	defer hb.Close()
+	dc := noAllocCtx(t, 2)
+	dx := dc.NewTensor(ggml.TypeF32, 64)
+	db, err := backend.AllocContextTensors(dc, gpu)
+	require.NoError(t, err)
+	defer db.Close()
+	data := randBytes(newRNG(t), 256)
+	require.NoError(t, backend.TensorSet(hx, data, 0))
+	require.NoError(t, host.CopyTensorAsync(gpu, hx, dx))
+	require.NoError(t, gpu.Synchronize())
+	got := make([]byte, 256)
+	require.NoError(t, gpu.GetTensorAsync(dx, got, 0))
+	require.NoError(t, gpu.Synchronize())
+	require.Equal(t, data, got)
+}
