@@ -497,6 +497,21 @@ func onThread(isolate bool, f func() error) error {
 }
 
 func init() {
+	bridge.BackendPtr = func(v any) (unsafe.Pointer, error) {
+		b, _ := v.(*Backend)
+		if err := b.usable(); err != nil {
+			return nil, err
+		}
+		return unsafe.Pointer(b.c), nil
+	}
+	bridge.BufferTypePtr = func(v any) (unsafe.Pointer, error) {
+		bt, _ := v.(*BufferType)
+		if err := bt.usable(); err != nil {
+			return nil, err
+		}
+		return unsafe.Pointer(bt.c), nil
+	}
+	bridge.Watch = func(v any, ctx context.Context) func() { return v.(*Backend).watch(ctx) }
 	bridge.AttachThreadPool = func(v any, pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
 		b, _ := v.(*Backend)
 		if err := b.usable(); err != nil {

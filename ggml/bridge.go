@@ -77,6 +77,7 @@ func init() {
 	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l bridge.Lease) (any, func()) {
 		return adoptGraph(ctxs, g, l)
 	}
+	bridge.GraphSources = func(v any) bool { return v.(*Graph).sourcesIntact() }
 	bridge.GraphForCompute = graphForCompute
 }
 
@@ -130,6 +131,9 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 			}
 		}
 	}
+	if !g.sourcesIntact() {
+		return nil, fmt.Errorf("%w: a scheduler split this graph across backends and redirected its inputs to its copies; compute it with that scheduler, or build it again", ErrInvalid)
+	}
 	return unsafe.Pointer(g.c), nil
 }
 
@@ -169,4 +173,21 @@ func bufferOf(t *C.struct_ggml_tensor) *C.struct_ggml_backend_buffer {
 		return t.view_src.buffer
 	}
 	return t.buffer
+}
+
+// sourcesIntact reports whether every node's C sources are the tensors the
+// Go handles name.
+func (g *Graph) sourcesIntact() bool {
+	for _, n := range g.nodes {
+		for i, s := range n.c.src {
+			var want *C.struct_ggml_tensor
+			if i < len(n.srcs) && n.srcs[i] != nil {
+				want = n.srcs[i].c
+			}
+			if s != want {
+				return false
+			}
+		}
+	}
+	return true
 }

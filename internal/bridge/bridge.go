@@ -4,6 +4,7 @@
 package bridge
 
 import (
+	"context"
 	"fmt"
 	"unsafe"
 )
@@ -55,6 +56,18 @@ type PoolRef interface {
 // Installed by package backend.
 var AttachThreadPool func(be any, pool unsafe.Pointer, ref PoolRef, isolate bool) error
 
+// Installed by package backend's init.
+var (
+	// BackendPtr returns the ggml_backend_t of an open *backend.Backend.
+	BackendPtr func(be any) (unsafe.Pointer, error)
+	// BufferTypePtr returns the ggml_backend_buffer_type_t of a
+	// *backend.BufferType.
+	BufferTypePtr func(bt any) (unsafe.Pointer, error)
+	// Watch arms backend be's abort flag for ctx (see Backend.Compute);
+	// the returned stop must be called when the compute is over.
+	Watch func(be any, ctx context.Context) (stop func())
+)
+
 // Installed by package ggml's init; the any arguments are that package's
 // handle types (*ggml.Tensor, *ggml.Context, *ggml.Graph).
 var (
@@ -82,6 +95,10 @@ var (
 	// (ggml_backend_graph_copy) as a *ggml.Graph whose allocated tensors
 	// carry lease l; release marks the handles closed before ggml frees them.
 	AdoptGraph func(ctxs []unsafe.Pointer, graph unsafe.Pointer, l Lease) (g any, release func())
+	// GraphSources reports whether every node's C sources are still the
+	// tensors Go knows (a scheduler redirects them to its copies when it
+	// splits a graph across backends).
+	GraphSources func(g any) bool
 	// GraphForCompute checks that graph g can be computed (context open, no
 	// sticky error, every tensor allocated and its memory alive), calls
 	// visit for each leaf and then each node (isNode set), and returns the
