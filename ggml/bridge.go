@@ -78,6 +78,35 @@ func init() {
 		return adoptGraph(ctxs, g, l)
 	}
 	bridge.GraphSources = func(v any) bool { return v.(*Graph).sourcesIntact() }
+	bridge.RestoreSources = func(v any) {
+		g := v.(*Graph)
+		if g.ctx.c == nil {
+			return
+		}
+		for _, n := range g.nodes {
+			for i := range n.c.src {
+				var want *C.struct_ggml_tensor
+				if i < len(n.srcs) && n.srcs[i] != nil {
+					want = n.srcs[i].c
+				}
+				n.c.src[i] = want
+			}
+		}
+	}
+	bridge.GraphStorage = func(v any) error {
+		g, _ := v.(*Graph)
+		if err := g.usable(); err != nil {
+			return err
+		}
+		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
+			for _, t := range list {
+				if err := t.storageErr(); err != nil {
+					return fmt.Errorf("ggml: graph tensor %s: %w", t.describe(), err)
+				}
+			}
+		}
+		return nil
+	}
 	bridge.GraphForCompute = graphForCompute
 }
 
@@ -132,7 +161,7 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 		}
 	}
 	if !g.sourcesIntact() {
-		return nil, fmt.Errorf("%w: a scheduler split this graph across backends and redirected its inputs to its copies; compute it with that scheduler, or build it again", ErrInvalid)
+		return nil, fmt.Errorf("%w: a scheduler holds this graph (it split it across backends and redirected its inputs to its copies); compute it with that scheduler, or Reset the scheduler first", ErrInvalid)
 	}
 	return unsafe.Pointer(g.c), nil
 }

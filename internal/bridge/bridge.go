@@ -99,6 +99,12 @@ var (
 	// tensors Go knows (a scheduler redirects them to its copies when it
 	// splits a graph across backends).
 	GraphSources func(g any) bool
+	// RestoreSources points every node's C sources back at the tensors Go
+	// knows, undoing a scheduler's redirection.
+	RestoreSources func(g any)
+	// GraphStorage checks that every tensor of graph g is allocated and its
+	// memory alive (GraphForCompute without the visit and source checks).
+	GraphStorage func(g any) error
 	// GraphForCompute checks that graph g can be computed (context open, no
 	// sticky error, every tensor allocated and its memory alive), calls
 	// visit for each leaf and then each node (isNode set), and returns the

@@ -1,0 +1,524 @@
+package sched
+
+/*
+#include "goggml.h"
+typedef struct {
+	int cancel;
+	uintptr_t handle;
+} goggml_sched_state;
+void goggml_sched_install_eval(ggml_backend_sched_t s, goggml_sched_state *st);
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+)
+
+// schedLease is the lease of the tensors one allocation placed: dead after
+// the scheduler's next Reset, reallocation or Close.
+type schedLease struct {
+	s   *Scheduler
+	gen uint64
+}
+
+func (l *schedLease) LeaseErr() error {
+	if l.s.c == nil {
+		return fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated)
+	}
+	if l.gen != l.s.gen {
+		return fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated)
+	}
+	return nil
+}
+
+func graphPtr(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
+	p, err := bridge.GraphPtr(g)
+	return (*C.struct_ggml_cgraph)(p), err
+}
+
+// prepare checks graph g against what ggml's scheduler asserts and
+// forgets the placement of tensors an earlier allocation of this scheduler
+// made (so they are placed anew). It returns the tensors that need memory.
+func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error) {
+	if err := s.usable(); err != nil {
+		return nil, nil, err
+	}
+	gp, err := graphPtr(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	if s.graph != nil && s.graph != g {
+		return nil, nil, fmt.Errorf("%w: the scheduler holds another allocated graph; Reset it first", ggml.ErrInvalid)
+	}
+	if s.graph != g && !bridge.GraphSources(g) {
+		return nil, nil, fmt.Errorf("%w: another scheduler holds this graph (it redirected its inputs to its copies); Reset that one first", ggml.ErrInvalid)
+	}
+	if n := g.NumNodes() + g.NumLeafs(); n > s.graphSize {
+		return nil, nil, fmt.Errorf("%w: the graph has %d nodes and leafs, the scheduler takes %d (Options.GraphSize)", ggml.ErrGraphFull, n, s.graphSize)
+	}
+	ts, ps := bridge.GraphTensors(g)
+	var fresh []any
+	inputs := map[unsafe.Pointer]bool{}
+	for i, t := range ts {
+		tc := (*C.struct_ggml_tensor)(ps[i])
+		if l, ok := bridge.LeaseOf(t).(*schedLease); ok && l.s == s {
+			bridge.ResetStorage(t)
+		}
+		if tc.view_src != nil {
+			if vl, ok := bridge.LeaseOf(viewSource(t)).(*schedLease); ok && vl.s == s {
+				tc.buffer, tc.data = nil, nil
+			}
+		}
+	}
+	for i, t := range ts {
+		tc := (*C.struct_ggml_tensor)(ps[i])
+		base := tc
+		if tc.view_src != nil {
+			base = tc.view_src
+		}
+		if base.data == nil {
+			if tc.view_src == nil {
+				fresh = append(fresh, t)
+			}
+		} else {
+			// Pre-allocated: its memory must be alive, in a buffer, and
+			// some backend must run its op where it lives.
+			if _, err := bridge.TensorStorage(t); err != nil {
+				return nil, nil, fmt.Errorf("sched: %v: %w", t, err)
+			}
+			if base.buffer == nil {
+				return nil, nil, fmt.Errorf("%w: tensor %v lives in a context's memory; a scheduler needs tensors in backend buffers", backend.ErrUnsupported, t)
+			}
+			buft := C.ggml_backend_buffer_get_type(base.buffer)
+			if !s.someBackend(func(b C.ggml_backend_t) bool {
+				return bool(C.ggml_backend_supports_op(b, tc)) && bool(C.ggml_backend_supports_buft(b, buft))
+			}) {
+				return nil, nil, fmt.Errorf("%w: no backend of the scheduler can run %s on tensor %v where it lives (a %s buffer)",
+					backend.ErrUnsupported, t.(*ggml.Tensor).Op(), t, C.GoString(C.ggml_backend_buffer_name(base.buffer)))
+			}
+		}
+		isNode := tc.op != C.GGML_OP_NONE || tc.flags&C.GGML_TENSOR_FLAG_PARAM != 0
+		if isNode && !s.someBackend(func(b C.ggml_backend_t) bool { return bool(C.ggml_backend_supports_op(b, tc)) }) {
+			return nil, nil, fmt.Errorf("%w: no backend of the scheduler can compute %s (node %v)", backend.ErrUnsupported, t.(*ggml.Tensor).Op(), t)
+		}
+		if s.parallel && isNode {
+			for _, src := range tc.src {
+				if src != nil && src.flags&C.GGML_TENSOR_FLAG_INPUT != 0 {
+					inputs[unsafe.Pointer(src)] = true
+				}
+			}
+		}
+	}
+	if len(inputs) > maxGraphInputs {
+		return nil, nil, fmt.Errorf("%w: with Options.Parallel a graph takes at most %d tensors marked as inputs, this one %d", ggml.ErrInvalid, maxGraphInputs, len(inputs))
+	}
+	return gp, fresh, nil
+}
+
+func viewSource(t any) any { return t.(*ggml.Tensor).ViewSource() }
+
+func (s *Scheduler) someBackend(ok func(C.ggml_backend_t) bool) bool {
+	for _, p := range s.ptrs {
+		if ok(C.ggml_backend_t(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// release ends the scheduler's hold on the graph it allocated: the tensors
+// it placed die, and the graph's sources point at its own tensors again.
+func (s *Scheduler) release() {
+	s.gen++
+	if s.graph != nil {
+		bridge.RestoreSources(s.graph)
+		s.graph = nil
+	}
+}
+
+// Reserve sizes the compute buffers for graph g, the largest to come, so
+// that later graphs need no reallocation (ggml_backend_sched_reserve). It
+// resets the scheduler.
+func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
+	gp, fresh, err := s.prepare(g)
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(g)
+	defer runtime.KeepAlive(s)
+	s.release() // buffers may be replaced
+	C.ggml_backend_sched_reset(s.c)
+	// Reserving places the measure graph's tensors and splits it; put it
+	// back as it was, so it can be allocated later like any graph.
+	defer func() {
+		for _, t := range fresh {
+			bridge.ResetStorage(t)
+		}
+		resetViews(g, fresh)
+		bridge.RestoreSources(g)
+		C.ggml_backend_sched_reset(s.c)
+	}()
+	defer bridge.Catch(&err)
+	if !bool(C.ggml_backend_sched_reserve(s.c, gp)) {
+		return fmt.Errorf("%w: could not reserve the compute buffers", ggml.ErrNoMemory)
+	}
+	return nil
+}
+
+// resetViews forgets the memory of g's views of tensors in fresh.
+func resetViews(g *ggml.Graph, fresh []any) {
+	if len(fresh) == 0 {
+		return
+	}
+	set := map[any]bool{}
+	for _, t := range fresh {
+		set[t] = true
+	}
+	ts, ps := bridge.GraphTensors(g)
+	for i, t := range ts {
+		if vs := viewSource(t); vs != nil && set[vs] {
+			tc := (*C.struct_ggml_tensor)(ps[i])
+			tc.buffer, tc.data = nil, nil
+		}
+	}
+}
+
+// ReserveSizes returns, per backend, the compute buffer size graph g
+// needs, allocating nothing (ggml_backend_sched_reserve_size). It measures
+// on a scratch scheduler over the same backends: on the scheduler itself,
+// ggml's size query leaves buffers that a later compute would crash on.
+// The graph must not be split across backends yet (build it for this).
+func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
+	gp, _, err := s.prepare(g)
+	if err != nil {
+		return nil, err
+	}
+	scratch, err := New(s.backends, Options{BufferTypes: s.bts, GraphSize: s.graphSize, Parallel: s.parallel})
+	if err != nil {
+		return nil, err
+	}
+	defer scratch.Close()
+	out := (*C.size_t)(C.calloc(C.size_t(len(s.backends)), C.sizeof_size_t))
+	defer C.free(unsafe.Pointer(out))
+	defer runtime.KeepAlive(g)
+	// Splitting redirects g's sources to the scratch scheduler's copies:
+	// point them back, the scratch scheduler is going away.
+	defer bridge.RestoreSources(g)
+	defer bridge.Catch(&err)
+	C.ggml_backend_sched_reserve_size(scratch.c, gp, out)
+	for _, v := range unsafe.Slice(out, len(s.backends)) {
+		sizes = append(sizes, uint64(v))
+	}
+	return sizes, nil
+}
+
+// SplitGraph assigns g's nodes to backends and splits it, without
+// allocating (ggml_backend_sched_split_graph): NumSplits, NumCopies and
+// TensorBackend then describe it. Like an allocation, it ends what the
+// scheduler allocated before.
+func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
+	gp, _, err := s.prepare(g)
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(g)
+	defer runtime.KeepAlive(s)
+	s.release()
+	C.ggml_backend_sched_reset(s.c)
+	// The split stays described in the scheduler; g gets its own sources
+	// back (an allocation splits again from them).
+	defer bridge.RestoreSources(g)
+	defer bridge.Catch(&err)
+	C.ggml_backend_sched_split_graph(s.c, gp)
+	return nil
+}
+
+// AllocGraph assigns, splits and allocates graph g (ggml_backend_sched_alloc_graph).
+// The scheduler must not hold another allocation: Reset first. The tensors
+// it places are valid until the next Reset, allocation or Close.
+func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
+	if s != nil && s.graph != nil {
+		return fmt.Errorf("%w: the scheduler holds an allocated graph; Reset it first", ggml.ErrInvalid)
+	}
+	gp, fresh, err := s.prepare(g)
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(g)
+	defer runtime.KeepAlive(s)
+	s.release()
+	C.ggml_backend_sched_reset(s.c)
+	ok, err := func() (ok bool, err error) {
+		defer bridge.Catch(&err)
+		return bool(C.ggml_backend_sched_alloc_graph(s.c, gp)), nil
+	}()
+	if !ok || err != nil {
+		bridge.RestoreSources(g)
+		C.ggml_backend_sched_reset(s.c)
+		if err == nil {
+			err = fmt.Errorf("%w: the scheduler could not allocate the graph", ggml.ErrNoMemory)
+		}
+		return err
+	}
+	l := &schedLease{s: s, gen: s.gen}
+	for _, t := range fresh {
+		bridge.SetLease(t, l)
+	}
+	s.graph = g
+	s.eval.setGraph(g)
+	return nil
+}
+
+// Reset ends the current allocation (ggml_backend_sched_reset): the
+// tensors it placed report ggml.ErrNotAllocated, and pins set with
+// SetTensorBackend are forgotten.
+func (s *Scheduler) Reset() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(s)
+	s.release()
+	C.ggml_backend_sched_reset(s.c)
+	return nil
+}
+
+// Compute computes graph g over the scheduler's backends and waits
+// (ggml_backend_sched_graph_compute), allocating it first unless it is the
+// graph allocated now. A cancelled ctx stops the compute between nodes:
+// CPU backends through their abort flag, others through the eval callback;
+// Compute then returns ctx.Err().
+func (s *Scheduler) Compute(ctx context.Context, g *ggml.Graph) error {
+	return s.compute(ctx, g, true)
+}
+
+// ComputeAsync starts computing g as Compute does and returns; Synchronize
+// waits (ggml_backend_sched_graph_compute_async).
+func (s *Scheduler) ComputeAsync(g *ggml.Graph) error {
+	return s.compute(context.Background(), g, false)
+}
+
+func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err error) {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.graph == nil {
+		if err := s.AllocGraph(g); err != nil {
+			return err
+		}
+	} else if s.graph != g {
+		return fmt.Errorf("%w: the scheduler holds another graph; Reset it first", ggml.ErrInvalid)
+	}
+	// The allocation must still be whole: inputs from other buffers alive.
+	if err := bridge.GraphStorage(g); err != nil {
+		return err
+	}
+	gp, err := graphPtr(g)
+	if err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(g)
+	defer runtime.KeepAlive(s)
+	stop := s.watch(ctx)
+	defer stop()
+	// The eval callback costs a synchronize per split: install it only for
+	// a Go callback or a context that can be cancelled.
+	if s.state.handle != 0 || ctx.Done() != nil {
+		C.goggml_sched_install_eval(s.c, s.state)
+	} else {
+		C.ggml_backend_sched_set_eval_callback(s.c, nil, nil)
+	}
+	err = func() (err error) {
+		defer bridge.Catch(&err)
+		var st C.enum_ggml_status
+		if wait {
+			st = C.ggml_backend_sched_graph_compute(s.c, gp)
+		} else {
+			st = C.ggml_backend_sched_graph_compute_async(s.c, gp)
+		}
+		switch {
+		case ctx.Err() != nil && (st == C.GGML_STATUS_ABORTED || atomic.LoadInt32((*int32)(unsafe.Pointer(&s.state.cancel))) != 0):
+			return ctx.Err()
+		case st == C.GGML_STATUS_SUCCESS:
+			return nil
+		case st == C.GGML_STATUS_ALLOC_FAILED:
+			return fmt.Errorf("%w: the scheduler could not allocate the graph", ggml.ErrNoMemory)
+		case st == C.GGML_STATUS_ABORTED:
+			return backend.ErrAborted
+		default:
+			return fmt.Errorf("%w: %s", backend.ErrComputeFailed, C.GoString(C.ggml_status_to_string(st)))
+		}
+	}()
+	if perr := s.eval.takePanic(); perr != nil {
+		panic(perr)
+	}
+	if err == nil && s.eval.stopped() {
+		return ErrStopped
+	}
+	return err
+}
+
+// ErrStopped is returned by Compute when the eval callback returned false.
+var ErrStopped = fmt.Errorf("sched: compute stopped by the eval callback")
+
+// watch arms the cancel flags for ctx: the eval callback's and each
+// backend's abort flag.
+func (s *Scheduler) watch(ctx context.Context) func() {
+	atomic.StoreInt32((*int32)(unsafe.Pointer(&s.state.cancel)), 0)
+	s.eval.reset()
+	var stops []func()
+	for _, be := range s.backends {
+		stops = append(stops, bridge.Watch(be, ctx))
+	}
+	done := ctx.Done()
+	if done == nil {
+		return func() {
+			for _, f := range stops {
+				f()
+			}
+		}
+	}
+	finished, exited := make(chan struct{}), make(chan struct{})
+	flag := (*int32)(unsafe.Pointer(&s.state.cancel))
+	go func() {
+		defer close(exited)
+		select {
+		case <-done:
+			atomic.StoreInt32(flag, 1)
+		case <-finished:
+		}
+	}()
+	return func() {
+		close(finished)
+		<-exited
+		for _, f := range stops {
+			f()
+		}
+	}
+}
+
+// Synchronize waits for the scheduler's backends (ggml_backend_sched_synchronize).
+func (s *Scheduler) Synchronize() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(s)
+	C.ggml_backend_sched_synchronize(s.c)
+	return nil
+}
+
+// evalState holds the Go eval callback and what it needs.
+type evalState struct {
+	mu     sync.Mutex
+	fn     func(t *ggml.Tensor, ask bool) bool
+	handle cgo.Handle
+	nodes  map[unsafe.Pointer]*ggml.Tensor
+	panicV any
+	halted bool
+	state  *C.goggml_sched_state
+}
+
+func (e *evalState) setGraph(g *ggml.Graph) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.nodes = map[unsafe.Pointer]*ggml.Tensor{}
+	ts, ps := bridge.GraphTensors(g)
+	for i, t := range ts {
+		e.nodes[ps[i]] = t.(*ggml.Tensor)
+	}
+}
+
+func (e *evalState) reset() {
+	e.mu.Lock()
+	e.panicV, e.halted = nil, false
+	e.mu.Unlock()
+}
+
+func (e *evalState) takePanic() any {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.panicV
+	e.panicV = nil
+	return p
+}
+
+func (e *evalState) stopped() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.halted
+}
+
+func (e *evalState) drop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.handle != 0 {
+		e.handle.Delete()
+		e.handle = 0
+	}
+}
+
+// SetEvalCallback sets fn to observe the nodes of each compute
+// (ggml_backend_sched_set_eval_callback): for each node ggml first asks
+// (ask true) whether fn wants to see it, and if fn said yes, calls it again
+// once the node is computed (ask false), when fn may read the node's data;
+// returning false then stops the compute (Compute returns ErrStopped). nil
+// removes the callback. fn runs on the computing goroutine; a panic in it
+// stops the compute and is raised again by Compute.
+func (s *Scheduler) SetEvalCallback(fn func(t *ggml.Tensor, ask bool) bool) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	e := s.eval
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.handle != 0 {
+		e.handle.Delete()
+		e.handle = 0
+	}
+	e.fn = fn
+	if fn != nil {
+		e.handle = cgo.NewHandle(e)
+	}
+	s.state.handle = C.uintptr_t(e.handle)
+	return nil
+}
+
+//export goggmlSchedEval
+func goggmlSchedEval(t *C.struct_ggml_tensor, ask C.bool, h C.uintptr_t) (ret C.bool) {
+	e := cgo.Handle(h).Value().(*evalState)
+	e.mu.Lock()
+	fn, node := e.fn, e.nodes[unsafe.Pointer(t)]
+	e.mu.Unlock()
+	if fn == nil || node == nil {
+		return C.bool(!bool(ask)) // not ours: do not observe, do not stop
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e.mu.Lock()
+			e.panicV, e.halted = r, true
+			e.mu.Unlock()
+			ret = C.bool(bool(ask))
+		}
+	}()
+	ok := fn(node, bool(ask))
+	if !bool(ask) && !ok {
+		e.mu.Lock()
+		e.halted = true
+		e.mu.Unlock()
+		// ggml stops only the current split: the cancel flag stops the rest.
+		atomic.StoreInt32((*int32)(unsafe.Pointer(&e.state.cancel)), 1)
+	}
+	return C.bool(ok)
+}

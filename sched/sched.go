@@ -1,0 +1,376 @@
+// Package sched is ggml's backend scheduler in Go (ggml_backend_sched): it
+// runs one graph over several backends, assigning each node to a backend,
+// splitting the graph where the backend changes, copying tensors between
+// backends and allocating the compute buffers.
+//
+// The backends are given in priority order; the last must be a CPU backend
+// (ggml runs there whatever no other backend can). Ops whose weights live
+// in a buffer marked backend.UsageWeights run on that buffer's backend.
+//
+// Graphs are single-use for allocation and multi-use for computing, as in
+// ggml: allocate a graph (or let Compute do it), compute it as often as you
+// like with new inputs, then Reset before the scheduler takes another
+// graph. After Reset the tensors the scheduler allocated report
+// ggml.ErrNotAllocated instead of exposing reused memory. When a graph is
+// split across backends, ggml redirects its nodes' inputs to copies the
+// scheduler owns: such a graph is then computed only by that scheduler
+// until it is built anew.
+//
+// A Scheduler is used by one goroutine at a time. Close frees it; an
+// unreachable Scheduler is freed by the garbage collector. It keeps its
+// backends alive.
+package sched
+
+/*
+#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
+#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
+#include "goggml.h"
+
+extern bool goggmlSchedEval(struct ggml_tensor *t, bool ask, uintptr_t handle);
+
+// goggml_sched_state is what the eval callback reads: a cancel flag the Go
+// side sets from a goroutine, and the handle of a Go callback (0: none).
+typedef struct {
+	int cancel;
+	uintptr_t handle;
+} goggml_sched_state;
+
+// goggml_sched_eval observes nodes only once a cancel is asked for (so
+// that ggml batches nodes as usual), then stops the compute; with a Go
+// callback it asks Go.
+static bool goggml_sched_eval(struct ggml_tensor *t, bool ask, void *ud) {
+	goggml_sched_state *st = (goggml_sched_state *)ud;
+	bool cancel = __atomic_load_n(&st->cancel, __ATOMIC_RELAXED) != 0;
+	if (cancel) {
+		return ask; // ask: observe this node; then: stop
+	}
+	if (st->handle != 0) {
+		return goggmlSchedEval(t, ask, st->handle);
+	}
+	return ask ? false : true;
+}
+
+void goggml_sched_install_eval(ggml_backend_sched_t s, goggml_sched_state *st) {
+	ggml_backend_sched_set_eval_callback(s, goggml_sched_eval, st);
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+	_ "github.com/go-ggml/ggml/third_party/ggml"
+)
+
+// MaxBackends is the most backends a scheduler takes (GGML_SCHED_MAX_BACKENDS).
+const MaxBackends = 16
+
+// maxGraphInputs is GGML_SCHED_MAX_SPLIT_INPUTS: with Parallel, at most
+// this many tensors marked as inputs may feed the graph.
+const maxGraphInputs = 30
+
+// Options configure a Scheduler.
+type Options struct {
+	// BufferTypes gives, per backend, the buffer type of its compute
+	// buffer; nil means each backend's default. Each must be usable by
+	// its backend.
+	BufferTypes []*backend.BufferType
+	// GraphSize is the most nodes plus leafs of a graph the scheduler
+	// takes; 0 means ggml.DefaultGraphSize.
+	GraphSize int
+	// Parallel pipelines copies between backends over several copies of
+	// the inputs (GGML_SCHED_MAX_COPIES).
+	Parallel bool
+	// OpOffload lets backends take ops whose weights live elsewhere when
+	// they ask to (Backend.OffloadOp).
+	OpOffload bool
+}
+
+// Scheduler is ggml_backend_sched_t. See the package documentation.
+type Scheduler struct {
+	_         [0]func()
+	c         C.ggml_backend_sched_t
+	backends  []*backend.Backend
+	bts       []*backend.BufferType
+	ptrs      []unsafe.Pointer // the backends' ggml_backend_t, in order
+	graphSize int
+	parallel  bool
+	state     *C.goggml_sched_state
+	eval      *evalState
+	gen       uint64
+	graph     *ggml.Graph // the graph allocated now, if any
+	cleanup   runtime.Cleanup
+}
+
+type schedRes struct {
+	c     C.ggml_backend_sched_t
+	state *C.goggml_sched_state
+	eval  *evalState
+}
+
+func freeSched(r schedRes) {
+	C.ggml_backend_sched_free(r.c)
+	C.free(unsafe.Pointer(r.state))
+	r.eval.drop()
+}
+
+// New creates a scheduler over backends, in priority order, the last a CPU
+// backend (ggml_backend_sched_new).
+func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
+	n := len(backends)
+	if n == 0 || n > MaxBackends {
+		return nil, fmt.Errorf("%w: a scheduler takes 1 to %d backends, got %d", ggml.ErrInvalid, MaxBackends, n)
+	}
+	if opts.BufferTypes != nil && len(opts.BufferTypes) != n {
+		return nil, fmt.Errorf("%w: %d buffer types for %d backends", ggml.ErrInvalid, len(opts.BufferTypes), n)
+	}
+	if opts.GraphSize < 0 {
+		return nil, fmt.Errorf("%w: graph size %d", ggml.ErrInvalid, opts.GraphSize)
+	}
+	graphSize := opts.GraphSize
+	if graphSize == 0 {
+		graphSize = ggml.DefaultGraphSize
+	}
+	ptrs := make([]unsafe.Pointer, n)
+	for i, be := range backends {
+		p, err := bridge.BackendPtr(be)
+		if err != nil {
+			return nil, fmt.Errorf("sched.New: backend %d: %w", i, err)
+		}
+		for j := range i {
+			if ptrs[j] == p {
+				return nil, fmt.Errorf("%w: backend %d is backend %d again", ggml.ErrInvalid, i, j)
+			}
+		}
+		ptrs[i] = p
+	}
+	if last := backends[n-1]; last.Device() == nil || last.Device().Type() != backend.DeviceCPU {
+		return nil, fmt.Errorf("%w: the last backend must be a CPU backend, not %s", ggml.ErrInvalid, last.Name())
+	}
+	cb := (*C.ggml_backend_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.ggml_backend_t(nil)))))
+	defer C.free(unsafe.Pointer(cb))
+	cbs := unsafe.Slice(cb, n)
+	for i, p := range ptrs {
+		cbs[i] = C.ggml_backend_t(p)
+	}
+	var cbt *C.ggml_backend_buffer_type_t
+	if opts.BufferTypes != nil {
+		cbt = (*C.ggml_backend_buffer_type_t)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.ggml_backend_buffer_type_t(nil)))))
+		defer C.free(unsafe.Pointer(cbt))
+		bts := unsafe.Slice(cbt, n)
+		for i, bt := range opts.BufferTypes {
+			p, err := bridge.BufferTypePtr(bt)
+			if err != nil {
+				return nil, fmt.Errorf("sched.New: buffer type %d: %w", i, err)
+			}
+			if !backends[i].SupportsBufferType(bt) {
+				return nil, fmt.Errorf("%w: backend %s cannot use buffer type %s", backend.ErrUnsupported, backends[i].Name(), bt.Name())
+			}
+			bts[i] = C.ggml_backend_buffer_type_t(p)
+		}
+	}
+	c := C.ggml_backend_sched_new(cb, cbt, C.int(n), C.size_t(graphSize), C.bool(opts.Parallel), C.bool(opts.OpOffload))
+	if c == nil {
+		return nil, fmt.Errorf("%w: ggml_backend_sched_new", ggml.ErrNoMemory)
+	}
+	st := (*C.goggml_sched_state)(C.calloc(1, C.sizeof_goggml_sched_state))
+	bts := opts.BufferTypes
+	if bts == nil {
+		for _, be := range backends {
+			bts = append(bts, be.DefaultBufferType())
+		}
+	}
+	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
+		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
+	s.cleanup = runtime.AddCleanup(s, freeSched, schedRes{c: c, state: st, eval: s.eval})
+	return s, nil
+}
+
+func (s *Scheduler) usable() error {
+	if s == nil {
+		return fmt.Errorf("%w: nil *Scheduler", ggml.ErrInvalid)
+	}
+	if s.c == nil {
+		return fmt.Errorf("%w: the scheduler is closed", ggml.ErrClosed)
+	}
+	for i, be := range s.backends {
+		if _, err := bridge.BackendPtr(be); err != nil {
+			return fmt.Errorf("scheduler backend %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Close frees the scheduler and its compute buffers (ggml_backend_sched_free);
+// tensors it allocated report ggml.ErrNotAllocated. Close the scheduler
+// before its backends. It is idempotent and safe on nil.
+func (s *Scheduler) Close() error {
+	if s == nil || s.c == nil {
+		return nil
+	}
+	s.cleanup.Stop()
+	s.release()
+	freeSched(schedRes{c: s.c, state: s.state, eval: s.eval})
+	s.c, s.state = nil, nil
+	return nil
+}
+
+// NumBackends returns the number of backends (ggml_backend_sched_get_n_backends).
+func (s *Scheduler) NumBackends() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.backends)
+}
+
+// Backend returns backend i, in the order given to New, or nil
+// (ggml_backend_sched_get_backend).
+func (s *Scheduler) Backend(i int) *backend.Backend {
+	if s == nil || i < 0 || i >= len(s.backends) {
+		return nil
+	}
+	return s.backends[i]
+}
+
+// index returns the position of be among the scheduler's backends.
+func (s *Scheduler) index(be *backend.Backend) (int, error) {
+	p, err := bridge.BackendPtr(be)
+	if err != nil {
+		return -1, err
+	}
+	for i, q := range s.ptrs {
+		if q == p {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("%w: backend %s is not one of the scheduler's", ggml.ErrInvalid, be.Name())
+}
+
+// NumSplits returns the number of splits of the last graph split
+// (ggml_backend_sched_get_n_splits).
+func (s *Scheduler) NumSplits() int {
+	if s.usable() != nil {
+		return 0
+	}
+	defer runtime.KeepAlive(s)
+	return int(C.ggml_backend_sched_get_n_splits(s.c))
+}
+
+// NumCopies returns how many copies of the graph inputs the scheduler
+// keeps to pipeline copies between backends: 1, or GGML_SCHED_MAX_COPIES
+// (4) with Options.Parallel (ggml_backend_sched_get_n_copies).
+func (s *Scheduler) NumCopies() int {
+	if s.usable() != nil {
+		return 0
+	}
+	defer runtime.KeepAlive(s)
+	return int(C.ggml_backend_sched_get_n_copies(s.c))
+}
+
+// BufferType returns the buffer type of be's compute buffer
+// (ggml_backend_sched_get_buffer_type).
+func (s *Scheduler) BufferType(be *backend.Backend) (*backend.BufferType, error) {
+	if err := s.usable(); err != nil {
+		return nil, err
+	}
+	i, err := s.index(be)
+	if err != nil {
+		return nil, err
+	}
+	return s.bts[i], nil
+}
+
+// BufferSize returns the size of be's compute buffer
+// (ggml_backend_sched_get_buffer_size).
+func (s *Scheduler) BufferSize(be *backend.Backend) (uint64, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	i, err := s.index(be)
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(s)
+	return uint64(C.ggml_backend_sched_get_buffer_size(s.c, C.ggml_backend_t(s.ptrs[i]))), nil
+}
+
+// AttemptedBufferSize returns the size the scheduler last tried to give
+// be's compute buffer, also when that failed
+// (ggml_backend_sched_get_attempted_buffer_size).
+func (s *Scheduler) AttemptedBufferSize(be *backend.Backend) (uint64, error) {
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
+	i, err := s.index(be)
+	if err != nil {
+		return 0, err
+	}
+	defer runtime.KeepAlive(s)
+	return uint64(C.ggml_backend_sched_get_attempted_buffer_size(s.c, C.ggml_backend_t(s.ptrs[i]))), nil
+}
+
+// SetBatchSize gives the scheduler a hint of the batch size the graphs
+// process, which the embedded provider's ggml uses to decide on op offload
+// (ggml_backend_sched_set_batch_size); -1 means guess.
+func (s *Scheduler) SetBatchSize(n int) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(s)
+	C.ggml_backend_sched_set_batch_size(s.c, C.int(n))
+	return nil
+}
+
+func tensorPtr(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
+	p, err := bridge.TensorPtr(t)
+	return (*C.struct_ggml_tensor)(p), err
+}
+
+// SetTensorBackend pins node t to backend be, which must be one of the
+// scheduler's (ggml_backend_sched_set_tensor_backend). Pins last until Reset.
+func (s *Scheduler) SetTensorBackend(t *ggml.Tensor, be *backend.Backend) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return err
+	}
+	i, err := s.index(be)
+	if err != nil {
+		return err
+	}
+	if !be.SupportsOp(t) {
+		return fmt.Errorf("%w: backend %s cannot compute %v (%s)", backend.ErrUnsupported, be.Name(), t, t.Op())
+	}
+	defer runtime.KeepAlive(s)
+	defer runtime.KeepAlive(t)
+	C.ggml_backend_sched_set_tensor_backend(s.c, tc, C.ggml_backend_t(s.ptrs[i]))
+	return nil
+}
+
+// TensorBackend returns the backend node t is assigned to, or nil when it
+// is not assigned (ggml_backend_sched_get_tensor_backend).
+func (s *Scheduler) TensorBackend(t *ggml.Tensor) *backend.Backend {
+	if s.usable() != nil {
+		return nil
+	}
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return nil
+	}
+	defer runtime.KeepAlive(s)
+	defer runtime.KeepAlive(t)
+	p := unsafe.Pointer(C.ggml_backend_sched_get_tensor_backend(s.c, tc))
+	for i, q := range s.ptrs {
+		if q == p {
+			return s.backends[i]
+		}
+	}
+	return nil
+}
