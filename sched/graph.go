@@ -333,6 +333,17 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	defer runtime.KeepAlive(s)
 	stop := s.watch(ctx)
 	defer stop()
+	// The Go callback is reachable from C through a handle only during the
+	// compute: a handle kept between computes would keep the scheduler (and
+	// all the callback captures) reachable for ever.
+	if s.eval.fn != nil {
+		h := cgo.NewHandle(s.eval)
+		s.state.handle = C.uintptr_t(h)
+		defer func() {
+			s.state.handle = 0
+			h.Delete()
+		}()
+	}
 	// The eval callback costs a synchronize per split: install it only for
 	// a Go callback or a context that can be cancelled.
 	if s.state.handle != 0 || ctx.Done() != nil {
@@ -460,15 +471,6 @@ func (e *evalState) stopped() bool {
 	return e.halted
 }
 
-func (e *evalState) drop() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.handle != 0 {
-		e.handle.Delete()
-		e.handle = 0
-	}
-}
-
 // SetEvalCallback sets fn to observe the nodes of each compute
 // (ggml_backend_sched_set_eval_callback): for each node ggml first asks
 // (ask true) whether fn wants to see it, and if fn said yes, calls it again
@@ -483,15 +485,7 @@ func (s *Scheduler) SetEvalCallback(fn func(t *ggml.Tensor, ask bool) bool) erro
 	e := s.eval
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.handle != 0 {
-		e.handle.Delete()
-		e.handle = 0
-	}
 	e.fn = fn
-	if fn != nil {
-		e.handle = cgo.NewHandle(e)
-	}
-	s.state.handle = C.uintptr_t(e.handle)
 	return nil
 }
 

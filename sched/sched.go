@@ -107,16 +107,16 @@ type Scheduler struct {
 	cleanup   runtime.Cleanup
 }
 
+// schedRes is what the cleanup frees; it holds no Go pointer, so that it
+// cannot keep the Scheduler reachable.
 type schedRes struct {
 	c     C.ggml_backend_sched_t
 	state *C.goggml_sched_state
-	eval  *evalState
 }
 
 func freeSched(r schedRes) {
 	C.ggml_backend_sched_free(r.c)
 	C.free(unsafe.Pointer(r.state))
-	r.eval.drop()
 }
 
 // New creates a scheduler over backends, in priority order, the last a CPU
@@ -187,7 +187,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
-	s.cleanup = runtime.AddCleanup(s, freeSched, schedRes{c: c, state: st, eval: s.eval})
+	s.cleanup = runtime.AddCleanup(s, freeSched, schedRes{c: c, state: st})
 	return s, nil
 }
 
@@ -215,7 +215,7 @@ func (s *Scheduler) Close() error {
 	}
 	s.cleanup.Stop()
 	s.release()
-	freeSched(schedRes{c: s.c, state: s.state, eval: s.eval})
+	freeSched(schedRes{c: s.c, state: s.state})
 	s.c, s.state = nil, nil
 	return nil
 }
