@@ -46,3 +46,16 @@ fmt:
 
 clean:
 	rm -f $(PROVIDER_INCLUDE)
+
+# GPU backends (see README, build tags).
+.PHONY: vulkan test-vulkan vet-cuda
+vulkan:
+	bash build/vulkan/build.sh
+
+# lavapipe, Mesa's software Vulkan device, is a CPU-type device that ggml
+# hides unless GGML_VK_VISIBLE_DEVICES names it.
+test-vulkan: setup vulkan
+	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -tags vulkan ./...
+
+vet-cuda: setup
+	$(GO) vet -tags cuda ./...

@@ -512,6 +512,29 @@ func init() {
 		return unsafe.Pointer(bt.c), nil
 	}
 	bridge.Watch = func(v any, ctx context.Context) func() { return v.(*Backend).watch(ctx) }
+	bridge.WrapBufferType = func(p unsafe.Pointer) any {
+		if bt := bufferTypeFromC(C.ggml_backend_buffer_type_t(p)); bt != nil {
+			return bt
+		}
+		return (*BufferType)(nil)
+	}
+	bridge.HostMemoryPtr = func(v any) (unsafe.Pointer, uint64, error) {
+		m, _ := v.(*HostMemory)
+		if m == nil {
+			return nil, 0, fmt.Errorf("%w: nil *HostMemory", ggml.ErrInvalid)
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.p == nil {
+			return nil, 0, fmt.Errorf("%w: the host memory is freed", ggml.ErrClosed)
+		}
+		return m.p, m.size, nil
+	}
+	bridge.RegisterBackend = func(p unsafe.Pointer) {
+		registryMu.Lock()
+		defer registryMu.Unlock()
+		C.ggml_backend_register(C.ggml_backend_reg_t(p))
+	}
 	bridge.AttachThreadPool = func(v any, pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
 		b, _ := v.(*Backend)
 		if err := b.usable(); err != nil {

@@ -157,7 +157,6 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)
 	s.release() // buffers may be replaced
-	C.ggml_backend_sched_reset(s.c)
 	// Reserving places the measure graph's tensors and splits it; put it
 	// back as it was, so it can be allocated later like any graph.
 	defer func() {
@@ -166,7 +165,6 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 		}
 		resetViews(g, fresh)
 		bridge.RestoreSources(g)
-		C.ggml_backend_sched_reset(s.c)
 	}()
 	defer bridge.Catch(&err)
 	if !bool(C.ggml_backend_sched_reserve(s.c, gp)) {
@@ -234,7 +232,6 @@ func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)
 	s.release()
-	C.ggml_backend_sched_reset(s.c)
 	// The split stays described in the scheduler; g gets its own sources
 	// back (an allocation splits again from them).
 	defer bridge.RestoreSources(g)
@@ -256,8 +253,7 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)
-	s.release()
-	C.ggml_backend_sched_reset(s.c)
+	s.release() // (no C reset: it would drop the pins of SetTensorBackend)
 	ok, err := func() (ok bool, err error) {
 		defer bridge.Catch(&err)
 		return bool(C.ggml_backend_sched_alloc_graph(s.c, gp)), nil

@@ -63,6 +63,14 @@ var (
 	// BufferTypePtr returns the ggml_backend_buffer_type_t of a
 	// *backend.BufferType.
 	BufferTypePtr func(bt any) (unsafe.Pointer, error)
+	// WrapBufferType returns the *backend.BufferType of a
+	// ggml_backend_buffer_type_t a GPU package got from C.
+	WrapBufferType func(p unsafe.Pointer) any
+	// HostMemoryPtr returns the address and size of a *backend.HostMemory.
+	HostMemoryPtr func(m any) (unsafe.Pointer, uint64, error)
+	// RegisterBackend adds a backend registry entry (ggml_backend_reg_t)
+	// that a GPU package linked in, under the registry's lock.
+	RegisterBackend func(reg unsafe.Pointer)
 	// Watch arms backend be's abort flag for ctx (see Backend.Compute);
 	// the returned stop must be called when the compute is over.
 	Watch func(be any, ctx context.Context) (stop func())

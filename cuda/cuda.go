@@ -1,0 +1,180 @@
+//go:build cuda && cgo
+
+package cuda
+
+/*
+#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
+#cgo LDFLAGS: ${SRCDIR}/../build/cuda/lib/libggml-cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
+#include "goggml.h"
+#include "goggml/fwd-ggml-cuda.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+	_ "github.com/go-ggml/ggml/third_party/ggml"
+)
+
+// Built reports whether this binary has the CUDA backend.
+const Built = true
+
+func init() {
+	if reg := C.ggml_backend_cuda_reg(); reg != nil {
+		bridge.RegisterBackend(unsafe.Pointer(reg))
+	}
+}
+
+// Reg returns the CUDA entry of ggml's registry (ggml_backend_cuda_reg).
+func Reg() (*backend.Reg, error) {
+	r, err := backend.RegByName("CUDA")
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w (no driver or device?)", err)
+	}
+	return r, nil
+}
+
+// DeviceCount returns the number of CUDA devices
+// (ggml_backend_cuda_get_device_count).
+func DeviceCount() int {
+	if _, err := Reg(); err != nil {
+		return 0
+	}
+	return int(C.ggml_backend_cuda_get_device_count())
+}
+
+func checkDevice(i int) error {
+	if n := DeviceCount(); i < 0 || i >= n {
+		return fmt.Errorf("%w: CUDA device %d of %d", ggml.ErrInvalid, i, n)
+	}
+	return nil
+}
+
+// Description returns device i's description
+// (ggml_backend_cuda_get_device_description).
+func Description(i int) (string, error) {
+	if err := checkDevice(i); err != nil {
+		return "", err
+	}
+	var buf [256]C.char
+	C.ggml_backend_cuda_get_device_description(C.int(i), &buf[0], C.size_t(len(buf)))
+	return C.GoString(&buf[0]), nil
+}
+
+// Memory returns device i's free and total memory in bytes
+// (ggml_backend_cuda_get_device_memory).
+func Memory(i int) (free, total uint64, err error) {
+	if err := checkDevice(i); err != nil {
+		return 0, 0, err
+	}
+	var f, t C.size_t
+	C.ggml_backend_cuda_get_device_memory(C.int(i), &f, &t)
+	return uint64(f), uint64(t), nil
+}
+
+// Device returns CUDA device i as a registry device.
+func Device(i int) (*backend.Device, error) {
+	if err := checkDevice(i); err != nil {
+		return nil, err
+	}
+	r, err := Reg()
+	if err != nil {
+		return nil, err
+	}
+	if d := r.Device(i); d != nil {
+		return d, nil
+	}
+	return nil, fmt.Errorf("%w: CUDA device %d", backend.ErrNotFound, i)
+}
+
+// Init starts a backend on CUDA device i (ggml_backend_cuda_init, through
+// the registry device).
+func Init(i int) (*backend.Backend, error) {
+	d, err := Device(i)
+	if err != nil {
+		return nil, err
+	}
+	return d.Init("")
+}
+
+// IsCUDA reports whether be is a CUDA backend (ggml_backend_is_cuda).
+func IsCUDA(be *backend.Backend) bool {
+	p, err := bridge.BackendPtr(be)
+	if err != nil {
+		return false
+	}
+	defer runtime.KeepAlive(be)
+	return bool(C.ggml_backend_is_cuda(C.ggml_backend_t(p)))
+}
+
+// BufferType returns device i's buffer type (ggml_backend_cuda_buffer_type).
+func BufferType(i int) (*backend.BufferType, error) {
+	if err := checkDevice(i); err != nil {
+		return nil, err
+	}
+	return bridge.WrapBufferType(unsafe.Pointer(C.ggml_backend_cuda_buffer_type(C.int(i)))).(*backend.BufferType), nil
+}
+
+// SplitBufferType returns a buffer type that splits matrices by rows over
+// the devices in the proportions of split (one entry per device; nil or all
+// zeros: by free memory), with mainDevice for the rest
+// (ggml_backend_cuda_split_buffer_type).
+func SplitBufferType(mainDevice int, split []float32) (*backend.BufferType, error) {
+	if err := checkDevice(mainDevice); err != nil {
+		return nil, err
+	}
+	n := DeviceCount()
+	if split != nil && len(split) != n {
+		return nil, fmt.Errorf("%w: %d split proportions for %d devices", ggml.ErrInvalid, len(split), n)
+	}
+	// ggml reads GGML_CUDA_MAX_DEVICES floats: give it a full array.
+	var arr [16]C.float
+	for i, v := range split {
+		if v < 0 {
+			return nil, fmt.Errorf("%w: split proportion %g is negative", ggml.ErrInvalid, v)
+		}
+		if i < len(arr) {
+			arr[i] = C.float(v)
+		}
+	}
+	bt := C.ggml_backend_cuda_split_buffer_type(C.int(mainDevice), &arr[0])
+	return bridge.WrapBufferType(unsafe.Pointer(bt)).(*backend.BufferType), nil
+}
+
+// HostBufferType returns the pinned host buffer type for fast transfers
+// (ggml_backend_cuda_host_buffer_type).
+func HostBufferType() (*backend.BufferType, error) {
+	if DeviceCount() == 0 {
+		return nil, fmt.Errorf("%w: no CUDA device", backend.ErrNotFound)
+	}
+	return bridge.WrapBufferType(unsafe.Pointer(C.ggml_backend_cuda_host_buffer_type())).(*backend.BufferType), nil
+}
+
+// RegisterHostMemory pins m for fast transfers to CUDA devices
+// (ggml_backend_cuda_register_host_buffer). Unregister it before freeing m.
+func RegisterHostMemory(m *backend.HostMemory) error {
+	p, size, err := bridge.HostMemoryPtr(m)
+	if err != nil {
+		return err
+	}
+	if !bool(C.ggml_backend_cuda_register_host_buffer(p, C.size_t(size))) {
+		return fmt.Errorf("%w: CUDA could not register the host memory", backend.ErrUnsupported)
+	}
+	return nil
+}
+
+// UnregisterHostMemory undoes RegisterHostMemory
+// (ggml_backend_cuda_unregister_host_buffer).
+func UnregisterHostMemory(m *backend.HostMemory) error {
+	p, _, err := bridge.HostMemoryPtr(m)
+	if err != nil {
+		return err
+	}
+	C.ggml_backend_cuda_unregister_host_buffer(p)
+	return nil
+}

@@ -1,0 +1,138 @@
+//go:build vulkan && cgo
+
+package vulkan
+
+/*
+#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
+#cgo LDFLAGS: ${SRCDIR}/../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
+#include "goggml.h"
+#include "goggml/fwd-ggml-vulkan.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+	_ "github.com/go-ggml/ggml/third_party/ggml"
+)
+
+// Built reports whether this binary has the Vulkan backend.
+const Built = true
+
+func init() {
+	// ggml_backend_vk_reg starts Vulkan and returns nil when it cannot
+	// (no loader, no driver): then there is simply no Vulkan device.
+	if reg := C.ggml_backend_vk_reg(); reg != nil {
+		bridge.RegisterBackend(unsafe.Pointer(reg))
+	}
+}
+
+// Reg returns the Vulkan entry of ggml's registry (ggml_backend_vk_reg), or
+// a backend.ErrNotFound error when Vulkan could not start.
+func Reg() (*backend.Reg, error) {
+	r, err := backend.RegByName("Vulkan")
+	if err != nil {
+		return nil, fmt.Errorf("vulkan: %w (no Vulkan loader or driver?)", err)
+	}
+	return r, nil
+}
+
+// DeviceCount returns the number of Vulkan devices ggml uses
+// (ggml_backend_vk_get_device_count).
+func DeviceCount() int {
+	if _, err := Reg(); err != nil {
+		return 0
+	}
+	return int(C.ggml_backend_vk_get_device_count())
+}
+
+func checkDevice(i int) error {
+	if n := DeviceCount(); i < 0 || i >= n {
+		return fmt.Errorf("%w: Vulkan device %d of %d", ggml.ErrInvalid, i, n)
+	}
+	return nil
+}
+
+// Description returns device i's description
+// (ggml_backend_vk_get_device_description).
+func Description(i int) (string, error) {
+	if err := checkDevice(i); err != nil {
+		return "", err
+	}
+	var buf [256]C.char
+	C.ggml_backend_vk_get_device_description(C.int(i), &buf[0], C.size_t(len(buf)))
+	return C.GoString(&buf[0]), nil
+}
+
+// Memory returns device i's free and total memory in bytes, as its
+// registry device reports it (ggml_backend_dev_memory: the embedded
+// provider's ggml_backend_vk_get_device_memory takes a device context, not
+// the index its header declares, so it is not called directly).
+func Memory(i int) (free, total uint64, err error) {
+	d, err := Device(i)
+	if err != nil {
+		return 0, 0, err
+	}
+	free, total = d.Memory()
+	return free, total, nil
+}
+
+// Device returns Vulkan device i as a registry device.
+func Device(i int) (*backend.Device, error) {
+	if err := checkDevice(i); err != nil {
+		return nil, err
+	}
+	r, err := Reg()
+	if err != nil {
+		return nil, err
+	}
+	d := r.Device(i)
+	if d == nil {
+		return nil, fmt.Errorf("%w: Vulkan device %d", backend.ErrNotFound, i)
+	}
+	return d, nil
+}
+
+// Init starts a backend on Vulkan device i (ggml_backend_vk_init, through
+// the registry device).
+func Init(i int) (*backend.Backend, error) {
+	d, err := Device(i)
+	if err != nil {
+		return nil, err
+	}
+	return d.Init("")
+}
+
+// IsVulkan reports whether be is a Vulkan backend (ggml_backend_is_vk).
+func IsVulkan(be *backend.Backend) bool {
+	p, err := bridge.BackendPtr(be)
+	if err != nil {
+		return false
+	}
+	defer runtime.KeepAlive(be)
+	return bool(C.ggml_backend_is_vk(C.ggml_backend_t(p)))
+}
+
+// BufferType returns device i's buffer type (ggml_backend_vk_buffer_type).
+func BufferType(i int) (*backend.BufferType, error) {
+	d, err := Device(i)
+	if err != nil {
+		return nil, err
+	}
+	return d.BufferType(), nil
+}
+
+// HostBufferType returns the pinned host buffer type for fast transfers to
+// Vulkan devices (ggml_backend_vk_host_buffer_type).
+func HostBufferType() (*backend.BufferType, error) {
+	d, err := Device(0)
+	if err != nil {
+		return nil, err
+	}
+	return d.HostBufferType()
+}

@@ -1,0 +1,177 @@
+//go:build vulkan && cgo
+
+package vulkan_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/vulkan"
+)
+
+func vk(t *testing.T) *backend.Backend {
+	t.Helper()
+	if vulkan.DeviceCount() == 0 {
+		t.Skip("no Vulkan device (for Mesa's software driver set GGML_VK_VISIBLE_DEVICES=0)")
+	}
+	be, err := vulkan.Init(0)
+	require.NoError(t, err)
+	t.Cleanup(func() { be.Close() })
+	return be
+}
+
+func TestDevice(t *testing.T) {
+	be := vk(t)
+	require.True(t, vulkan.Built)
+	assert.True(t, vulkan.IsVulkan(be))
+	cpu, err := backend.InitByName("CPU", "")
+	require.NoError(t, err)
+	defer cpu.Close()
+	assert.False(t, vulkan.IsVulkan(cpu))
+	desc, err := vulkan.Description(0)
+	require.NoError(t, err)
+	assert.NotEmpty(t, desc)
+	free, total, err := vulkan.Memory(0)
+	require.NoError(t, err)
+	assert.Positive(t, total)
+	assert.LessOrEqual(t, free, total)
+	p, err := be.Device().Props()
+	require.NoError(t, err)
+	assert.Equal(t, total, p.MemoryTotal)
+	bt, err := vulkan.BufferType(0)
+	require.NoError(t, err)
+	assert.False(t, bt.IsHost())
+	assert.True(t, be.SupportsBufferType(bt))
+	_, err = vulkan.Description(vulkan.DeviceCount())
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+	if hbt, err := vulkan.HostBufferType(); err == nil {
+		assert.True(t, hbt.IsHost())
+	}
+}
+
+// Each op of the initial set gives on Vulkan what it gives on the CPU.
+func TestOpsMatchCPU(t *testing.T) {
+	gpu := vk(t)
+	cpu, err := backend.InitByName("CPU", "")
+	require.NoError(t, err)
+	defer cpu.Close()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	type build func(c *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor
+	ops := []struct {
+		name   string
+		an, bn []int64
+		f      build
+	}{
+		{"add", []int64{16, 4, 2}, []int64{16, 1, 2}, (*ggml.Context).Add},
+		{"sub", []int64{16, 4}, []int64{16, 4}, (*ggml.Context).Sub},
+		{"mul", []int64{16, 4}, []int64{16}, (*ggml.Context).Mul},
+		{"div", []int64{16, 4}, []int64{16, 4}, (*ggml.Context).Div},
+		{"scale", []int64{16, 4}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Scale(a, 0.75) }},
+		{"mul_mat", []int64{32, 8}, []int64{32, 5}, (*ggml.Context).MulMat},
+		{"relu", []int64{64}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Relu(a) }},
+		{"gelu", []int64{64}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Gelu(a) }},
+		{"silu", []int64{64}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Silu(a) }},
+		{"soft_max", []int64{16, 4}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.SoftMax(a) }},
+		{"sum_rows", []int64{16, 4}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.SumRows(a) }},
+		{"cont(permute)", []int64{4, 3, 2, 2}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Permute(a, 2, 0, 3, 1)) }},
+		{"cont(transpose)", []int64{5, 3}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Transpose(a)) }},
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			n := func(ne []int64) int {
+				p := int64(1)
+				for _, v := range ne {
+					p *= v
+				}
+				return int(p)
+			}
+			av := make([]float32, n(op.an))
+			for i := range av {
+				av[i] = float32(rng.NormFloat64())
+			}
+			var bv []float32
+			if op.bn != nil {
+				bv = make([]float32, n(op.bn))
+				for i := range bv {
+					bv[i] = float32(0.5 + math.Abs(rng.NormFloat64()))
+				}
+			}
+			run := func(be *backend.Backend) []float32 {
+				c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+				require.NoError(t, err)
+				defer c.Close()
+				a := c.NewTensor(ggml.TypeF32, op.an...)
+				var b *ggml.Tensor
+				if op.bn != nil {
+					b = c.NewTensor(ggml.TypeF32, op.bn...)
+				}
+				y := op.f(c, a, b)
+				g, err := c.BuildGraph(y)
+				require.NoError(t, err)
+				if !be.SupportsOp(y) {
+					t.Skipf("%s does not support %s", be.Name(), op.name)
+				}
+				buf, err := backend.AllocContextTensors(c, be)
+				require.NoError(t, err)
+				defer buf.Close()
+				require.NoError(t, ggml.SetData(a, av))
+				if b != nil {
+					require.NoError(t, ggml.SetData(b, bv))
+				}
+				require.NoError(t, be.Compute(context.Background(), g))
+				out, err := ggml.Data[float32](y)
+				require.NoError(t, err)
+				return out
+			}
+			want, got := run(cpu), run(gpu)
+			require.Len(t, got, len(want))
+			for i := range want {
+				// Vulkan may compute in f16 (relative error ~5e-4).
+				tol := 2e-3 * math.Max(1, math.Abs(float64(want[i])))
+				require.InDelta(t, want[i], got[i], tol, fmt.Sprintf("%s element %d", op.name, i))
+			}
+		})
+	}
+}
+
+// Async copies between Vulkan and the CPU, and events on the Vulkan device.
+func TestTransfersAndEvents(t *testing.T) {
+	gpu := vk(t)
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, NoAlloc: true})
+	require.NoError(t, err)
+	defer c.Close()
+	x := c.NewTensor(ggml.TypeF32, 256)
+	buf, err := backend.AllocContextTensors(c, gpu)
+	require.NoError(t, err)
+	defer buf.Close()
+	data := make([]byte, 1024)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	require.NoError(t, gpu.SetTensorAsync(x, data, 0))
+	if p, _ := gpu.Device().Props(); p.Caps.Events {
+		e, err := gpu.Device().NewEvent()
+		require.NoError(t, err)
+		defer e.Close()
+		require.NoError(t, e.Record(gpu))
+		require.NoError(t, e.Synchronize())
+	}
+	require.NoError(t, gpu.Synchronize())
+	got := make([]byte, 1024)
+	require.NoError(t, gpu.GetTensorAsync(x, got, 0))
+	require.NoError(t, gpu.Synchronize())
+	require.Equal(t, data, got)
+	_, err = buf.Base()
+	require.ErrorIs(t, err, backend.ErrUnsupported, "device memory has no host address")
+}
