@@ -48,9 +48,13 @@ clean:
 	rm -f $(PROVIDER_INCLUDE)
 
 # GPU backends (see README, build tags).
-.PHONY: vulkan test-vulkan vet-cuda
+.PHONY: vulkan cuda test-vulkan vet-cuda
 vulkan:
-	bash build/vulkan/build.sh
+	bash build/backend.sh vulkan
+
+# Not run here (no CUDA toolkit): see README.
+cuda:
+	bash build/backend.sh cuda
 
 # lavapipe, Mesa's software Vulkan device, is a CPU-type device that ggml
 # hides unless GGML_VK_VISIBLE_DEVICES names it.
