@@ -35,8 +35,12 @@ test-short: setup
 run: setup
 	$(GO) run ./examples/mlp
 
+# The cgo benchmark suite: the binding against the same work in C, medians
+# of BENCH_COUNT runs, as one table (see bench/README.md).
+BENCH_COUNT ?= 5
+BENCH_TIME ?= 300ms
 bench: setup
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
 
 generate:
 	$(GO) generate ./third_party/ggml

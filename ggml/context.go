@@ -59,6 +59,8 @@ type Context struct {
 	memSize   uint64
 	graphSize int
 	tensors   []*Tensor // every wrapper born in this context
+	slab      []*Tensor // room for the next ops' source slices
+	used      uint64    // bytes of the pool in use, as ggml_used_mem reports them
 	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
 	cleanup   runtime.Cleanup
 }
@@ -117,7 +119,7 @@ func (c *Context) Close() error {
 		t.c = nil
 		t.srcs = nil
 	}
-	c.tensors = nil
+	c.tensors, c.slab = nil, nil
 	return nil
 }
 
@@ -176,10 +178,9 @@ func (c *Context) Tensor(name string) *Tensor {
 // room checks that the pool has space for one more object of the given
 // payload, as ggml_new_object would (it returns NULL, and ggml asserts).
 func (c *Context) room(payload uint64) error {
-	need := uint64(C.ggml_used_mem(c.c)) + pad(payload, memAlign) + objectSize
-	if need > c.memSize {
+	if need := c.used + pad(payload, memAlign) + objectSize; need > c.memSize {
 		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed); raise ContextParams.MaxTensors or MemSize",
-			ErrNoMemory, uint64(C.ggml_used_mem(c.c)), c.memSize, pad(payload, memAlign)+objectSize)
+			ErrNoMemory, c.used, c.memSize, pad(payload, memAlign)+objectSize)
 	}
 	return nil
 }

@@ -267,3 +267,22 @@ func TestVersionInfo(t *testing.T) {
 		assert.True(t, f["SSE3"], "every amd64 CPU has SSE3 and ggml is built for it")
 	}
 }
+
+// A failed Expand adds nothing: the graph then takes what fits, and its Go
+// view matches ggml's (Expand checks the node count against C).
+func TestGraphFullLeavesGraphIntact(t *testing.T) {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true, Graph: true, GraphSize: 2})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(ggml.TypeF32, 4)
+	big := c.Relu(c.Relu(c.Relu(a)))
+	small := c.Silu(a)
+	g, err := c.NewGraph(2)
+	require.NoError(t, err)
+	require.ErrorIs(t, g.Expand(big), ggml.ErrGraphFull)
+	assert.Zero(t, g.NumNodes())
+	assert.Zero(t, g.NumLeafs())
+	require.NoError(t, g.Expand(small))
+	assert.Equal(t, []*ggml.Tensor{small}, g.Nodes())
+	assert.Equal(t, []*ggml.Tensor{a}, g.Leafs())
+}

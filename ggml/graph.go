@@ -17,6 +17,7 @@ type Graph struct {
 	c     *C.struct_ggml_cgraph
 	size  int
 	seen  map[*C.struct_ggml_tensor]struct{} // mirror of the graph's hash set
+	stack []expandFrame                      // scratch for Expand, kept between calls
 	nodes []*Tensor
 	leafs []*Tensor
 	// partial: AddNode added nodes whose sources are not in the graph.
@@ -43,13 +44,14 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 		return nil, fmt.Errorf("%w: graph size must be > 0, got %d", ErrInvalid, size)
 	}
 	need := uint64(C.ggml_graph_overhead_custom(C.size_t(size), false))
-	if used := uint64(C.ggml_used_mem(c.c)); used+need > c.memSize {
+	if c.used+need > c.memSize {
 		return nil, fmt.Errorf("%w: a graph of %d nodes needs %d bytes, the context has %d of %d free; set ContextParams.Graph (and GraphSize)",
-			ErrNoMemory, size, need, c.memSize-used, c.memSize)
+			ErrNoMemory, size, need, c.memSize-c.used, c.memSize)
 	}
 	g := C.ggml_new_graph_custom(c.c, C.size_t(size), false)
 	defer runtime.KeepAlive(c)
-	return &Graph{ctx: c, c: g, size: size, seen: map[*C.struct_ggml_tensor]struct{}{}}, nil
+	c.used += need
+	return &Graph{ctx: c, c: g, size: size, seen: make(map[*C.struct_ggml_tensor]struct{}, min(size, 4096))}, nil
 }
 
 // BuildGraph creates a graph of the context's GraphSize and expands it with
@@ -94,16 +96,17 @@ func (g *Graph) Expand(t *Tensor) error {
 	if err := t.usable(); err != nil {
 		return err
 	}
-	// Walk the sources as ggml_visit_parents does (post-order, src[0] first)
-	// to count what would be added and check the graph has room for it.
+	// Walk the sources as ggml_visit_parents does (post-order, src[0] first),
+	// marking what it visits in the graph's set as ggml does, to count what
+	// would be added and check the graph has room for it; on failure the
+	// marks are taken back.
 	var nodes, leafs []*Tensor
-	visited := map[*C.struct_ggml_tensor]struct{}{}
-	type frame struct {
-		t *Tensor
-		i int
+	if _, ok := g.seen[t.c]; ok {
+		return nil
 	}
-	stack := []frame{{t: t}}
-	visited[t.c] = struct{}{}
+	stack := append(g.stack[:0], expandFrame{t: t})
+	defer func() { g.stack = stack[:0] }()
+	g.seen[t.c] = struct{}{}
 	for len(stack) > 0 {
 		f := &stack[len(stack)-1]
 		if f.i < len(f.t.srcs) {
@@ -113,23 +116,18 @@ func (g *Graph) Expand(t *Tensor) error {
 				continue
 			}
 			if !s.live() {
+				g.unmark(nodes, leafs, stack)
 				return fmt.Errorf("%w: %s depends on a tensor of a closed context", ErrClosed, t.describe())
 			}
 			if _, ok := g.seen[s.c]; ok {
 				continue
 			}
-			if _, ok := visited[s.c]; ok {
-				continue
-			}
-			visited[s.c] = struct{}{}
-			stack = append(stack, frame{t: s})
+			g.seen[s.c] = struct{}{}
+			stack = append(stack, expandFrame{t: s})
 			continue
 		}
 		n := f.t
 		stack = stack[:len(stack)-1]
-		if _, ok := g.seen[n.c]; ok {
-			continue
-		}
 		if n.c.op == C.GGML_OP_NONE && n.c.flags&C.GGML_TENSOR_FLAG_PARAM == 0 {
 			leafs = append(leafs, n)
 		} else {
@@ -137,23 +135,36 @@ func (g *Graph) Expand(t *Tensor) error {
 		}
 	}
 	if len(g.nodes)+len(nodes) > g.size || len(g.leafs)+len(leafs) > g.size {
+		g.unmark(nodes, leafs, nil)
 		return fmt.Errorf("%w: adding %s needs %d nodes and %d leafs, the graph has %d and %d of %d; build a larger graph (ContextParams.GraphSize or NewGraph)",
 			ErrGraphFull, t.describe(), len(nodes), len(leafs), len(g.nodes), len(g.leafs), g.size)
 	}
 	C.ggml_build_forward_expand(g.c, t.c)
 	runtime.KeepAlive(t)
-	for _, n := range nodes {
-		g.seen[n.c] = struct{}{}
-	}
-	for _, n := range leafs {
-		g.seen[n.c] = struct{}{}
-	}
 	g.nodes = append(g.nodes, nodes...)
 	g.leafs = append(g.leafs, leafs...)
 	if int(C.ggml_graph_n_nodes(g.c)) != len(g.nodes) {
 		return fmt.Errorf("ggml: internal error: graph has %d nodes in C and %d in Go", int(C.ggml_graph_n_nodes(g.c)), len(g.nodes))
 	}
 	return nil
+}
+
+// unmark takes back the marks of a failed Expand: the tensors it finished
+// and those still on its stack.
+func (g *Graph) unmark(nodes, leafs []*Tensor, stack []expandFrame) {
+	for _, list := range [][]*Tensor{nodes, leafs} {
+		for _, n := range list {
+			delete(g.seen, n.c)
+		}
+	}
+	for _, f := range stack {
+		delete(g.seen, f.t.c)
+	}
+}
+
+type expandFrame struct {
+	t *Tensor
+	i int
 }
 
 // Size returns the node capacity of the graph (ggml_graph_size).

@@ -86,3 +86,45 @@ func TestSIMDWarning(t *testing.T) {
 	require.Empty(t, simdWarning("amd64", false, false), "the CPU lacks it")
 	require.Empty(t, simdWarning("riscv64", true, false))
 }
+
+// The pool use go-ggml counts (so that ops need no cgo call to check room)
+// is what ggml reports, for allocating and NoAlloc contexts, views, ops
+// and graphs.
+func TestUsedMemTracking(t *testing.T) {
+	for _, noAlloc := range []bool{false, true} {
+		p := ContextParams{MaxTensors: 64, NoAlloc: noAlloc, Graph: true}
+		if !noAlloc {
+			p.MemSize = 1 << 20
+		}
+		c, err := NewContext(p)
+		require.NoError(t, err)
+		check := func(what string) {
+			require.Equal(t, c.UsedMem(), c.used, "%s (noAlloc %v)", what, noAlloc)
+		}
+		check("empty")
+		a := c.NewTensor(TypeF32, 13, 7)
+		check("new f32")
+		q := c.NewTensor(TypeQ4_0, 64, 3)
+		check("new q4_0")
+		b := c.NewTensor(TypeF32, 13)
+		s := c.Add(a, b)
+		check("add")
+		m := c.MulMat(a, c.NewTensor(TypeF32, 13, 5))
+		check("mul_mat")
+		v := c.View2D(a, 4, 2, a.Nb()[1], 8)
+		check("view")
+		r := c.Reshape(a, 91)
+		check("reshape")
+		tr := c.Cont(c.Permute(c.Reshape(a, 13, 7, 1, 1), 1, 0, 2, 3))
+		check("permute+cont")
+		sm := c.SoftMax(c.Scale(s, 0.5))
+		check("scale+soft_max")
+		_ = c.GetRows(q, c.NewTensor(TypeI32, 2))
+		check("get_rows")
+		_, err = c.BuildGraph(sm, m, v, r, tr)
+		require.NoError(t, err)
+		check("graph")
+		require.NoError(t, c.Err())
+		c.Close()
+	}
+}

@@ -30,10 +30,50 @@ type Tensor struct {
 }
 
 // wrap makes the Go handle of a tensor that this context's C code created.
+// It also counts the object in the context's pool as ggml_new_object does,
+// so that room checks need no cgo call.
 func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor) *Tensor {
 	t := &Tensor{ctx: c, c: p, srcs: srcs, viewSrc: viewSrc}
 	c.tensors = append(c.tensors, t)
+	payload := uint64(C.sizeof_struct_ggml_tensor)
+	if p.view_src == nil && !c.noAlloc {
+		var ne [MaxDims]int64
+		for i := range ne {
+			ne[i] = int64(p.ne[i])
+		}
+		size, _ := dataSize(Type(p._type), ne)
+		payload += size
+	}
+	c.used += objectSize + pad(payload, memAlign)
 	return t
+}
+
+// srcSlice returns a slice for n sources, carved from a slab so that ops do
+// not allocate one each.
+func (c *Context) srcSlice(n int) []*Tensor {
+	if n == 0 {
+		return nil
+	}
+	if len(c.slab) < n {
+		c.slab = make([]*Tensor, max(n, 1024))
+	}
+	s := c.slab[:n:n]
+	c.slab = c.slab[n:]
+	return s
+}
+
+// findIn returns the handle among inputs (or their view sources) whose C
+// tensor is q.
+func findIn(inputs []*Tensor, q *C.struct_ggml_tensor) *Tensor {
+	for _, in := range inputs {
+		if in.c == q {
+			return in
+		}
+		if in.viewSrc != nil && in.viewSrc.c == q {
+			return in.viewSrc
+		}
+	}
+	return nil
 }
 
 // NewTensor creates a tensor of type t and shape ne (ne[0] innermost, one to
@@ -135,17 +175,38 @@ func (c *Context) ensure(op string, t Type, ne [MaxDims]int64, viewOf *Tensor, i
 // handles of the result's sources: the inputs, and any intermediate tensor
 // the C constructor made on the way.
 func (c *Context) result(p *C.struct_ggml_tensor, inputs ...*Tensor) *Tensor {
-	known := func(q *C.struct_ggml_tensor) *Tensor {
-		for _, in := range inputs {
-			if in.c == q {
-				return in
-			}
-			if in.viewSrc != nil && in.viewSrc.c == q {
-				return in.viewSrc
+	// The usual case: every source is an input (or its view source).
+	n := 0
+	for i, s := range p.src {
+		if s != nil {
+			n = i + 1
+		}
+	}
+	srcs := c.srcSlice(n)
+	ok := true
+	for i := range n {
+		if s := p.src[i]; s != nil {
+			if srcs[i] = findIn(inputs, s); srcs[i] == nil {
+				ok = false
+				break
 			}
 		}
-		return nil
 	}
+	var vs *Tensor
+	if ok && p.view_src != nil {
+		vs = findIn(inputs, p.view_src)
+		ok = vs != nil
+	}
+	if ok {
+		return c.wrap(p, srcs, vs)
+	}
+	return c.resultDeep(p, append([]*Tensor(nil), inputs...))
+}
+
+// resultDeep handles ops whose C constructor made intermediate tensors: it
+// wraps them too, recursively.
+func (c *Context) resultDeep(p *C.struct_ggml_tensor, inputs []*Tensor) *Tensor {
+	known := func(q *C.struct_ggml_tensor) *Tensor { return findIn(inputs, q) }
 	var mk func(q *C.struct_ggml_tensor) *Tensor
 	mk = func(q *C.struct_ggml_tensor) *Tensor {
 		if t := known(q); t != nil {

@@ -1,0 +1,387 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/sched"
+)
+
+var sink int64
+
+func cpuBackend(tb testing.TB) *backend.Backend {
+	be, err := backend.InitByName("CPU", "")
+	require.NoError(tb, err)
+	require.NoError(tb, be.SetThreads(runtime.NumCPU()))
+	tb.Cleanup(func() { be.Close() })
+	return be
+}
+
+// ---- 1. per-call overhead -------------------------------------------------
+
+func BenchmarkCall(b *testing.B) {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+	require.NoError(b, err)
+	defer c.Close()
+	t := c.NewTensor(ggml.TypeF32, 64, 64)
+	ct := cTensorPtr(t)
+	b.Run("Elements/go", func(b *testing.B) { // the binding reads the C struct: no cgo call
+		for range b.N {
+			sink += t.Elements()
+		}
+	})
+	b.Run("Elements/c", func(b *testing.B) { sink += cNelementsLoop(t, b.N) })
+	b.Run("Bytes/go", func(b *testing.B) { // one cgo call to ggml_nbytes
+		for range b.N {
+			sink += int64(t.Bytes())
+		}
+	})
+	b.Run("Bytes/c", func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
+	b.Run("Bytes-cgo/go", func(b *testing.B) {
+		for range b.N {
+			sink += int64(cgoNbytes(ct))
+		}
+	})
+	b.Run("Bytes-cgo/c", func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
+	b.Run("Bytes-cgo-noescape/go", func(b *testing.B) {
+		for range b.N {
+			sink += int64(cgoNbytesNoescape(ct))
+		}
+	})
+	b.Run("Bytes-cgo-noescape/c", func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
+}
+
+// ---- 2. graph building ----------------------------------------------------
+
+const (
+	gbD, gbT, gbLayers, gbGraphSize = 256, 32, 128, 4096
+)
+
+// gbWeights makes the weights of the layer stack: norm, wq, wk, wv, wo, w1, w2.
+func gbWeights(tb testing.TB) (*ggml.Context, []*ggml.Tensor) {
+	wc, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+	require.NoError(tb, err)
+	ws := []*ggml.Tensor{
+		wc.NewTensor(ggml.TypeF32, gbD),
+		wc.NewTensor(ggml.TypeF32, gbD, gbD), wc.NewTensor(ggml.TypeF32, gbD, gbD),
+		wc.NewTensor(ggml.TypeF32, gbD, gbD), wc.NewTensor(ggml.TypeF32, gbD, gbD),
+		wc.NewTensor(ggml.TypeF32, gbD, 4*gbD), wc.NewTensor(ggml.TypeF32, 4*gbD, gbD),
+	}
+	return wc, ws
+}
+
+// goBuildGraph builds, through the binding, the stack cb_build_graph builds.
+func goBuildGraph(ws []*ggml.Tensor) (int, error) {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: gbLayers*32 + 8, NoAlloc: true, Graph: true, GraphSize: gbGraphSize})
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	norm, wq, wk, wv, wo, w1, w2 := ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6]
+	cur := c.NewTensor(ggml.TypeF32, gbD, gbT)
+	for range gbLayers {
+		h := c.Mul(cur, norm)
+		q, k, v := c.MulMat(wq, h), c.MulMat(wk, h), c.MulMat(wv, h)
+		kq := c.SoftMaxExt(c.MulMat(k, q), nil, 0.125, 0)
+		vt := c.Cont(c.Transpose(v))
+		o := c.MulMat(wo, c.MulMat(vt, kq))
+		cur = c.Add(cur, o)
+		ff := c.MulMat(w2, c.Silu(c.MulMat(w1, cur)))
+		cur = c.Add(cur, ff)
+	}
+	g, err := c.BuildGraph(cur)
+	if err != nil {
+		return 0, err
+	}
+	return g.NumNodes(), nil
+}
+
+func anys(ts []*ggml.Tensor) []any {
+	out := make([]any, len(ts))
+	for i, t := range ts {
+		out[i] = t
+	}
+	return out
+}
+
+func BenchmarkGraphBuild(b *testing.B) {
+	wc, ws := gbWeights(b)
+	defer wc.Close()
+	n, err := goBuildGraph(ws)
+	require.NoError(b, err)
+	b.Run("go", func(b *testing.B) {
+		for range b.N {
+			if _, err := goBuildGraph(ws); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+	})
+	b.Run("c", func(b *testing.B) {
+		for range b.N {
+			sink += int64(cBuildGraph(anys(ws), gbD, gbT, gbLayers, gbGraphSize))
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+	})
+}
+
+// ---- 3. data transfer -----------------------------------------------------
+
+func BenchmarkTransfer(b *testing.B) {
+	be := cpuBackend(b)
+	for _, size := range []int{1 << 10, 1 << 16, 1 << 20, 16 << 20, 256 << 20} {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+		require.NoError(b, err)
+		t := c.NewTensor(ggml.TypeF32, int64(size/4))
+		buf, err := backend.AllocContextTensors(c, be)
+		require.NoError(b, err)
+		base, err := buf.Base()
+		require.NoError(b, err)
+		src := make([]float32, size/4)
+		dst := make([]float32, size/4)
+		// Touch every page once, so that no side pays the first faults.
+		require.NoError(b, ggml.SetData(t, src))
+		require.NoError(b, ggml.DataInto(t, dst))
+		name := fmt.Sprintf("%dKiB", size>>10)
+		gbs := func(b *testing.B) {
+			b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
+		}
+		b.Run("SetData-"+name+"/go", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for range b.N {
+				if err := ggml.SetData(t, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+			gbs(b)
+		})
+		b.Run("SetData-"+name+"/c", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for range b.N {
+				cMemcpy(base, unsafe.Pointer(&src[0]), size)
+			}
+			gbs(b)
+		})
+		b.Run("Data-"+name+"/go", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for range b.N {
+				if err := ggml.DataInto(t, dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+			gbs(b)
+		})
+		b.Run("Data-"+name+"/c", func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for range b.N {
+				cMemcpy(unsafe.Pointer(&dst[0]), base, size)
+			}
+			gbs(b)
+		})
+		runtime.KeepAlive(buf)
+		buf.Close()
+		c.Close()
+	}
+}
+
+// ---- 4. compute -----------------------------------------------------------
+
+// mulMatGraph makes y = mul_mat(w, x) with w of type ty [k, m] (random,
+// quantized in C where needed) and x f32 [k, n], allocated on be.
+func mulMatGraph(tb testing.TB, be *backend.Backend, ty ggml.Type, k, m, n int64) (*ggml.Graph, *ggml.Tensor, func()) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+	require.NoError(tb, err)
+	w := c.NewTensor(ty, k, m)
+	x := c.NewTensor(ggml.TypeF32, k, n)
+	y := c.MulMat(w, x)
+	g, err := c.BuildGraph(y)
+	require.NoError(tb, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(tb, err)
+	wf := make([]float32, k*m)
+	for i := range wf {
+		wf[i] = float32(rng.NormFloat64())
+	}
+	switch ty {
+	case ggml.TypeF32:
+		require.NoError(tb, ggml.SetData(w, wf))
+	default:
+		raw := make([]byte, w.Bytes())
+		require.Equal(tb, len(raw), cQuantize(int(ty), wf, raw, m, k))
+		require.NoError(tb, ggml.SetBytes(w, raw))
+	}
+	xf := make([]float32, k*n)
+	for i := range xf {
+		xf[i] = float32(rng.NormFloat64())
+	}
+	require.NoError(tb, ggml.SetData(x, xf))
+	return g, y, func() { buf.Close(); c.Close() }
+}
+
+func graphPtr(g *ggml.Graph) unsafe.Pointer {
+	p, err := bridge.GraphPtr(g)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func backendPtr(be *backend.Backend) unsafe.Pointer {
+	p, err := bridge.BackendPtr(be)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func BenchmarkCompute(b *testing.B) {
+	be := cpuBackend(b)
+	cases := []struct {
+		name    string
+		ty      ggml.Type
+		k, m, n int64
+	}{
+		{"mul_mat-f32-2048", ggml.TypeF32, 2048, 2048, 2048},
+		{"mul_mat-f16-2048", ggml.TypeF16, 2048, 2048, 2048},
+		{"mul_mat-q8_0-2048", ggml.TypeQ8_0, 2048, 2048, 2048},
+		{"mul_mat-q4_0-2048", ggml.TypeQ4_0, 2048, 2048, 2048},
+		{"mul_vec-f32-4096", ggml.TypeF32, 4096, 4096, 1},
+		{"mul_vec-q4_0-4096", ggml.TypeQ4_0, 4096, 4096, 1},
+	}
+	for _, cs := range cases {
+		g, _, done := mulMatGraph(b, be, cs.ty, cs.k, cs.m, cs.n)
+		flops := 2 * float64(cs.k*cs.m*cs.n)
+		gflops := func(b *testing.B) {
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+		}
+		b.Run(cs.name+"/go", func(b *testing.B) {
+			for range b.N {
+				if err := be.Compute(context.Background(), g); err != nil {
+					b.Fatal(err)
+				}
+			}
+			gflops(b)
+		})
+		b.Run(cs.name+"/c", func(b *testing.B) {
+			bp, gp := backendPtr(be), graphPtr(g)
+			for range b.N {
+				if st := cCompute(bp, gp); st != 0 {
+					b.Fatal(st)
+				}
+			}
+			gflops(b)
+		})
+		done()
+	}
+}
+
+// BenchmarkPeak measures this machine's f32 FMA throughput on every core:
+// the roof the compute figures are read against.
+func BenchmarkPeak(b *testing.B) {
+	b.Run("fma-f32/c", func(b *testing.B) {
+		var g float64
+		for range b.N {
+			g = cPeakGFLOPS(runtime.NumCPU(), 20_000_000)
+		}
+		b.ReportMetric(g, "GFLOPS")
+		b.ReportMetric(float64(cSIMDLanes()), "lanes")
+	})
+}
+
+// ---- 5. scheduler ---------------------------------------------------------
+
+func BenchmarkSched(b *testing.B) {
+	be := cpuBackend(b)
+	g, _, done := mulMatGraph(b, be, ggml.TypeF32, 512, 512, 512)
+	defer done()
+	s, err := sched.New([]*backend.Backend{be}, sched.Options{})
+	require.NoError(b, err)
+	defer s.Close()
+	b.Run("mul_mat-512/go", func(b *testing.B) { // through the scheduler
+		for range b.N {
+			if err := s.Compute(context.Background(), g); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("mul_mat-512/c", func(b *testing.B) { // the backend directly, from C
+		bp, gp := backendPtr(be), graphPtr(g)
+		for range b.N {
+			if st := cCompute(bp, gp); st != 0 {
+				b.Fatal(st)
+			}
+		}
+	})
+}
+
+// ---- 6. lifetimes ---------------------------------------------------------
+
+func BenchmarkLifetime(b *testing.B) {
+	be := cpuBackend(b)
+	mk := func() (*ggml.Context, *backend.Buffer) {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.NewTensor(ggml.TypeF32, 256)
+		buf, err := backend.AllocContextTensors(c, be)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return c, buf
+	}
+	b.Run("close/go", func(b *testing.B) {
+		for range b.N {
+			c, buf := mk()
+			buf.Close()
+			c.Close()
+		}
+	})
+	b.Run("cleanup/go", func(b *testing.B) { // dropped: the GC's cleanups free them
+		for range b.N {
+			mk()
+		}
+		runtime.GC() // count the collection that runs the cleanups
+	})
+}
+
+// ---- the bench package's tests: both sides compute the same ---------------
+
+func TestGraphBuildSidesAgree(t *testing.T) {
+	wc, ws := gbWeights(t)
+	defer wc.Close()
+	n, err := goBuildGraph(ws)
+	require.NoError(t, err)
+	require.Equal(t, cBuildGraph(anys(ws), gbD, gbT, gbLayers, gbGraphSize), n)
+	require.Greater(t, n, 1000, "a few thousand nodes")
+}
+
+func TestComputeSidesAgree(t *testing.T) {
+	be := cpuBackend(t)
+	for _, ty := range []ggml.Type{ggml.TypeF32, ggml.TypeQ4_0} {
+		g, y, done := mulMatGraph(t, be, ty, 64, 32, 8)
+		require.NoError(t, be.Compute(context.Background(), g))
+		viaGo, err := ggml.Data[float32](y)
+		require.NoError(t, err)
+		require.NoError(t, ggml.SetData(y, make([]float32, len(viaGo)))) // C must write it anew
+		require.Equal(t, 0, cCompute(backendPtr(be), graphPtr(g)))
+		viaC, err := ggml.Data[float32](y)
+		require.NoError(t, err)
+		require.Equal(t, viaGo, viaC, "%v", ty)
+		done()
+	}
+}
+
+func TestPeakIsPositive(t *testing.T) {
+	require.Positive(t, cPeakGFLOPS(1, 100_000))
+}
