@@ -155,15 +155,18 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 // and its buffers; an unreachable Gallocr is freed by the garbage collector
 // once no tensor it placed is reachable.
 //
-// Tensors it placed keep it alive. Their memory is valid until the
-// allocator reserves or allocates again (its buffers may be replaced) or is
-// closed; afterwards they report ggml.ErrClosed, and allocating their graph
-// again places them anew.
+// Tensors it placed keep it alive. Their memory stays valid until the
+// allocator's buffers are replaced (by Reserve, or by an allocation that
+// needs larger buffers) or it is closed; afterwards they report
+// ggml.ErrClosed, and allocating their graph again places them anew. Note
+// that, as in ggml, allocating another graph reuses the same memory: the
+// earlier graph's tensors then read the new graph's data.
 type Gallocr struct {
 	_       noCopy
 	c       C.ggml_gallocr_t
 	bts     []*BufferType
 	gen     uint64
+	failed  bool // the last reservation failed: ggml left a buffer NULL
 	cleanup runtime.Cleanup
 }
 
@@ -266,8 +269,10 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 	defer bridge.Catch(&err)
 	a.gen++ // buffers may be replaced: what was placed before is gone
 	if !bool(C.ggml_gallocr_reserve_n(a.c, gp, nodes, leafs)) {
+		a.failed = true
 		return fmt.Errorf("%w: could not allocate the graph allocator's buffers", ggml.ErrNoMemory)
 	}
+	a.failed = false
 	return nil
 }
 
@@ -319,6 +324,30 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		if tc.data == nil && tc.view_src == nil {
 			fresh = append(fresh, t)
 		}
+		// Memory placed by others must still be there: ggml would use it.
+		if l := bridge.LeaseOf(t); l != nil && !reset[ps[i]] {
+			if err := l.LeaseErr(); err != nil {
+				return fmt.Errorf("AllocGraph: graph tensor %v: %w", t, err)
+			}
+		}
+		if vs := viewSourceOf(t); vs != nil {
+			if l := bridge.LeaseOf(vs); l != nil && !reset[unsafe.Pointer(tc.view_src)] {
+				if err := l.LeaseErr(); err != nil {
+					return fmt.Errorf("AllocGraph: the source of graph tensor %v: %w", t, err)
+				}
+			}
+		}
+	}
+	// After a failed reservation ggml left a buffer NULL yet thinks it fits:
+	// reserve again first (with one buffer type it is this graph's own).
+	if a.failed {
+		if len(a.bts) > 1 {
+			return fmt.Errorf("%w: the last reservation failed; call ReserveN again before allocating", ggml.ErrNoMemory)
+		}
+		if err := a.Reserve(g); err != nil {
+			return err
+		}
+		// The reservation bumped the generation; place the tensors now.
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(a)
@@ -329,6 +358,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		a.gen++
 	}
 	if !ok {
+		a.failed = true
 		if len(a.bts) > 1 {
 			return fmt.Errorf("%w: the graph does not fit the reserved buffers; call Reserve with it first", ggml.ErrNoMemory)
 		}
@@ -422,3 +452,5 @@ func (a *Gallocr) ReserveSizes(g *ggml.Graph, nodeBuffers, leafBuffers []int) (s
 	}
 	return sizes, nil
 }
+
+func viewSourceOf(t any) *ggml.Tensor { return t.(*ggml.Tensor).ViewSource() }

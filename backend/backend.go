@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -33,11 +34,12 @@ type Backend struct {
 	abort   *C.int // flag read by the backend's abort callback; nil if it has none
 	plans   *planSet
 	pool    *poolSlot // the CPU thread pool it computes on, if any
+	life    *backendLife
 	cleanup runtime.Cleanup
 
 	// Until Synchronize: Go memory that async transfers use (pinned, as
-	// C may hold it), and what queued work reads.
-	pins    runtime.Pinner
+	// C may hold it; the cleanup unpins it too), and what queued work reads.
+	pins    *runtime.Pinner
 	pending []any
 }
 
@@ -46,6 +48,50 @@ type backendRes struct {
 	abort *C.int
 	plans *planSet
 	pool  *poolSlot
+	pins  *runtime.Pinner
+}
+
+// backendLife counts the users of a backend's C object besides its Go
+// handle (schedulers, which ggml frees by reading their backends): the
+// object is freed once the handle is closed (or collected) and no user is
+// left. It holds no Go pointer to the Backend.
+type backendLife struct {
+	mu     sync.Mutex
+	users  int
+	closed bool
+	res    backendRes
+}
+
+// close is the handle's end: Close, or the cleanup.
+func (l *backendLife) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.closed = true
+	if l.users == 0 {
+		freeBackend(l.res)
+	}
+}
+
+func (l *backendLife) acquire() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return fmt.Errorf("%w: the backend is closed", ggml.ErrClosed)
+	}
+	l.users++
+	return nil
+}
+
+func (l *backendLife) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.users--
+	if l.closed && l.users == 0 {
+		freeBackend(l.res)
+	}
 }
 
 // poolSlot holds a backend's thread pool where its cleanup can see it.
@@ -62,8 +108,10 @@ func (s *poolSlot) release() {
 }
 
 func freeBackend(r backendRes) {
+	C.ggml_backend_synchronize(r.c) // async transfers may still read pinned memory
 	r.plans.freeAll(r.c)
 	C.ggml_backend_free(r.c)
+	r.pins.Unpin()
 	r.pool.release()
 	if r.abort != nil {
 		C.free(unsafe.Pointer(r.abort))
@@ -74,7 +122,8 @@ func freeBackend(r backendRes) {
 // CPU-like backends to the number of CPUs (ggml's default is 4) and installs
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
-	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}}, pool: &poolSlot{}}
+	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
+		pool: &poolSlot{}, pins: new(runtime.Pinner)}
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
 			C.goggml_call_set_n_threads(fn, c, C.int(runtime.NumCPU()))
@@ -84,7 +133,8 @@ func newBackend(c C.ggml_backend_t) *Backend {
 			C.goggml_call_set_abort(fn, c, b.abort)
 		}
 	}
-	b.cleanup = runtime.AddCleanup(b, freeBackend, backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool})
+	b.life = &backendLife{res: backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool, pins: b.pins}}
+	b.cleanup = runtime.AddCleanup(b, (*backendLife).close, b.life)
 	return b
 }
 
@@ -140,7 +190,7 @@ func (b *Backend) Close() error {
 	C.ggml_backend_synchronize(b.c)
 	b.release()
 	b.cleanup.Stop()
-	freeBackend(backendRes{c: b.c, abort: b.abort, plans: b.plans, pool: b.pool})
+	b.life.close()
 	b.c, b.abort = nil, nil
 	return nil
 }
@@ -512,6 +562,16 @@ func init() {
 		return unsafe.Pointer(bt.c), nil
 	}
 	bridge.Watch = func(v any, ctx context.Context) func() { return v.(*Backend).watch(ctx) }
+	bridge.AcquireBackend = func(v any) (func(), error) {
+		b, _ := v.(*Backend)
+		if err := b.usable(); err != nil {
+			return nil, err
+		}
+		if err := b.life.acquire(); err != nil {
+			return nil, err
+		}
+		return b.life.release, nil
+	}
 	bridge.WrapBufferType = func(p unsafe.Pointer) any {
 		if bt := bufferTypeFromC(C.ggml_backend_buffer_type_t(p)); bt != nil {
 			return bt

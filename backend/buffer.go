@@ -99,6 +99,9 @@ func NewMultiBuffer(parts ...*Buffer) (*Buffer, error) {
 		if p.parent != nil || seen[p] {
 			return nil, fmt.Errorf("%w: NewMultiBuffer: part %d is already owned by a multi-buffer or given twice", ggml.ErrInvalid, i)
 		}
+		if p.parts != nil {
+			return nil, fmt.Errorf("%w: NewMultiBuffer: part %d is a multi-buffer itself; join its parts instead", ggml.ErrInvalid, i)
+		}
 		seen[p] = true
 	}
 	arr := (*C.ggml_backend_buffer_t)(C.malloc(C.size_t(len(parts)) * C.size_t(unsafe.Sizeof(C.ggml_backend_buffer_t(nil)))))
@@ -111,13 +114,27 @@ func NewMultiBuffer(parts ...*Buffer) (*Buffer, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: ggml_backend_multi_buffer_alloc_buffer", ggml.ErrNoMemory)
 	}
-	m := newBuffer(c, nil)
-	m.parts = append([]*Buffer(nil), parts...)
+	m := &Buffer{c: c, parts: append([]*Buffer(nil), parts...)}
+	var mems []*HostMemory // parts over caller memory: released with the multi-buffer
 	for _, p := range parts {
 		p.cleanup.Stop() // the multi-buffer frees it
 		p.parent = m
+		if p.mem != nil {
+			mems = append(mems, p.mem)
+		}
 	}
+	m.cleanup = runtime.AddCleanup(m, func(r multiRes) {
+		freeBuffer(r.c)
+		for _, mem := range r.mems {
+			mem.release()
+		}
+	}, multiRes{c: c, mems: mems})
 	return m, nil
+}
+
+type multiRes struct {
+	c    C.ggml_backend_buffer_t
+	mems []*HostMemory
 }
 
 // IsMulti reports whether the buffer is a multi-buffer
@@ -333,10 +350,23 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	if !ctx.NoAlloc() {
 		return nil, fmt.Errorf("%w: AllocContextTensors needs a NoAlloc context; this one keeps data in its own memory", ggml.ErrInvalid)
 	}
+	// Tensors whose memory is gone (their buffer closed) are placed anew,
+	// and their views follow them: C still has their old pointers.
 	var pending []*ggml.Tensor
+	dead := map[*ggml.Tensor]bool{}
 	for _, t := range ctx.Tensors() {
-		if t.ViewSource() == nil && !t.IsAllocated() {
-			pending = append(pending, t)
+		if t.ViewSource() != nil || t.IsAllocated() {
+			continue
+		}
+		if l := bridge.LeaseOf(t); l != nil && l.LeaseErr() != nil {
+			bridge.ResetStorage(t)
+			dead[t] = true
+		}
+		pending = append(pending, t)
+	}
+	for _, t := range ctx.Tensors() {
+		if vs := t.ViewSource(); vs != nil && dead[vs] {
+			bridge.ResetStorage(t)
 		}
 	}
 	size := uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c))

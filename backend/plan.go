@@ -55,7 +55,8 @@ type Plan struct {
 	c       C.ggml_backend_graph_plan_t
 	be      *Backend
 	g       *ggml.Graph
-	isolate bool // its captured thread pool needs a thread of its own
+	isolate bool   // its captured thread pool needs a thread of its own
+	version uint64 // of the graph when planned
 	cleanup runtime.Cleanup
 }
 
@@ -100,7 +101,7 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	b.plans.mu.Lock()
 	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
-	p = &Plan{c: c, be: b, g: g, isolate: b.pool.isolate}
+	p = &Plan{c: c, be: b, g: g, isolate: b.pool.isolate, version: bridge.GraphVersion(g)}
 	p.cleanup = runtime.AddCleanup(p, func(r planRes) { r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
 	return p, nil
 }
@@ -129,6 +130,9 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	b := p.be
+	if bridge.GraphVersion(p.g) != p.version {
+		return fmt.Errorf("%w: the graph changed since the plan was made (its work memory fits the old one); make a new plan", ggml.ErrInvalid)
+	}
 	if _, err := b.checkGraph(p.g); err != nil {
 		return err
 	}

@@ -231,7 +231,10 @@ func Unload(r *Reg) error {
 }
 
 // LoadAll loads every backend library found in the usual places: the
-// executable's directory and GGML_BACKEND_PATH (ggml_backend_load_all).
+// executable's directory, the current working directory, and
+// GGML_BACKEND_PATH (ggml_backend_load_all). Mind the working directory:
+// any ggml backend library there is loaded; LoadAllFromPath names one
+// directory only.
 func LoadAll() {
 	registryMu.Lock()
 	defer registryMu.Unlock()

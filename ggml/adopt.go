@@ -100,6 +100,7 @@ func (g *Graph) AddNode(t *Tensor) error {
 		return fmt.Errorf("%w: %s is in the graph already", ErrInvalid, t.describe())
 	}
 	C.ggml_graph_add_node(g.c, t.c)
+	g.version++
 	g.partial = true
 	g.seen[t.c] = struct{}{}
 	g.nodes = append(g.nodes, t)

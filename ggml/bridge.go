@@ -60,6 +60,14 @@ func init() {
 		if err := g.usable(); err != nil {
 			return nil, err
 		}
+		// Members may come from other contexts (weights): all must be open.
+		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
+			for _, t := range list {
+				if !t.live() {
+					return nil, fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
+				}
+			}
+		}
 		return unsafe.Pointer(g.c), nil
 	}
 	bridge.GraphTensors = func(v any) ([]any, []unsafe.Pointer) {
@@ -78,18 +86,24 @@ func init() {
 		return adoptGraph(ctxs, g, l)
 	}
 	bridge.GraphSources = func(v any) bool { return v.(*Graph).sourcesIntact() }
+	bridge.GraphVersion = func(v any) uint64 { return v.(*Graph).version }
 	bridge.RestoreSources = func(v any) {
 		g := v.(*Graph)
 		if g.ctx.c == nil {
 			return
 		}
 		for _, n := range g.nodes {
+			if n.c == nil {
+				continue // its context is closed: nothing to restore
+			}
 			for i := range n.c.src {
 				var want *C.struct_ggml_tensor
 				if i < len(n.srcs) && n.srcs[i] != nil {
 					want = n.srcs[i].c
 				}
-				n.c.src[i] = want
+				if want != nil || i >= len(n.srcs) || n.srcs[i] == nil {
+					n.c.src[i] = want
+				}
 			}
 		}
 	}
@@ -208,9 +222,15 @@ func bufferOf(t *C.struct_ggml_tensor) *C.struct_ggml_backend_buffer {
 // Go handles name.
 func (g *Graph) sourcesIntact() bool {
 	for _, n := range g.nodes {
+		if n.c == nil {
+			continue // closed: compute reports that first
+		}
 		for i, s := range n.c.src {
 			var want *C.struct_ggml_tensor
 			if i < len(n.srcs) && n.srcs[i] != nil {
+				if n.srcs[i].c == nil {
+					continue // closed: compute reports that first
+				}
 				want = n.srcs[i].c
 			}
 			if s != want {

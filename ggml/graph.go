@@ -22,6 +22,7 @@ type Graph struct {
 	leafs []*Tensor
 	// partial: AddNode added nodes whose sources are not in the graph.
 	partial bool
+	version uint64 // bumped by every change of the node list
 }
 
 // NewGraph creates an empty graph with room for size nodes and size leafs
@@ -141,6 +142,7 @@ func (g *Graph) Expand(t *Tensor) error {
 	}
 	C.ggml_build_forward_expand(g.c, t.c)
 	runtime.KeepAlive(t)
+	g.version++
 	g.nodes = append(g.nodes, nodes...)
 	g.leafs = append(g.leafs, leafs...)
 	if int(C.ggml_graph_n_nodes(g.c)) != len(g.nodes) {
@@ -243,6 +245,7 @@ func (g *Graph) Clear() error {
 		return err
 	}
 	C.ggml_graph_clear(g.c)
+	g.version++
 	clear(g.seen)
 	g.nodes, g.leafs, g.partial = nil, nil, false
 	return nil

@@ -43,6 +43,16 @@ func TestMisuse(t *testing.T) {
 		{"add transposed a", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Add(c.Transpose(f32(c, 4, 3)), f32(c, 3, 4)) }},
 		{"add strided b broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Add(f32(c, 3, 4, 2), c.Transpose(f32(c, 4, 3))) }},
 		{"scale f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Scale(c.NewTensor(ggml.TypeF16, 4), 2) }},
+		{"scale of a padded view", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Scale(c.View2D(f32(c, 4, 4), 2, 3, 16, 0), 2) }},
+		{"mul_mat transposed b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMat(f32(c, 4, 4), c.Transpose(f32(c, 2, 4))) }},
+		{"add quantized a broadcast b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add(c.NewTensor(ggml.TypeQ8_0, 32, 2), f32(c, 32))
+		}},
+		{"add q8_1 a", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Add(c.NewTensor(ggml.TypeQ8_1, 32), f32(c, 32)) }},
+		{"cpy strided f32 into q8_0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Cpy(c.Transpose(f32(c, 32, 32)), c.NewTensor(ggml.TypeQ8_0, 32, 32))
+		}},
+		{"sum_rows transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SumRows(c.Transpose(f32(c, 4, 3))) }},
 		{"scale transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Scale(c.Transpose(f32(c, 4, 3)), 2) }},
 		{"mul_mat ne0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMat(f32(c, 4, 2), f32(c, 3, 2)) }},
 		{"mul_mat broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMat(f32(c, 4, 2, 3), f32(c, 4, 2, 4)) }},

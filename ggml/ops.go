@@ -59,10 +59,18 @@ func binaryTypes(op string, ta, tb Type) bool {
 		return true
 	case tb == TypeF32 && (ta == TypeF16 || ta == TypeBF16):
 		return true
-	case op == "add" && tb == TypeF32 && ta.IsQuantized():
+	case op == "add" && tb == TypeF32 && addQuantTypes[ta]:
 		return true
 	}
 	return false
+}
+
+// addQuantTypes are the quantized types ggml's CPU add kernel takes as a.
+var addQuantTypes = map[Type]bool{
+	TypeQ4_0: true, TypeQ4_1: true, TypeQ5_0: true, TypeQ5_1: true, TypeQ8_0: true, TypeMXFP4: true,
+	TypeQ2_K: true, TypeQ3_K: true, TypeQ4_K: true, TypeQ5_K: true, TypeQ6_K: true, TypeTQ1_0: true, TypeTQ2_0: true,
+	TypeIQ2_XXS: true, TypeIQ2_XS: true, TypeIQ3_XXS: true, TypeIQ1_S: true, TypeIQ1_M: true, TypeIQ4_NL: true,
+	TypeIQ4_XS: true, TypeIQ3_S: true, TypeIQ2_S: true,
 }
 
 func (c *Context) binary(op string, a, b *Tensor, f func() *C.struct_ggml_tensor) *Tensor {
@@ -80,6 +88,9 @@ func (c *Context) binary(op string, a, b *Tensor, f func() *C.struct_ggml_tensor
 	}
 	if b.Nb()[0] != b.Type().Size() && !sameShape(a, b) {
 		return c.fail(op, ErrShape, "b with non-adjacent elements in dimension 0 cannot be broadcast: it must have a's shape, or be copied with Cont", a, b)
+	}
+	if a.Type().IsQuantized() && (!sameShape(a, b) || b.Nb()[0] != b.Type().Size()) {
+		return c.fail(op, ErrShape, "with a quantized, b must have a's shape and adjacent elements (ggml's kernel does not broadcast)", a, b)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a, b); p != nil {
 		return p
@@ -108,8 +119,7 @@ func (c *Context) Div(a, b *Tensor) *Tensor {
 	return c.binary("div", a, b, func() *C.struct_ggml_tensor { return C.ggml_div(c.c, a.c, b.c) })
 }
 
-// Scale returns a * s (ggml_scale). a's rows must be stored densely
-// one after another (ggml_is_padded_1d).
+// Scale returns a * s (ggml_scale). a must be f32 and contiguous.
 func (c *Context) Scale(a *Tensor, s float32) *Tensor {
 	const op = "scale"
 	if p := c.begin(op, a); p != nil {
@@ -118,9 +128,9 @@ func (c *Context) Scale(a *Tensor, s float32) *Tensor {
 	if a.Type() != TypeF32 {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
 	}
-	ne, nb := a.Ne(), a.Nb()
-	if nb[0] != a.Type().Size() || nb[2] != nb[1]*uint64(ne[1]) || nb[3] != nb[2]*uint64(ne[2]) {
-		return c.fail(op, ErrShape, "a must be padded 1-d: nb0 = type size, nb2 = nb1*ne1, nb3 = nb2*ne2", a)
+	ne := a.Ne()
+	if !a.IsContiguous() { // ggml asserts padded 1-d rows, its kernel contiguity
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
 	}
 	if p := c.ensure(op, a.Type(), ne, nil, a); p != nil {
 		return p
@@ -147,6 +157,8 @@ func (c *Context) MulMat(a, b *Tensor) *Tensor {
 		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be a multiple of a.ne3 (%d)", bn[3], an[3]), a, b)
 	case a.IsTransposed():
 		return c.fail(op, ErrShape, "a must not be transposed (nb0 > nb1); make it contiguous with Cont", a, b)
+	case a.Nb()[0] != a.Type().Size() || b.Nb()[0] != b.Type().Size():
+		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0 (nb0 = type size); copy with Cont", a, b)
 	}
 	ne := [MaxDims]int64{an[1], bn[1], bn[2], bn[3]}
 	if p := c.ensure(op, TypeF32, ne, nil, a, b); p != nil {
@@ -250,6 +262,9 @@ func (c *Context) SumRows(a *Tensor) *Tensor {
 	}
 	if a.Type() != TypeF32 {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	}
+	if a.Nb()[0] != a.Type().Size() {
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a)
 	}
 	ne := a.Ne()
 	ne[0] = 1
@@ -506,6 +521,9 @@ func (c *Context) Cpy(a, b *Tensor) *Tensor {
 	}
 	if !copyTypes(a.Type(), b.Type()) {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot convert %v to %v", a.Type(), b.Type()), a, b)
+	}
+	if b.Type().IsQuantized() && a.Type() != b.Type() && (!a.IsContiguous() || !b.IsContiguous()) {
+		return c.fail(op, ErrShape, "quantizing copies need a and b contiguous; copy a with Cont first", a, b)
 	}
 	if p := c.ensure(op, b.Type(), b.Ne(), b, a, b); p != nil {
 		return p

@@ -168,8 +168,10 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 	}()
 	defer bridge.Catch(&err)
 	if !bool(C.ggml_backend_sched_reserve(s.c, gp)) {
+		s.failed = true
 		return fmt.Errorf("%w: could not reserve the compute buffers", ggml.ErrNoMemory)
 	}
+	s.failed = false
 	return nil
 }
 
@@ -247,6 +249,11 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 	if s != nil && s.graph != nil {
 		return fmt.Errorf("%w: the scheduler holds an allocated graph; Reset it first", ggml.ErrInvalid)
 	}
+	if s != nil && s.failed {
+		// ggml left a compute buffer NULL while thinking it fits: a
+		// reservation must allocate it again before anything else.
+		return fmt.Errorf("%w: the last allocation failed; Reserve (with this graph or a larger one) before allocating", ggml.ErrNoMemory)
+	}
 	gp, fresh, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -259,6 +266,7 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 		return bool(C.ggml_backend_sched_alloc_graph(s.c, gp)), nil
 	}()
 	if !ok || err != nil {
+		s.failed = true
 		bridge.RestoreSources(g)
 		C.ggml_backend_sched_reset(s.c)
 		if err == nil {
@@ -271,6 +279,7 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 		bridge.SetLease(t, l)
 	}
 	s.graph = g
+	s.version = bridge.GraphVersion(g)
 	s.eval.setGraph(g)
 	return nil
 }
@@ -316,6 +325,8 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 		}
 	} else if s.graph != g {
 		return fmt.Errorf("%w: the scheduler holds another graph; Reset it first", ggml.ErrInvalid)
+	} else if bridge.GraphVersion(g) != s.version {
+		return fmt.Errorf("%w: the graph changed since it was allocated (ggml would compute the old splits); Reset and allocate it again", ggml.ErrInvalid)
 	}
 	// The allocation must still be whole: inputs from other buffers alive.
 	if err := bridge.GraphStorage(g); err != nil {

@@ -104,19 +104,26 @@ type Scheduler struct {
 	eval      *evalState
 	gen       uint64
 	graph     *ggml.Graph // the graph allocated now, if any
+	failed    bool        // the last allocation failed: ggml left a buffer NULL
+	version   uint64      // of the graph when allocated
+	res       schedRes
 	cleanup   runtime.Cleanup
 }
 
 // schedRes is what the cleanup frees; it holds no Go pointer, so that it
 // cannot keep the Scheduler reachable.
 type schedRes struct {
-	c     C.ggml_backend_sched_t
-	state *C.goggml_sched_state
+	c        C.ggml_backend_sched_t
+	state    *C.goggml_sched_state
+	releases []func() // let go of the backends' C objects, after the free
 }
 
 func freeSched(r schedRes) {
 	C.ggml_backend_sched_free(r.c)
 	C.free(unsafe.Pointer(r.state))
+	for _, f := range r.releases {
+		f()
+	}
 }
 
 // New creates a scheduler over backends, in priority order, the last a CPU
@@ -174,8 +181,24 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 			bts[i] = C.ggml_backend_buffer_type_t(p)
 		}
 	}
+	// ggml_backend_sched_free reads the backends: their C objects must
+	// outlive the scheduler even if their handles are closed first.
+	var releases []func()
+	for _, be := range backends {
+		rel, err := bridge.AcquireBackend(be)
+		if err != nil {
+			for _, f := range releases {
+				f()
+			}
+			return nil, err
+		}
+		releases = append(releases, rel)
+	}
 	c := C.ggml_backend_sched_new(cb, cbt, C.int(n), C.size_t(graphSize), C.bool(opts.Parallel), C.bool(opts.OpOffload))
 	if c == nil {
+		for _, f := range releases {
+			f()
+		}
 		return nil, fmt.Errorf("%w: ggml_backend_sched_new", ggml.ErrNoMemory)
 	}
 	st := (*C.goggml_sched_state)(C.calloc(1, C.sizeof_goggml_sched_state))
@@ -187,7 +210,8 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
-	s.cleanup = runtime.AddCleanup(s, freeSched, schedRes{c: c, state: st})
+	s.res = schedRes{c: c, state: st, releases: releases}
+	s.cleanup = runtime.AddCleanup(s, freeSched, s.res)
 	return s, nil
 }
 
@@ -215,7 +239,7 @@ func (s *Scheduler) Close() error {
 	}
 	s.cleanup.Stop()
 	s.release()
-	freeSched(schedRes{c: s.c, state: s.state})
+	freeSched(s.res)
 	s.c, s.state = nil, nil
 	return nil
 }

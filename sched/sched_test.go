@@ -526,3 +526,56 @@ func TestMisuse(t *testing.T) {
 		})
 	}
 }
+
+// Closing a backend before the scheduler over it, or a graph's weights
+// before the scheduler lets go of the graph, is safe.
+func TestCloseOrders(t *testing.T) {
+	rng := newRNG(t)
+	b, err := backend.InitByName("CPU", "")
+	require.NoError(t, err)
+	s, err := sched.New([]*backend.Backend{b}, sched.Options{})
+	require.NoError(t, err)
+	m := newMLP(t, rng, cpu(t))
+	g, _, _, _ := m.graph(t, 2)
+	require.NoError(t, s.AllocGraph(g))
+	require.NoError(t, b.Close()) // the scheduler still frees through it
+	require.ErrorIs(t, s.Reset(), ggml.ErrClosed)
+	require.NoError(t, s.Close())
+
+	// Weights closed while a scheduler holds the graph.
+	s2, err := sched.New([]*backend.Backend{cpu(t)}, sched.Options{})
+	require.NoError(t, err)
+	defer s2.Close()
+	wc, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+	require.NoError(t, err)
+	w := wc.NewTensor(ggml.TypeF32, 4)
+	wb, err := backend.AllocContextTensors(wc, s2.Backend(0))
+	require.NoError(t, err)
+	defer wb.Close()
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	g2, err := c.BuildGraph(c.Add(c.NewTensor(ggml.TypeF32, 4), w))
+	require.NoError(t, err)
+	require.NoError(t, s2.AllocGraph(g2))
+	wc.Close()
+	require.ErrorIs(t, s2.Compute(context.Background(), g2), ggml.ErrClosed)
+	require.NoError(t, s2.Reset())
+}
+
+// A graph that changed after its allocation is not computed from the old
+// splits.
+func TestChangedGraphRefused(t *testing.T) {
+	s, err := sched.New([]*backend.Backend{cpu(t)}, sched.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(ggml.TypeF32, 4)
+	g, err := c.BuildGraph(c.Relu(a))
+	require.NoError(t, err)
+	require.NoError(t, s.AllocGraph(g))
+	require.NoError(t, g.Expand(c.Silu(a)))
+	require.ErrorIs(t, s.Compute(context.Background(), g), ggml.ErrInvalid)
+}

@@ -71,6 +71,9 @@ var (
 	// RegisterBackend adds a backend registry entry (ggml_backend_reg_t)
 	// that a GPU package linked in, under the registry's lock.
 	RegisterBackend func(reg unsafe.Pointer)
+	// AcquireBackend keeps backend be's C object alive, even past its
+	// Close, until release is called (a scheduler frees after its backends).
+	AcquireBackend func(be any) (release func(), err error)
 	// Watch arms backend be's abort flag for ctx (see Backend.Compute);
 	// the returned stop must be called when the compute is over.
 	Watch func(be any, ctx context.Context) (stop func())
@@ -107,6 +110,8 @@ var (
 	// tensors Go knows (a scheduler redirects them to its copies when it
 	// splits a graph across backends).
 	GraphSources func(g any) bool
+	// GraphVersion changes whenever graph g's node list changes.
+	GraphVersion func(g any) uint64
 	// RestoreSources points every node's C sources back at the tensors Go
 	// knows, undoing a scheduler's redirection.
 	RestoreSources func(g any)

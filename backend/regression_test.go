@@ -1,0 +1,125 @@
+package backend_test
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// A graph whose weights' context was closed is refused by the allocator.
+func TestGallocrGraphWithClosedWeights(t *testing.T) {
+	be := cpu(t)
+	w, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+	require.NoError(t, err)
+	wt := w.NewTensor(ggml.TypeF32, 8)
+	c := noAllocCtx(t, 4)
+	g, err := c.BuildGraph(c.Relu(c.Add(c.NewTensor(ggml.TypeF32, 8), wt)))
+	require.NoError(t, err)
+	w.Close()
+	ga, err := backend.NewGallocr(be.DefaultBufferType())
+	require.NoError(t, err)
+	defer ga.Close()
+	require.ErrorIs(t, ga.AllocGraph(g), ggml.ErrClosed)
+	require.ErrorIs(t, ga.Reserve(g), ggml.ErrClosed)
+}
+
+// A failed allocation can be retried: ggml leaves a NULL buffer behind it
+// that a plain retry would write through.
+func TestGallocrRetryAfterFailure(t *testing.T) {
+	be := cpu(t)
+	ga, err := backend.NewGallocr(be.DefaultBufferType())
+	require.NoError(t, err)
+	defer ga.Close()
+	huge := noAllocCtx(t, 4)
+	// 2^42 floats: 16 TiB, more than any allocation here can get.
+	g, err := huge.BuildGraph(huge.Relu(huge.NewTensor(ggml.TypeF32, 1<<21, 1<<21)))
+	require.NoError(t, err)
+	require.ErrorIs(t, ga.AllocGraph(g), ggml.ErrNoMemory)
+	require.ErrorIs(t, ga.AllocGraph(g), ggml.ErrNoMemory, "the retry fails again, it does not crash")
+	small := noAllocCtx(t, 4)
+	x := small.NewTensor(ggml.TypeF32, 4)
+	y := small.Relu(x)
+	g2, err := small.BuildGraph(y)
+	require.NoError(t, err)
+	require.NoError(t, ga.AllocGraph(g2))
+	require.NoError(t, ggml.SetData(x, []float32{-1, 2, -3, 4}))
+	require.NoError(t, be.Compute(context.Background(), g2))
+	got, err := ggml.Data[float32](y)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{0, 2, 0, 4}, got)
+}
+
+// A plan is refused once its graph changed: its work memory fits the old one.
+func TestPlanOfAChangedGraph(t *testing.T) {
+	be := cpu(t)
+	c := noAllocCtx(t, 8)
+	a := c.NewTensor(ggml.TypeF32, 4)
+	g, err := c.BuildGraph(c.Relu(a))
+	require.NoError(t, err)
+	_, err = backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	p, err := be.NewPlan(g)
+	require.NoError(t, err)
+	defer p.Close()
+	require.NoError(t, p.Compute(context.Background()))
+	require.NoError(t, g.Clear())
+	require.ErrorIs(t, p.Compute(context.Background()), ggml.ErrInvalid)
+}
+
+// A backend dropped with memory still pinned by an async transfer is freed
+// by its cleanup without the runtime's "leaking pinned pointer" panic.
+func TestDroppedBackendWithPendingTransfer(t *testing.T) {
+	func() {
+		be, err := backend.InitByName("CPU", "")
+		require.NoError(t, err)
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+		require.NoError(t, err)
+		x := c.NewTensor(ggml.TypeF32, 16)
+		buf, err := backend.AllocContextTensors(c, be)
+		require.NoError(t, err)
+		require.NoError(t, be.SetTensorAsync(x, make([]byte, 64), 0))
+		_ = buf
+	}()
+	for range 5 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Tensors whose buffer was closed are placed anew by the next allocation
+// of their context, views included.
+func TestReallocateAfterBufferClose(t *testing.T) {
+	be := cpu(t)
+	c := noAllocCtx(t, 4)
+	x := c.NewTensor(ggml.TypeF32, 8)
+	v := c.View1D(x, 4, 16)
+	b1, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	require.NoError(t, b1.Close())
+	b2, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer b2.Close()
+	require.NoError(t, ggml.SetData(x, []float32{0, 1, 2, 3, 4, 5, 6, 7}))
+	got, err := ggml.Data[float32](v)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{4, 5, 6, 7}, got)
+}
+
+func TestNestedMultiBufferRefused(t *testing.T) {
+	be := cpu(t)
+	b1, _ := be.AllocBuffer(64)
+	inner, err := backend.NewMultiBuffer(b1)
+	require.NoError(t, err)
+	defer inner.Close()
+	b2, _ := be.AllocBuffer(64)
+	defer b2.Close()
+	_, err = backend.NewMultiBuffer(inner, b2)
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+}
