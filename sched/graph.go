@@ -67,6 +67,21 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 		return nil, nil, fmt.Errorf("%w: the graph has %d nodes and leafs, the scheduler takes %d (Options.GraphSize)", ggml.ErrGraphFull, n, s.graphSize)
 	}
 	ts, ps := bridge.GraphTensors(g)
+	if len(s.touched) > 0 { // pinned tensors outside the graph share ggml's set
+		members := make(map[unsafe.Pointer]bool, len(ps))
+		for _, p := range ps {
+			members[p] = true
+		}
+		extra := 0
+		for p := range s.touched {
+			if !members[p] {
+				extra++
+			}
+		}
+		if n := len(ps) + extra; n > s.graphSize {
+			return nil, nil, fmt.Errorf("%w: the graph and the other pinned tensors make %d, the scheduler takes %d (Options.GraphSize)", ggml.ErrGraphFull, n, s.graphSize)
+		}
+	}
 	var fresh []any
 	inputs := map[unsafe.Pointer]bool{}
 	for i, t := range ts {
@@ -293,6 +308,7 @@ func (s *Scheduler) Reset() error {
 	}
 	defer runtime.KeepAlive(s)
 	s.release()
+	clear(s.touched) // ggml's reset empties its tensor set
 	C.ggml_backend_sched_reset(s.c)
 	return nil
 }

@@ -103,9 +103,10 @@ type Scheduler struct {
 	state     *C.goggml_sched_state
 	eval      *evalState
 	gen       uint64
-	graph     *ggml.Graph // the graph allocated now, if any
-	failed    bool        // the last allocation failed: ggml left a buffer NULL
-	version   uint64      // of the graph when allocated
+	graph     *ggml.Graph             // the graph allocated now, if any
+	failed    bool                    // the last allocation failed: ggml left a buffer NULL
+	version   uint64                  // of the graph when allocated
+	touched   map[unsafe.Pointer]bool // tensors pinned or asked about since the last reset
 	res       schedRes
 	cleanup   runtime.Cleanup
 }
@@ -350,6 +351,27 @@ func (s *Scheduler) SetBatchSize(n int) error {
 	return nil
 }
 
+// touch counts a tensor that pinning or asking puts into ggml's hash set,
+// which holds about GraphSize tensors and aborts when full.
+func (s *Scheduler) touch(tc *C.struct_ggml_tensor) error {
+	if s.touched == nil {
+		s.touched = map[unsafe.Pointer]bool{}
+	}
+	p := unsafe.Pointer(tc)
+	if s.touched[p] {
+		return nil
+	}
+	held := 0
+	if s.graph != nil {
+		held = s.graph.NumNodes() + s.graph.NumLeafs()
+	}
+	if held+len(s.touched)+1 > s.graphSize {
+		return fmt.Errorf("%w: the scheduler's tensor set is full (Options.GraphSize %d); Reset it, or make it larger", ggml.ErrGraphFull, s.graphSize)
+	}
+	s.touched[p] = true
+	return nil
+}
+
 func tensorPtr(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
 	p, err := bridge.TensorPtr(t)
 	return (*C.struct_ggml_tensor)(p), err
@@ -372,6 +394,9 @@ func (s *Scheduler) SetTensorBackend(t *ggml.Tensor, be *backend.Backend) error 
 	if !be.SupportsOp(t) {
 		return fmt.Errorf("%w: backend %s cannot compute %v (%s)", backend.ErrUnsupported, be.Name(), t, t.Op())
 	}
+	if err := s.touch(tc); err != nil {
+		return err
+	}
 	defer runtime.KeepAlive(s)
 	defer runtime.KeepAlive(t)
 	C.ggml_backend_sched_set_tensor_backend(s.c, tc, C.ggml_backend_t(s.ptrs[i]))
@@ -386,6 +411,9 @@ func (s *Scheduler) TensorBackend(t *ggml.Tensor) *backend.Backend {
 	}
 	tc, err := tensorPtr(t)
 	if err != nil {
+		return nil
+	}
+	if s.touch(tc) != nil {
 		return nil
 	}
 	defer runtime.KeepAlive(s)

@@ -579,3 +579,27 @@ func TestChangedGraphRefused(t *testing.T) {
 	require.NoError(t, g.Expand(c.Silu(a)))
 	require.ErrorIs(t, s.Compute(context.Background(), g), ggml.ErrInvalid)
 }
+
+// Pins fill ggml's tensor set, which aborts when full: past GraphSize they
+// are refused, and a Reset empties the set.
+func TestPinsBoundedByGraphSize(t *testing.T) {
+	be := cpu(t)
+	s, err := sched.New([]*backend.Backend{be}, sched.Options{GraphSize: 4})
+	require.NoError(t, err)
+	defer s.Close()
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true})
+	require.NoError(t, err)
+	defer c.Close()
+	var ts []*ggml.Tensor
+	for range 6 {
+		ts = append(ts, c.Relu(c.NewTensor(ggml.TypeF32, 4)))
+	}
+	for _, x := range ts[:4] {
+		require.NoError(t, s.SetTensorBackend(x, be))
+	}
+	require.ErrorIs(t, s.SetTensorBackend(ts[4], be), ggml.ErrGraphFull)
+	assert.Nil(t, s.TensorBackend(ts[5]), "asking would insert it too")
+	assert.Same(t, be, s.TensorBackend(ts[0]))
+	require.NoError(t, s.Reset())
+	require.NoError(t, s.SetTensorBackend(ts[4], be))
+}
