@@ -49,6 +49,7 @@ type backendRes struct {
 	plans *planSet
 	pool  *poolSlot
 	pins  *runtime.Pinner
+	reg   *Reg // counts its live backends, for Unload
 }
 
 // backendLife counts the users of a backend's C object besides its Go
@@ -113,6 +114,11 @@ func freeBackend(r backendRes) {
 	C.ggml_backend_free(r.c)
 	r.pins.Unpin()
 	r.pool.release()
+	if r.reg != nil {
+		regs.Lock()
+		r.reg.backends--
+		regs.Unlock()
+	}
 	if r.abort != nil {
 		C.free(unsafe.Pointer(r.abort))
 	}
@@ -133,7 +139,14 @@ func newBackend(c C.ggml_backend_t) *Backend {
 			C.goggml_call_set_abort(fn, c, b.abort)
 		}
 	}
-	b.life = &backendLife{res: backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool, pins: b.pins}}
+	res := backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool, pins: b.pins}
+	if b.dev != nil && b.dev.reg != nil {
+		res.reg = b.dev.reg
+		regs.Lock()
+		res.reg.backends++
+		regs.Unlock()
+	}
+	b.life = &backendLife{res: res}
 	b.cleanup = runtime.AddCleanup(b, (*backendLife).close, b.life)
 	return b
 }

@@ -27,6 +27,7 @@ type Reg struct {
 	c        C.ggml_backend_reg_t
 	loaded   bool // by Load: Unload may remove it
 	unloaded bool
+	backends int // live backends on its devices
 }
 
 // registryMu guards ggml's registry, a plain std::vector: loading and
@@ -215,8 +216,11 @@ func Unload(r *Reg) error {
 		return err
 	}
 	regs.Lock()
-	loaded := r.loaded
+	loaded, live := r.loaded, r.backends
 	regs.Unlock()
+	if live > 0 {
+		return fmt.Errorf("%w: %d backend(s) of %s are still open: close them (and their buffers) first", ggml.ErrInvalid, live, r.Name())
+	}
 	if !loaded {
 		return fmt.Errorf("%w: backend %s was not loaded with Load; built-in backends stay", ggml.ErrInvalid, r.Name())
 	}

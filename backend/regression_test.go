@@ -123,3 +123,24 @@ func TestNestedMultiBufferRefused(t *testing.T) {
 	_, err = backend.NewMultiBuffer(inner, b2)
 	require.ErrorIs(t, err, ggml.ErrInvalid)
 }
+
+// A graph of nodes added alone is checked down to its sources' sources,
+// which a graph copy follows.
+func TestCopyGraphChecksAncestors(t *testing.T) {
+	be := cpu(t)
+	c := noAllocCtx(t, 8)
+	a := c.NewTensor(ggml.TypeF32, 4)
+	mid := c.Relu(a)
+	top := c.Silu(mid)
+	g, err := c.NewGraph(4)
+	require.NoError(t, err)
+	require.NoError(t, g.AddNode(top))
+	// Only top and mid get memory; a stays unallocated.
+	buf, err := be.AllocBuffer(1024)
+	require.NoError(t, err)
+	defer buf.Close()
+	require.NoError(t, backend.TensorAlloc(buf, top, 0))
+	require.NoError(t, backend.TensorAlloc(buf, mid, 256))
+	_, err = be.CopyGraph(g)
+	require.ErrorIs(t, err, ggml.ErrNotAllocated)
+}

@@ -139,26 +139,33 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 			}
 		}
 	}
-	if g.partial { // sources of nodes added alone are inputs too
+	if g.partial {
+		// Nodes added alone: their sources, and theirs in turn (a graph
+		// copy follows them all), are inputs too.
 		seen := map[*Tensor]bool{}
+		var stack []*Tensor
 		for _, n := range g.nodes {
-			for _, t := range n.srcs {
-				if t == nil || seen[t] {
-					continue
-				}
-				seen[t] = true
-				if _, in := g.seen[t.c]; in {
-					continue
-				}
-				if err := t.storageErr(); err != nil {
-					return nil, fmt.Errorf("ggml: graph input %s: %w", t.describe(), err)
-				}
-				if visit != nil {
-					if err := visit(unsafe.Pointer(t.c), false); err != nil {
-						return nil, err
-					}
+			stack = append(stack, n.srcs...)
+		}
+		for len(stack) > 0 {
+			t := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if t == nil || seen[t] {
+				continue
+			}
+			seen[t] = true
+			if err := t.storageErr(); err != nil {
+				return nil, fmt.Errorf("ggml: graph input %s: %w", t.describe(), err)
+			}
+			if _, in := g.seen[t.c]; in {
+				continue
+			}
+			if visit != nil {
+				if err := visit(unsafe.Pointer(t.c), false); err != nil {
+					return nil, err
 				}
 			}
+			stack = append(stack, t.srcs...)
 		}
 	}
 	for _, t := range g.nodes {
