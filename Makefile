@@ -52,9 +52,13 @@ clean:
 	rm -f $(PROVIDER_INCLUDE)
 
 # GPU backends (see README, build tags).
-.PHONY: vulkan cuda test-vulkan vet-cuda
+.PHONY: vulkan vulkan-dl cuda test-vulkan vet-cuda
 vulkan:
 	bash build/backend.sh vulkan
+
+# The Vulkan backend as a module that backend.Load loads at run time.
+vulkan-dl:
+	bash build/backend.sh vulkan-dl
 
 # Not run here (no CUDA toolkit): see README.
 cuda:
@@ -62,8 +66,9 @@ cuda:
 
 # lavapipe, Mesa's software Vulkan device, is a CPU-type device that ggml
 # hides unless GGML_VK_VISIBLE_DEVICES names it.
-test-vulkan: setup vulkan
+test-vulkan: setup vulkan vulkan-dl
 	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -tags vulkan ./...
+	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -run TestLoadVulkanModule -v ./backend
 
 vet-cuda: setup
 	$(GO) vet -tags cuda ./...

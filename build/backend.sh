@@ -15,10 +15,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 go=${GO:-go}
-name=${1:?usage: build/backend.sh vulkan|cuda}
+name=${1:?usage: build/backend.sh vulkan|cuda|vulkan-dl}
+dl=OFF
+if [ "$name" = vulkan-dl ]; then dl=ON; fi
 
 case "$name" in
-vulkan)
+vulkan|vulkan-dl)
   upper=VULKAN; target=ggml-vulkan
   tools="cmake g++ glslc"
   hint="Debian: apt-get install cmake g++ glslc libvulkan-dev spirv-headers mesa-vulkan-drivers"
@@ -54,7 +56,7 @@ if [ ! -f "$lib" ]; then
   # copy gets what the provider leaves out.
   cp -r "$ggml/include" "$ggml/src" "$ggml/cmake" "$cache/src/"
   chmod -R u+w "$cache/src"
-  if [ "$name" = vulkan ]; then
+  if [ "$name" != cuda ]; then
     # ggml's CMake compiles four one-line shaders to learn what glslc
     # supports; the provider ships without them.
     mkdir -p "$cache/src/src/ggml-vulkan/vulkan-shaders/feature-tests"
@@ -70,16 +72,29 @@ if [ ! -f "$lib" ]; then
       exit 1
     fi
   fi
-  args=(-DGGML_SRC="$cache/src" -DGOGGML_BACKEND="$upper" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-O2 -DCMAKE_CXX_FLAGS=-O2)
+  args=(-DGGML_SRC="$cache/src" -DGOGGML_BACKEND="$upper" -DGOGGML_DL="$dl" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-O2 -DCMAKE_CXX_FLAGS=-O2)
   if [ "$name" = cuda ] && [ -n "${CUDA_ARCHITECTURES:-}" ]; then
     args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHITECTURES")
   fi
   cmake -S "$here/cmake" -B "$cache/build" "${args[@]}" > "$cache/cmake.log" || { tail -40 "$cache/cmake.log" >&2; exit 1; }
   cmake --build "$cache/build" --target "$target" -j "$(nproc)" > "$cache/build.log" 2>&1 || {
     tail -40 "$cache/build.log" >&2; exit 1; }
-  cp "$(find "$cache/build" -name "lib$target.a" | head -1)" "$lib.tmp"
-  mv "$lib.tmp" "$lib"
+  if [ "$dl" = ON ]; then
+    # The module and the shared ggml-base it names, side by side.
+    so=$(find "$cache/build" -name "lib$target.so" -o -name "$target.so" | head -1)
+    cp "$so" "$cache/out/"
+    cp -P $(find "$cache/build" -name "libggml-base.so*") "$cache/out/"
+    touch "$lib"
+  else
+    cp "$(find "$cache/build" -name "lib$target.a" | head -1)" "$lib.tmp"
+    mv "$lib.tmp" "$lib"
+  fi
 fi
 mkdir -p "$repo/build/$name/lib"
-cp "$lib" "$repo/build/$name/lib/lib$target.a"
-echo "build/backend.sh: build/$name/lib/lib$target.a"
+if [ "$dl" = ON ]; then
+  cp -P "$cache"/out/*.so* "$repo/build/$name/lib/"
+  ls "$repo/build/$name/lib"
+else
+  cp "$lib" "$repo/build/$name/lib/lib$target.a"
+  echo "build/backend.sh: build/$name/lib/lib$target.a"
+fi

@@ -4,9 +4,14 @@ package ggml
 
 /*
 #cgo CPPFLAGS: -I${SRCDIR}/include
+#cgo linux LDFLAGS: -rdynamic
 #include "goggml.h"
 */
 import "C"
+
+// -rdynamic: binaries export ggml's symbols, so that a backend library
+// loaded at run time (backend.Load) binds to this binary's ggml, the one
+// its registry and handles live in, rather than to a second copy.
 
 import (
 	// The embedded provider: compiles ggml's core and its CPU backend.
