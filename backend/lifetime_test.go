@@ -2,10 +2,6 @@ package backend_test
 
 import (
 	"context"
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,49 +10,8 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
-
-func rss(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		t.Skip("RSS needs /proc/self/statm (Linux)")
-	}
-	pages, err := strconv.ParseInt(strings.Fields(string(b))[1], 10, 64)
-	require.NoError(t, err)
-	return pages * int64(os.Getpagesize())
-}
-
-// leakLoop runs iter n times without closing what it makes and checks that
-// resident memory stays flat over the second half (each iteration touches
-// about 1 MiB, so a leak would show as n/2 MiB). The first half warms up C's
-// allocator, whose per-thread arenas keep memory freed by the cleanup
-// goroutine for a while.
-func leakLoop(t *testing.T, n int, iter func()) {
-	var mid int64
-	for i := range n {
-		iter()
-		if i%25 == 24 {
-			settle(1)
-		}
-		if i == n/2 {
-			settle(3)
-			mid = rss(t)
-		}
-	}
-	settle(3)
-	end := rss(t)
-	t.Logf("%d iterations: RSS %d MiB after warm-up, %d MiB at the end", n, mid>>20, end>>20)
-	require.Less(t, end-mid, int64(256<<20), "resident memory grew: handles leak")
-}
-
-// settle collects garbage and gives the cleanup goroutine time to free
-// what it found (runtime.GC does not wait for cleanups).
-func settle(rounds int) {
-	for range rounds {
-		runtime.GC()
-		time.Sleep(2 * time.Millisecond)
-	}
-}
 
 const mib = 1 << 20
 
@@ -72,7 +27,7 @@ func TestHandlesWithoutCloseDoNotLeak(t *testing.T) {
 		return g, x
 	}
 	t.Run("gallocr", func(t *testing.T) {
-		leakLoop(t, 800, func() {
+		testutil.LeakLoop(t, 800, 256<<20, func() {
 			g, x := graph()
 			ga, err := backend.NewGallocr(be.DefaultBufferType())
 			require.NoError(t, err)
@@ -81,7 +36,7 @@ func TestHandlesWithoutCloseDoNotLeak(t *testing.T) {
 		})
 	})
 	t.Run("plan", func(t *testing.T) {
-		leakLoop(t, 800, func() {
+		testutil.LeakLoop(t, 800, 256<<20, func() {
 			g, x := graph()
 			_, err := backend.AllocContextTensors(g.Context(), be)
 			require.NoError(t, err)
@@ -91,7 +46,7 @@ func TestHandlesWithoutCloseDoNotLeak(t *testing.T) {
 		})
 	})
 	t.Run("graph copy", func(t *testing.T) {
-		leakLoop(t, 800, func() {
+		testutil.LeakLoop(t, 800, 256<<20, func() {
 			g, x := graph()
 			_, err := backend.AllocContextTensors(g.Context(), be)
 			require.NoError(t, err)
@@ -101,7 +56,7 @@ func TestHandlesWithoutCloseDoNotLeak(t *testing.T) {
 		})
 	})
 	t.Run("host memory buffer", func(t *testing.T) {
-		leakLoop(t, 800, func() {
+		testutil.LeakLoop(t, 800, 256<<20, func() {
 			m, err := backend.AllocHostMemory(mib)
 			require.NoError(t, err)
 			copy(m.Bytes(), data)

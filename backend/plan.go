@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -168,23 +167,5 @@ func (b *Backend) watch(ctx context.Context) (stop func()) {
 	if b.abort == nil {
 		return func() {}
 	}
-	flag := (*int32)(unsafe.Pointer(b.abort))
-	atomic.StoreInt32(flag, 0) // a cancelled compute left it set
-	done := ctx.Done()
-	if done == nil {
-		return func() {}
-	}
-	finished, exited := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(exited)
-		select {
-		case <-done:
-			atomic.StoreInt32(flag, 1)
-		case <-finished:
-		}
-	}()
-	return func() {
-		close(finished)
-		<-exited
-	}
+	return bridge.SetOnDone(ctx, unsafe.Pointer(b.abort)) // also clears what a cancelled compute left set
 }

@@ -2,53 +2,24 @@ package ggml_test
 
 import (
 	"flag"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 var long = flag.Bool("long", false, "run the lifetime loops 100000 times")
 
-func rss(t *testing.T) uint64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		t.Skip("RSS needs /proc/self/statm (Linux)")
-	}
-	f := strings.Fields(string(b))
-	pages, err := strconv.ParseUint(f[1], 10, 64)
-	require.NoError(t, err)
-	return pages * uint64(os.Getpagesize())
-}
-
-// leakLoop runs iter n times, collecting garbage every 100 iterations, and
-// checks that resident memory stays flat after a warm-up quarter: each
-// iteration touches 1 MiB, so a leak would grow RSS by n MiB.
+// leakLoop is testutil.LeakLoop, run 100000 times with -long.
 func leakLoop(t *testing.T, n int, iter func()) {
 	if *long {
 		n = 100000
 	}
-	var mid uint64
-	for i := range n {
-		iter()
-		if i%100 == 99 {
-			runtime.GC()
-		}
-		if i == n/4 {
-			runtime.GC()
-			mid = rss(t)
-		}
-	}
-	runtime.GC()
-	end := rss(t)
-	t.Logf("%d iterations: RSS %d MiB after warm-up, %d MiB at the end", n, mid>>20, end>>20)
-	require.Less(t, int64(end)-int64(mid), int64(256<<20), "resident memory grew: handles leak")
+	testutil.LeakLoop(t, n, 256<<20, iter)
 }
 
 const mib = 1 << 20

@@ -410,33 +410,12 @@ var ErrStopped = fmt.Errorf("sched: compute stopped by the eval callback")
 // watch arms the cancel flags for ctx: the eval callback's and each
 // backend's abort flag.
 func (s *Scheduler) watch(ctx context.Context) func() {
-	atomic.StoreInt32((*int32)(unsafe.Pointer(&s.state.cancel)), 0)
 	s.eval.reset()
-	var stops []func()
+	stops := []func(){bridge.SetOnDone(ctx, unsafe.Pointer(&s.state.cancel))}
 	for _, be := range s.backends {
 		stops = append(stops, bridge.Watch(be, ctx))
 	}
-	done := ctx.Done()
-	if done == nil {
-		return func() {
-			for _, f := range stops {
-				f()
-			}
-		}
-	}
-	finished, exited := make(chan struct{}), make(chan struct{})
-	flag := (*int32)(unsafe.Pointer(&s.state.cancel))
-	go func() {
-		defer close(exited)
-		select {
-		case <-done:
-			atomic.StoreInt32(flag, 1)
-		case <-finished:
-		}
-	}()
 	return func() {
-		close(finished)
-		<-exited
 		for _, f := range stops {
 			f()
 		}

@@ -2,44 +2,22 @@ package sched_test
 
 import (
 	"context"
-	"os"
-	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
-
-func rss(t *testing.T) int64 {
-	b, err := os.ReadFile("/proc/self/statm")
-	if err != nil {
-		t.Skip("RSS needs /proc/self/statm (Linux)")
-	}
-	pages, err := strconv.ParseInt(strings.Fields(string(b))[1], 10, 64)
-	require.NoError(t, err)
-	return pages * int64(os.Getpagesize())
-}
 
 // Schedulers dropped without Close, each with a 1 MiB compute buffer, keep
 // resident memory flat over the second half of the loop.
 func TestSchedulersWithoutCloseDoNotLeak(t *testing.T) {
 	be := cpu(t)
-	settle := func() {
-		for range 3 {
-			runtime.GC()
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
-	const n = 600
-	var mid int64
-	for i := range n {
+	testutil.LeakLoop(t, 600, 200<<20, func() {
 		s, err := sched.New([]*backend.Backend{be}, sched.Options{GraphSize: 16})
 		require.NoError(t, err)
 		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true, GraphSize: 16})
@@ -50,18 +28,7 @@ func TestSchedulersWithoutCloseDoNotLeak(t *testing.T) {
 		require.NoError(t, s.AllocGraph(g))
 		require.NoError(t, ggml.SetData(x, make([]float32, 1<<18)))
 		require.NoError(t, s.Compute(context.Background(), g))
-		if i%25 == 24 {
-			settle()
-		}
-		if i == n/2 {
-			settle()
-			mid = rss(t)
-		}
-	}
-	settle()
-	end := rss(t)
-	t.Logf("RSS %d MiB at the half, %d MiB at the end", mid>>20, end>>20)
-	require.Less(t, end-mid, int64(200<<20))
+	})
 }
 
 // One scheduler per goroutine: right results, and quiet under -race.

@@ -6,6 +6,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -124,3 +125,30 @@ var (
 	// *C.struct_ggml_cgraph.
 	GraphForCompute func(g any, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
 )
+
+// SetOnDone clears the int32 flag at p (C memory that C reads) and, if ctx
+// can be cancelled, starts a goroutine that sets it to 1 when ctx is done.
+// The returned stop must be called when the work that reads the flag is
+// over: it waits for the goroutine, which then no longer touches the flag.
+// This is how a context cancels C code without a Go call per step.
+func SetOnDone(ctx context.Context, p unsafe.Pointer) (stop func()) {
+	flag := (*int32)(p)
+	atomic.StoreInt32(flag, 0)
+	done := ctx.Done()
+	if done == nil {
+		return func() {}
+	}
+	finished, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-done:
+			atomic.StoreInt32(flag, 1)
+		case <-finished:
+		}
+	}()
+	return func() {
+		close(finished)
+		<-exited
+	}
+}
