@@ -18,6 +18,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/gpureg"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
@@ -30,30 +31,17 @@ func init() {
 	}
 }
 
-// Reg returns the CUDA entry of ggml's registry (ggml_backend_cuda_reg).
-func Reg() (*backend.Reg, error) {
-	r, err := backend.RegByName("CUDA")
-	if err != nil {
-		return nil, fmt.Errorf("cuda: %w (no driver or device?)", err)
-	}
-	return r, nil
-}
+var kind = gpureg.Kind{Name: "CUDA", Count: func() int { return int(C.ggml_backend_cuda_get_device_count()) }}
 
-// DeviceCount returns the number of CUDA devices
+// Reg returns the CUDA entry of ggml's registry, or a backend.ErrNotFound
+// error when CUDA could not start.
+func Reg() (*backend.Reg, error) { return kind.Reg() }
+
+// DeviceCount returns the number of CUDA devices ggml uses
 // (ggml_backend_cuda_get_device_count).
-func DeviceCount() int {
-	if _, err := Reg(); err != nil {
-		return 0
-	}
-	return int(C.ggml_backend_cuda_get_device_count())
-}
+func DeviceCount() int { return kind.DeviceCount() }
 
-func checkDevice(i int) error {
-	if n := DeviceCount(); i < 0 || i >= n {
-		return fmt.Errorf("%w: CUDA device %d of %d", ggml.ErrInvalid, i, n)
-	}
-	return nil
-}
+func checkDevice(i int) error { return kind.Check(i) }
 
 // Description returns device i's description
 // (ggml_backend_cuda_get_device_description).
@@ -78,29 +66,11 @@ func Memory(i int) (free, total uint64, err error) {
 }
 
 // Device returns CUDA device i as a registry device.
-func Device(i int) (*backend.Device, error) {
-	if err := checkDevice(i); err != nil {
-		return nil, err
-	}
-	r, err := Reg()
-	if err != nil {
-		return nil, err
-	}
-	if d := r.Device(i); d != nil {
-		return d, nil
-	}
-	return nil, fmt.Errorf("%w: CUDA device %d", backend.ErrNotFound, i)
-}
+func Device(i int) (*backend.Device, error) { return kind.Device(i) }
 
 // Init starts a backend on CUDA device i (ggml_backend_cuda_init, through
 // the registry device).
-func Init(i int) (*backend.Backend, error) {
-	d, err := Device(i)
-	if err != nil {
-		return nil, err
-	}
-	return d.Init("")
-}
+func Init(i int) (*backend.Backend, error) { return kind.Init(i) }
 
 // IsCUDA reports whether be is a CUDA backend (ggml_backend_is_cuda).
 func IsCUDA(be *backend.Backend) bool {

@@ -11,13 +11,12 @@ package vulkan
 import "C"
 
 import (
-	"fmt"
 	"runtime"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/backend"
-	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/gpureg"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
@@ -32,31 +31,17 @@ func init() {
 	}
 }
 
-// Reg returns the Vulkan entry of ggml's registry (ggml_backend_vk_reg), or
-// a backend.ErrNotFound error when Vulkan could not start.
-func Reg() (*backend.Reg, error) {
-	r, err := backend.RegByName("Vulkan")
-	if err != nil {
-		return nil, fmt.Errorf("vulkan: %w (no Vulkan loader or driver?)", err)
-	}
-	return r, nil
-}
+var kind = gpureg.Kind{Name: "Vulkan", Count: func() int { return int(C.ggml_backend_vk_get_device_count()) }}
+
+// Reg returns the Vulkan entry of ggml's registry, or a backend.ErrNotFound
+// error when Vulkan could not start.
+func Reg() (*backend.Reg, error) { return kind.Reg() }
 
 // DeviceCount returns the number of Vulkan devices ggml uses
 // (ggml_backend_vk_get_device_count).
-func DeviceCount() int {
-	if _, err := Reg(); err != nil {
-		return 0
-	}
-	return int(C.ggml_backend_vk_get_device_count())
-}
+func DeviceCount() int { return kind.DeviceCount() }
 
-func checkDevice(i int) error {
-	if n := DeviceCount(); i < 0 || i >= n {
-		return fmt.Errorf("%w: Vulkan device %d of %d", ggml.ErrInvalid, i, n)
-	}
-	return nil
-}
+func checkDevice(i int) error { return kind.Check(i) }
 
 // Description returns device i's description
 // (ggml_backend_vk_get_device_description).
@@ -83,30 +68,11 @@ func Memory(i int) (free, total uint64, err error) {
 }
 
 // Device returns Vulkan device i as a registry device.
-func Device(i int) (*backend.Device, error) {
-	if err := checkDevice(i); err != nil {
-		return nil, err
-	}
-	r, err := Reg()
-	if err != nil {
-		return nil, err
-	}
-	d := r.Device(i)
-	if d == nil {
-		return nil, fmt.Errorf("%w: Vulkan device %d", backend.ErrNotFound, i)
-	}
-	return d, nil
-}
+func Device(i int) (*backend.Device, error) { return kind.Device(i) }
 
 // Init starts a backend on Vulkan device i (ggml_backend_vk_init, through
 // the registry device).
-func Init(i int) (*backend.Backend, error) {
-	d, err := Device(i)
-	if err != nil {
-		return nil, err
-	}
-	return d.Init("")
-}
+func Init(i int) (*backend.Backend, error) { return kind.Init(i) }
 
 // IsVulkan reports whether be is a Vulkan backend (ggml_backend_is_vk).
 func IsVulkan(be *backend.Backend) bool {
