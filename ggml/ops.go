@@ -171,8 +171,8 @@ func (c *Context) unary(op string, a *Tensor, f func() *C.struct_ggml_tensor) *T
 	if p := c.begin(op, a); p != nil {
 		return p
 	}
-	if t := a.Type(); t != TypeF32 && t != TypeF16 && (t != TypeBF16 || op != "relu") {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16, not %v", t), a)
+	if t := a.Type(); t != TypeF32 && t != TypeF16 && (t != TypeBF16 || !unaryBF16[op]) {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16%s, not %v", map[bool]string{true: " or bf16"}[unaryBF16[op]], t), a)
 	}
 	if !bool(C.ggml_is_contiguous_1(a.c)) {
 		return c.fail(op, ErrShape, "a must be contiguous in dimensions >= 1 (ggml_is_contiguous_1); copy it with Cont", a)
