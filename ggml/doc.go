@@ -40,9 +40,10 @@
 // Element-wise with broadcast: Add, Sub, Mul, Div; Scale. Functions of one
 // tensor: Abs, Sgn, Neg, Step, Tanh, Elu, Relu, Sigmoid, Hardsigmoid,
 // Hardswish, Exp, Expm1, Softplus, Sqr, Sqrt, Log, Sin, Cos, Floor, Ceil,
-// Round, Trunc, Gelu, GeluErf, GeluQuick, Silu. Reductions: SumRows. Rows:
-// SoftMax, SoftMaxExt. Matrices: MulMat. Shapes and copies: Reshape,
-// View1D..View4D, Permute, Transpose, Cont, Cpy, GetRows.
+// Round, Trunc, Gelu, GeluErf, GeluQuick, Silu. Reductions: Sum, SumRows,
+// Mean, Argmax. Rows: SoftMax, SoftMaxExt, Norm, RMSNorm. Matrices: MulMat.
+// Shapes and copies: Reshape, View1D..View4D, Permute, Transpose, Cont,
+// Cpy, GetRows, Repeat, Concat.
 //
 // The rest of ggml.h's constructors (normalisation, rope, attention, the
 // GLU family, convolution, pooling, SSM, in-place variants, custom ops,

@@ -86,6 +86,13 @@ func TestOpsMatchCPU(t *testing.T) {
 		{"sum_rows", []int64{16, 4}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.SumRows(a) }},
 		{"cont(permute)", []int64{4, 3, 2, 2}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Permute(a, 2, 0, 3, 1)) }},
 		{"cont(transpose)", []int64{5, 3}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Transpose(a)) }},
+		{"rms_norm", []int64{64, 3}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.RMSNorm(a, 1e-5) }},
+		{"norm", []int64{64, 3}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Norm(a, 1e-5) }},
+		{"mean", []int64{16, 4}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Mean(a) }},
+		{"tanh", []int64{64}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Tanh(a) }},
+		{"exp", []int64{64}, nil, func(c *ggml.Context, a, _ *ggml.Tensor) *ggml.Tensor { return c.Exp(a) }},
+		{"repeat", []int64{4, 2}, []int64{8, 4, 2}, (*ggml.Context).Repeat},
+		{"concat", []int64{4, 2}, []int64{4, 3}, func(c *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor { return c.Concat(a, b, 1) }},
 	}
 	for _, op := range ops {
 		t.Run(op.name, func(t *testing.T) {
