@@ -41,12 +41,14 @@
 // tensor: Abs, Sgn, Neg, Step, Tanh, Elu, Relu, Sigmoid, Hardsigmoid,
 // Hardswish, Exp, Expm1, Softplus, Sqr, Sqrt, Log, Sin, Cos, Floor, Ceil,
 // Round, Trunc, Gelu, GeluErf, GeluQuick, Silu. Reductions: Sum, SumRows,
-// Mean, Argmax. Rows: SoftMax, SoftMaxExt, Norm, RMSNorm. Matrices: MulMat.
+// Mean, Argmax. Rows: SoftMax, SoftMaxExt, Norm, RMSNorm. Attention: Rope
+// (normal and NeoX). Gated units: GLU, GLUSplit, Swiglu, Geglu, Reglu.
+// Matrices: MulMat.
 // Shapes and copies: Reshape, View1D..View4D, Permute, Transpose, Cont,
 // Cpy, GetRows, Repeat, Concat.
 //
-// The rest of ggml.h's constructors (normalisation, rope, attention, the
-// GLU family, convolution, pooling, SSM, in-place variants, custom ops,
-// optimizer and backward ops) and quantization are the work of the ops
-// issue; until they land, they are not reachable from Go.
+// The rest of ggml.h's constructors (group and l2 norm, multi-section rope,
+// flash attention, mask ops, convolution, pooling, SSM, in-place variants,
+// custom ops, optimizer and backward ops) and quantization are the work of
+// the ops issue; until they land, they are not reachable from Go.
 package ggml
