@@ -40,12 +40,12 @@
 // Element-wise with broadcast: Add, Sub, Mul, Div; Scale. Functions of one
 // tensor: Abs, Sgn, Neg, Step, Tanh, Elu, Relu, Sigmoid, Hardsigmoid,
 // Hardswish, Exp, Expm1, Softplus, Sqr, Sqrt, Log, Sin, Cos, Floor, Ceil,
-// Round, Trunc, Gelu, GeluErf, GeluQuick, Silu. Reductions: Sum, SumRows,
-// Mean, Argmax. Rows: SoftMax, SoftMaxExt, Norm, RMSNorm. Attention: Rope
-// (normal and NeoX). Gated units: GLU, GLUSplit, Swiglu, Geglu, Reglu.
+// Round, Trunc, Gelu, GeluErf, GeluQuick, Silu, LeakyRelu. Reductions: Sum,
+// SumRows, Mean, Argmax, CountEqual, Cumsum; Argsort. Rows: SoftMax, SoftMaxExt, Norm, RMSNorm. Attention: Rope
+// (normal and NeoX), DiagMaskInf, DiagMaskZero. Gated units: GLU, GLUSplit, Swiglu, Geglu, Reglu.
 // Matrices: MulMat.
 // Shapes and copies: Reshape, View1D..View4D, Permute, Transpose, Cont,
-// Cpy, GetRows, Repeat, Concat.
+// Cpy, GetRows, Repeat, Concat, Pad.
 //
 // The rest of ggml.h's constructors (group and l2 norm, multi-section rope,
 // flash attention, mask ops, convolution, pooling, SSM, in-place variants,

@@ -1,0 +1,152 @@
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"math"
+)
+
+// DiagMaskInf sets to -inf the elements of each matrix of a above the
+// diagonal shifted by nPast: element (i, j) with i > j + nPast
+// (ggml_diag_mask_inf), the causal mask of attention. a must be f32 and
+// contiguous.
+func (c *Context) DiagMaskInf(a *Tensor, nPast int) *Tensor {
+	return c.diagMask("diag_mask_inf", a, nPast, func() *C.struct_ggml_tensor { return C.ggml_diag_mask_inf(c.c, a.c, C.int(nPast)) })
+}
+
+// DiagMaskZero is DiagMaskInf with 0 instead of -inf (ggml_diag_mask_zero).
+func (c *Context) DiagMaskZero(a *Tensor, nPast int) *Tensor {
+	return c.diagMask("diag_mask_zero", a, nPast, func() *C.struct_ggml_tensor { return C.ggml_diag_mask_zero(c.c, a.c, C.int(nPast)) })
+}
+
+func (c *Context) diagMask(op string, a *Tensor, nPast int, f func() *C.struct_ggml_tensor) *Tensor {
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	case !a.IsContiguous():
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	case nPast < 0 || nPast > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("nPast %d must be >= 0", nPast), a)
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, f, a)
+}
+
+// LeakyRelu returns a where a > 0, else slope*a (ggml_leaky_relu). a must
+// be f32 or f16 with contiguous rows.
+func (c *Context) LeakyRelu(a *Tensor, slope float32) *Tensor {
+	const op = "leaky_relu"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeF32 && a.Type() != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16, not %v", a.Type()), a)
+	case !bool(C.ggml_is_contiguous_1(a.c)) || !adjacent(a):
+		return c.fail(op, ErrShape, "a must have contiguous rows; copy it with Cont", a)
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_leaky_relu(c.c, a.c, C.float(slope), false) }, a)
+}
+
+// SortOrder is the order of Argsort (enum ggml_sort_order).
+type SortOrder int
+
+// Sort orders.
+const (
+	SortAsc  SortOrder = C.GGML_SORT_ORDER_ASC
+	SortDesc SortOrder = C.GGML_SORT_ORDER_DESC
+)
+
+// Argsort returns, for each row of a, the indices that sort it: i32 of a's
+// shape (ggml_argsort). a is f32 or i32 with adjacent elements.
+func (c *Context) Argsort(a *Tensor, order SortOrder) *Tensor {
+	const op = "argsort"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	switch {
+	case order != SortAsc && order != SortDesc:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("unknown sort order %d", order), a)
+	case a.Type() != TypeF32 && a.Type() != TypeI32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or i32, not %v", a.Type()), a)
+	case !adjacent(a):
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a)
+	case a.Ne()[0] > math.MaxInt32:
+		return c.fail(op, ErrShape, "rows are longer than an i32 index reaches", a)
+	}
+	if p := c.ensure(op, TypeI32, a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_argsort(c.c, a.c, C.enum_ggml_sort_order(order)) }, a)
+}
+
+// Cumsum returns the running sum along each row of a (ggml_cumsum). a must
+// be f32 with adjacent elements.
+func (c *Context) Cumsum(a *Tensor) *Tensor {
+	const op = "cumsum"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if p := c.rowOp(op, a, TypeF32); p != nil {
+		return p
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cumsum(c.c, a.c) }, a)
+}
+
+// CountEqual returns how many elements of a and b are equal, as one i64
+// (ggml_count_equal). a and b are i32 of the same shape.
+func (c *Context) CountEqual(a, b *Tensor) *Tensor {
+	const op = "count_equal"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeI32 || b.Type() != TypeI32:
+		return c.fail(op, ErrType, fmt.Sprintf("a and b must be i32, not %v and %v", a.Type(), b.Type()), a, b)
+	case !sameShape(a, b):
+		return c.fail(op, ErrShape, "a and b must have the same shape", a, b)
+	}
+	if p := c.ensure(op, TypeI64, [MaxDims]int64{1, 1, 1, 1}, nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_count_equal(c.c, a.c, b.c) }, a, b)
+}
+
+// Pad appends p0..p3 zeros at the end of each dimension of a (ggml_pad).
+// a must be f32 with adjacent elements.
+func (c *Context) Pad(a *Tensor, p0, p1, p2, p3 int) *Tensor {
+	const op = "pad"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if p := c.rowOp(op, a, TypeF32); p != nil {
+		return p
+	}
+	pads := [MaxDims]int{p0, p1, p2, p3}
+	ne := a.Ne()
+	for i, p := range pads {
+		if p < 0 || p > math.MaxInt32 {
+			return c.fail(op, ErrInvalid, fmt.Sprintf("padding %d of dimension %d must be >= 0", p, i), a)
+		}
+		ne[i] += int64(p)
+	}
+	if p := c.ensure(op, a.Type(), ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_pad(c.c, a.c, C.int(p0), C.int(p1), C.int(p2), C.int(p3))
+	}, a)
+}

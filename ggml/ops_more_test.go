@@ -1,0 +1,131 @@
+package ggml_test
+
+import (
+	"math"
+	"sort"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+func TestMasksSortsAndScans(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	const n0, n1, n2 = 7, 7, 2
+	av := randF32(rng, n0*n1*n2)
+	a := e.input(ggml.TypeF32, av, n0, n1, n2)
+	const nPast = 2
+	inf := e.ctx.DiagMaskInf(a, nPast)
+	zero := e.ctx.DiagMaskZero(a, nPast)
+	leaky := e.ctx.LeakyRelu(a, 0.1)
+	asc := e.ctx.Argsort(a, ggml.SortAsc)
+	desc := e.ctx.Argsort(a, ggml.SortDesc)
+	cum := e.ctx.Cumsum(a)
+	pad := e.ctx.Pad(a, 2, 1, 0, 1)
+	iv := make([]int32, 40)
+	jv := make([]int32, 40)
+	want := int64(0)
+	for i := range iv {
+		iv[i], jv[i] = int32(rng.IntN(3)), int32(rng.IntN(3))
+		if iv[i] == jv[i] {
+			want++
+		}
+	}
+	ci := e.input(ggml.TypeI32, iv, 8, 5)
+	cj := e.input(ggml.TypeI32, jv, 8, 5)
+	eq := e.ctx.CountEqual(ci, cj)
+	e.compute(inf, zero, leaky, asc, desc, cum, pad, eq)
+
+	A := fromF32(av, n0, n1, n2)
+	gotInf, _ := ggml.Data[float32](inf)
+	gotZero, _ := ggml.Data[float32](zero)
+	gotLeaky, _ := ggml.Data[float32](leaky)
+	A.each(func(i0, i1, i2, _ int) {
+		k := A.idx(i0, i1, i2, 0)
+		x := A.v[k]
+		if i0 > i1+nPast {
+			require.True(t, math.IsInf(float64(gotInf[k]), -1), "masked (%d,%d)", i0, i1)
+			require.Zero(t, gotZero[k])
+		} else {
+			require.Equal(t, float32(x), gotInf[k])
+			require.Equal(t, float32(x), gotZero[k])
+		}
+		l := x
+		if x < 0 {
+			l = 0.1 * x
+		}
+		require.InDelta(t, l, float64(gotLeaky[k]), 1e-7)
+	})
+
+	gotAsc, _ := ggml.Data[int32](asc)
+	gotDesc, _ := ggml.Data[int32](desc)
+	gotCum, _ := ggml.Data[float32](cum)
+	for r := range n1 * n2 {
+		row := A.v[r*n0 : (r+1)*n0]
+		idx := make([]int, n0)
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(x, y int) bool { return row[idx[x]] < row[idx[y]] })
+		for i := range n0 { // random normals: no ties
+			require.Equal(t, int32(idx[i]), gotAsc[r*n0+i])
+			require.Equal(t, int32(idx[n0-1-i]), gotDesc[r*n0+i])
+		}
+		s, sa := 0.0, 0.0
+		for i := range n0 {
+			s += row[i]
+			sa += math.Abs(row[i])
+			require.InDelta(t, s, float64(gotCum[r*n0+i]), float64(i+1)*1.2e-7*sa+1e-7)
+		}
+	}
+
+	gotPad, _ := ggml.Data[float32](pad)
+	require.Equal(t, [4]int64{n0 + 2, n1 + 1, n2, 2}, pad.Ne())
+	P := newND(n0+2, n1+1, n2, 2)
+	P.each(func(i0, i1, i2, i3 int) {
+		if i0 < n0 && i1 < n1 && i3 == 0 {
+			P.v[P.idx(i0, i1, i2, i3)] = A.at(i0, i1, i2, 0)
+		}
+	})
+	requireClose(t, P, gotPad, func(int) float64 { return 0 })
+
+	gotEq, err := ggml.Data[int64](eq)
+	require.NoError(t, err)
+	require.Equal(t, []int64{want}, gotEq)
+}
+
+func TestMoreMisuse(t *testing.T) {
+	cases := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		{"diag_mask f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.DiagMaskInf(c.NewTensor(ggml.TypeF16, 4, 4), 0) }},
+		{"diag_mask negative past", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.DiagMaskZero(c.NewTensor(ggml.TypeF32, 4, 4), -1) }},
+		{"diag_mask transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.DiagMaskInf(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), 0)
+		}},
+		{"leaky_relu i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.LeakyRelu(c.NewTensor(ggml.TypeI32, 4), 0.1) }},
+		{"argsort f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Argsort(c.NewTensor(ggml.TypeF16, 4), ggml.SortAsc) }},
+		{"argsort order", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Argsort(c.NewTensor(ggml.TypeF32, 4), 7) }},
+		{"cumsum transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cumsum(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3))) }},
+		{"count_equal f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.CountEqual(c.NewTensor(ggml.TypeF32, 4), c.NewTensor(ggml.TypeF32, 4))
+		}},
+		{"count_equal shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.CountEqual(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeI32, 5))
+		}},
+		{"pad negative", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Pad(c.NewTensor(ggml.TypeF32, 4), -1, 0, 0, 0) }},
+		{"pad i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Pad(c.NewTensor(ggml.TypeI32, 4), 1, 0, 0, 0) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+			require.NoError(t, err)
+			defer c.Close()
+			require.ErrorIs(t, tc.op(c).Err(), tc.want)
+		})
+	}
+}
