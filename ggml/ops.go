@@ -155,6 +155,8 @@ func (c *Context) MulMat(a, b *Tensor) *Tensor {
 		return c.fail(op, ErrShape, fmt.Sprintf("b.ne2 (%d) must be a multiple of a.ne2 (%d)", bn[2], an[2]), a, b)
 	case an[3] == 0 || bn[3]%an[3] != 0:
 		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be a multiple of a.ne3 (%d)", bn[3], an[3]), a, b)
+	case !types[a.Type()].vecDot:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml has no dot product for a of type %v", a.Type()), a, b)
 	case a.IsTransposed():
 		return c.fail(op, ErrShape, "a must not be transposed (nb0 > nb1); make it contiguous with Cont", a, b)
 	case a.Nb()[0] != a.Type().Size() || b.Nb()[0] != b.Type().Size():
@@ -498,6 +500,18 @@ func (c *Context) GetRows(a, b *Tensor) *Tensor {
 	case bn[3] != 1:
 		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be 1", bn[3]), a, b)
 	}
+	// ggml's kernel asserts every index is a row of a. Indices that are
+	// graph inputs are checked before compute; computed ones only when they
+	// are bounded by construction (argsort of a row no longer than a's).
+	if b.c.op != C.GGML_OP_NONE {
+		bound, ok := indexBound(b)
+		if !ok {
+			return c.fail(op, ErrInvalid, "row indices computed by the graph cannot be checked against a's rows; compute them in a graph of their own and pass them as an input", a, b)
+		}
+		if bound > an[1] {
+			return c.fail(op, ErrShape, fmt.Sprintf("the indices (an argsort of rows of %d) can exceed a's %d rows", bound, an[1]), a, b)
+		}
+	}
 	ty := TypeF32
 	if a.Type() == TypeI32 {
 		ty = TypeI32
@@ -522,8 +536,14 @@ func (c *Context) Cpy(a, b *Tensor) *Tensor {
 	if !copyTypes(a.Type(), b.Type()) {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot convert %v to %v", a.Type(), b.Type()), a, b)
 	}
-	if b.Type().IsQuantized() && a.Type() != b.Type() && (!a.IsContiguous() || !b.IsContiguous()) {
-		return c.fail(op, ErrShape, "quantizing copies need a and b contiguous; copy a with Cont first", a, b)
+	if b.Type().IsQuantized() && a.Type() != b.Type() {
+		if !a.IsContiguous() || !b.IsContiguous() {
+			return c.fail(op, ErrShape, "quantizing copies need a and b contiguous; copy a with Cont first", a, b)
+		}
+		// ggml quantizes a row of a at a time.
+		if bs := b.Type().BlockSize(); a.Ne()[0]%bs != 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], b.Type(), bs), a, b)
+		}
 	}
 	if p := c.ensure(op, b.Type(), b.Ne(), b, a, b); p != nil {
 		return p
@@ -557,4 +577,27 @@ func copyTypes(from, to Type) bool {
 		}
 	}
 	return false
+}
+
+// indexBound returns an upper bound (exclusive) on the values of an i32
+// tensor the graph computes, when its ops guarantee one: an argsort's
+// indices are below its rows' length; views and copies keep the bound.
+func indexBound(t *Tensor) (int64, bool) {
+	for t != nil && t.live() {
+		switch t.c.op {
+		case C.GGML_OP_ARGSORT:
+			if len(t.srcs) > 0 && t.srcs[0] != nil {
+				return t.srcs[0].Ne()[0], true
+			}
+			return 0, false
+		case C.GGML_OP_VIEW, C.GGML_OP_RESHAPE, C.GGML_OP_PERMUTE, C.GGML_OP_TRANSPOSE, C.GGML_OP_CONT, C.GGML_OP_CPY, C.GGML_OP_GET_ROWS:
+			if len(t.srcs) == 0 || t.srcs[0] == nil || t.srcs[0].Type() != TypeI32 {
+				return 0, false
+			}
+			t = t.srcs[0]
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
 }

@@ -54,6 +54,7 @@ type typeInfo struct {
 	size      uint64 // bytes per block
 	blockSize int64  // elements per block
 	quantized bool
+	vecDot    bool // the CPU has a dot product for it: mul_mat takes it as a
 }
 
 // types caches ggml's type traits, read once at init: Type methods are then
@@ -72,6 +73,7 @@ func init() {
 			size:      uint64(C.ggml_type_size(ct)),
 			blockSize: bs,
 			quantized: bool(C.ggml_is_quantized(ct)),
+			vecDot:    C.ggml_get_type_traits_cpu(ct).vec_dot != nil,
 		}
 	}
 }
