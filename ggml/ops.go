@@ -129,7 +129,7 @@ func (c *Context) Scale(a *Tensor, s float32) *Tensor {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
 	}
 	ne := a.Ne()
-	if !a.IsContiguous() { // ggml asserts padded 1-d rows, its kernel contiguity
+	if !dense(a) { // ggml asserts padded 1-d rows, its kernel contiguity
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
 	}
 	if p := c.ensure(op, a.Type(), ne, nil, a); p != nil {
@@ -176,8 +176,8 @@ func (c *Context) unary(op string, a *Tensor, f func() *C.struct_ggml_tensor) *T
 	if t := a.Type(); t != TypeF32 && t != TypeF16 && (t != TypeBF16 || !unaryBF16[op]) {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16%s, not %v", map[bool]string{true: " or bf16"}[unaryBF16[op]], t), a)
 	}
-	if !bool(C.ggml_is_contiguous_1(a.c)) {
-		return c.fail(op, ErrShape, "a must be contiguous in dimensions >= 1 (ggml_is_contiguous_1); copy it with Cont", a)
+	if !bool(C.ggml_is_contiguous_1(a.c)) || !adjacent(a) {
+		return c.fail(op, ErrShape, "a must be contiguous in dimensions >= 1 (ggml_is_contiguous_1) with adjacent elements in dimension 0; copy it with Cont", a)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
 		return p
@@ -223,7 +223,7 @@ func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
 	if a.Type() != TypeF32 {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), inputs...)
 	}
-	if !a.IsContiguous() {
+	if !dense(a) {
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", inputs...)
 	}
 	if mask != nil {
@@ -231,7 +231,7 @@ func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
 		switch {
 		case mask.Type() != TypeF32 && mask.Type() != TypeF16:
 			return c.fail(op, ErrType, fmt.Sprintf("mask must be f32 or f16, not %v", mask.Type()), inputs...)
-		case !mask.IsContiguous():
+		case !dense(mask):
 			return c.fail(op, ErrShape, "mask must be contiguous", inputs...)
 		case mn[0] != an[0]:
 			return c.fail(op, ErrShape, fmt.Sprintf("mask.ne0 (%d) != a.ne0 (%d)", mn[0], an[0]), inputs...)

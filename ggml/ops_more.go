@@ -28,7 +28,7 @@ func (c *Context) diagMask(op string, a *Tensor, nPast int, f func() *C.struct_g
 	switch {
 	case a.Type() != TypeF32:
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
-	case !a.IsContiguous():
+	case !dense(a):
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
 	case nPast < 0 || nPast > math.MaxInt32:
 		return c.fail(op, ErrInvalid, fmt.Sprintf("nPast %d must be >= 0", nPast), a)

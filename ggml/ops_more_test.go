@@ -107,6 +107,10 @@ func TestMoreMisuse(t *testing.T) {
 		{"diag_mask transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			return c.DiagMaskInf(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), 0)
 		}},
+		{"diag_mask transposed column", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// ggml_is_contiguous passes [1 3] with nb0 = 12; the kernel asserts nb0 = 4.
+			return c.DiagMaskInf(c.Transpose(c.NewTensor(ggml.TypeF32, 3)), 0)
+		}},
 		{"leaky_relu i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.LeakyRelu(c.NewTensor(ggml.TypeI32, 4), 0.1) }},
 		{"argsort f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Argsort(c.NewTensor(ggml.TypeF16, 4), ggml.SortAsc) }},
 		{"argsort order", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Argsort(c.NewTensor(ggml.TypeF32, 4), 7) }},

@@ -12,6 +12,12 @@ import (
 // ggml's row kernels read as a plain array.
 func adjacent(a *Tensor) bool { return a.Nb()[0] == a.Type().Size() }
 
+// dense reports whether a is contiguous and its elements adjacent in
+// dimension 0: ggml_is_contiguous skips dimensions of size 1, so a
+// transposed column passes it with nb0 != the type size, which kernels that
+// assert nb0 == sizeof(float) (diag_mask, ...) reject.
+func dense(a *Tensor) bool { return a.IsContiguous() && adjacent(a) }
+
 // rowOp checks what the row kernels of sum, mean, argmax and the norms
 // need: one of types, and adjacent elements in dimension 0.
 func (c *Context) rowOp(op string, a *Tensor, types ...Type) *Tensor {

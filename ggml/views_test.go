@@ -1,0 +1,124 @@
+package ggml_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// Strided views are where ggml's own shape checks and its kernels disagree
+// (ggml_is_contiguous skips dimensions of size 1, kernels assert nb0). Each
+// one-input op is given views with unusual strides: it either refuses with
+// ErrShape, or computes exactly what it computes on Cont of the same view.
+func TestOpsOnStridedViews(t *testing.T) {
+	ops := []struct {
+		name string
+		f    func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor
+	}{
+		{"scale", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Scale(a, 0.5) }},
+		{"relu", (*ggml.Context).Relu},
+		{"gelu", (*ggml.Context).Gelu},
+		{"silu", (*ggml.Context).Silu},
+		{"abs", (*ggml.Context).Abs},
+		{"neg", (*ggml.Context).Neg},
+		{"tanh", (*ggml.Context).Tanh},
+		{"exp", (*ggml.Context).Exp},
+		{"sqr", (*ggml.Context).Sqr},
+		{"leaky_relu", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.LeakyRelu(a, 0.1) }},
+		{"soft_max", (*ggml.Context).SoftMax},
+		{"sum_rows", (*ggml.Context).SumRows},
+		{"sum", (*ggml.Context).Sum},
+		{"mean", (*ggml.Context).Mean},
+		{"argmax", (*ggml.Context).Argmax},
+		{"norm", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Norm(a, 1e-5) }},
+		{"rms_norm", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.RMSNorm(a, 1e-5) }},
+		{"diag_mask_inf", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.DiagMaskInf(a, 0) }},
+		{"argsort", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Argsort(a, ggml.SortDesc) }},
+		{"cumsum", (*ggml.Context).Cumsum},
+		{"pad", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Pad(a, 1, 1, 0, 0) }},
+		{"cont", (*ggml.Context).Cont},
+		{"transpose_cont", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Transpose(a)) }},
+	}
+	views := []struct {
+		name string
+		ne   []int64
+		f    func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor
+	}{
+		{"column", []int64{3}, (*ggml.Context).Transpose},                      // [1 3], nb0 = 12
+		{"transposed", []int64{3, 2}, (*ggml.Context).Transpose},               // [2 3], nb0 > nb1
+		{"permuted", []int64{3, 1, 2}, func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Permute(x, 1, 0, 2, 3) }},
+		{"every other row", []int64{4, 6}, func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+			return c.View2D(x, 4, 3, 2*x.Nb()[1], 0)
+		}},
+		{"offset rows", []int64{5, 3}, func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+			return c.View2D(x, 3, 3, x.Nb()[1], 2*x.Nb()[0])
+		}},
+	}
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	for _, v := range views {
+		for _, op := range ops {
+			t.Run(v.name+"/"+op.name, func(t *testing.T) {
+				e := newEnv(t)
+				n := 1
+				for _, d := range v.ne {
+					n *= int(d)
+				}
+				vals := make([]float32, n)
+				for i := range vals {
+					vals[i] = float32(rng.NormFloat64())
+				}
+				x := e.input(ggml.TypeF32, vals, v.ne...)
+				view := v.f(e.ctx, x)
+				require.NoError(t, view.Err())
+				got := op.f(e.ctx, view)
+				if err := got.Err(); err != nil {
+					assert.True(t, errors.Is(err, ggml.ErrShape), "a refusal is ErrShape: %v", err)
+					require.NotContains(t, []string{"cont", "transpose_cont"}, op.name, "ggml's copy kernels take any strides")
+					t.Logf("refused: %v", err)
+					return
+				}
+				want := op.f(e.ctx, e.ctx.Cont(view))
+				require.NoError(t, want.Err())
+				e.compute(got, want)
+				require.Equal(t, want.Ne(), got.Ne())
+				g, w := readFloat(t, got), readFloat(t, want)
+				for i := range w {
+					if math.IsNaN(w[i]) {
+						assert.True(t, math.IsNaN(g[i]), "element %d", i)
+						continue
+					}
+					assert.Equal(t, w[i], g[i], "element %d", i)
+				}
+			})
+		}
+	}
+}
+
+// readFloat reads a computed f32 or i32 tensor as float64.
+func readFloat(t *testing.T, x *ggml.Tensor) []float64 {
+	t.Helper()
+	var out []float64
+	switch x.Type() {
+	case ggml.TypeF32:
+		d, err := ggml.Data[float32](x)
+		require.NoError(t, err)
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	case ggml.TypeI32:
+		d, err := ggml.Data[int32](x)
+		require.NoError(t, err)
+		for _, v := range d {
+			out = append(out, float64(v))
+		}
+	default:
+		t.Fatalf("readFloat: %v", x.Type())
+	}
+	return out
+}
