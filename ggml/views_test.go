@@ -50,8 +50,8 @@ func TestOpsOnStridedViews(t *testing.T) {
 		ne   []int64
 		f    func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor
 	}{
-		{"column", []int64{3}, (*ggml.Context).Transpose},                      // [1 3], nb0 = 12
-		{"transposed", []int64{3, 2}, (*ggml.Context).Transpose},               // [2 3], nb0 > nb1
+		{"column", []int64{3}, (*ggml.Context).Transpose},        // [1 3], nb0 = 12
+		{"transposed", []int64{3, 2}, (*ggml.Context).Transpose}, // [2 3], nb0 > nb1
 		{"permuted", []int64{3, 1, 2}, func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Permute(x, 1, 0, 2, 3) }},
 		{"every other row", []int64{4, 6}, func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
 			return c.View2D(x, 4, 3, 2*x.Nb()[1], 0)
