@@ -8,7 +8,7 @@ export CGO_CXXFLAGS := $(CPU_FLAGS)
 
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 
-.PHONY: all setup build test test-short race vet run bench generate fmt clean
+.PHONY: all setup build test test-short race vet run fuzz bench generate fmt clean
 
 all: build
 
@@ -39,6 +39,11 @@ run: setup
 # of BENCH_COUNT runs, as one table (see bench/README.md).
 BENCH_COUNT ?= 5
 BENCH_TIME ?= 300ms
+# Random graphs from the op set; a ggml assert reached is a missing check.
+FUZZ_TIME ?= 3m
+fuzz: setup
+	$(GO) test ./ggml -run '^$$' -fuzz FuzzOps -fuzztime $(FUZZ_TIME)
+
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
 

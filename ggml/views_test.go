@@ -3,7 +3,6 @@ package ggml_test
 import (
 	"errors"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,7 +59,7 @@ func TestOpsOnStridedViews(t *testing.T) {
 			return c.View2D(x, 3, 3, x.Nb()[1], 2*x.Nb()[0])
 		}},
 	}
-	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	rng := newRNG(t)
 	for _, v := range views {
 		for _, op := range ops {
 			t.Run(v.name+"/"+op.name, func(t *testing.T) {
@@ -69,10 +68,7 @@ func TestOpsOnStridedViews(t *testing.T) {
 				for _, d := range v.ne {
 					n *= int(d)
 				}
-				vals := make([]float32, n)
-				for i := range vals {
-					vals[i] = float32(rng.NormFloat64())
-				}
+				vals := randF32(rng, n)
 				x := e.input(ggml.TypeF32, vals, v.ne...)
 				view := v.f(e.ctx, x)
 				require.NoError(t, view.Err())
