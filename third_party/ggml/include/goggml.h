@@ -58,6 +58,12 @@ static inline bool goggml_abort_flag(void * data) {
 	return __atomic_load_n((int *)data, __ATOMIC_RELAXED) != 0;
 }
 
+// goggml_to_float runs a type's to-float conversion: cgo cannot call the
+// function pointer in ggml_type_traits itself. The caller checks it is set.
+static inline void goggml_to_float(enum ggml_type type, const void * x, float * y, int64_t n) {
+	ggml_get_type_traits(type)->to_float(x, y, n);
+}
+
 // Multi-buffers: exported by ggml-base but declared only in its internal
 // header (src/ggml-backend-impl.h), which is not on our include path.
 extern ggml_backend_buffer_t ggml_backend_multi_buffer_alloc_buffer(ggml_backend_buffer_t * buffers, size_t n_buffers);
