@@ -49,6 +49,20 @@
 //
 // The rest of ggml.h's constructors (group and l2 norm, multi-section rope,
 // flash attention, mask ops, convolution, pooling, SSM, in-place variants,
-// custom ops, optimizer and backward ops) and quantization are the work of
-// the ops issue; until they land, they are not reachable from Go.
+// custom ops, optimizer and backward ops) are the work of the ops issue;
+// until they land, they are not reachable from Go.
+//
+// # Quantization
+//
+// Quantize converts float32 rows to any type ggml can produce
+// (Type.CanQuantize), with an importance matrix where the type needs one
+// (Type.RequiresImatrix); Dequantize converts blocks back to float32;
+// ValidateRowData checks bytes read from a file for NaN and Inf. Inputs
+// that ggml's quantizers abort on are refused with ErrInvalid.
+//
+// # Fuzzing
+//
+// FuzzOps, FuzzQuantize and FuzzDequantize (make fuzz) throw random graphs,
+// values and bytes at the package; the inputs that once crashed ggml are
+// their seed corpus in testdata/fuzz.
 package ggml
