@@ -83,6 +83,7 @@ func Quantize(t Type, src []float32, nPerRow int64, imatrix []float32) ([]byte, 
 		return nil, fmt.Errorf("%w: quantize: len(src) (%d) is not a whole number of rows of %d", ErrShape, len(src), nPerRow)
 	}
 	nrows := int64(len(src)) / nPerRow
+	grid := gridSearch[types[t].name]
 	if imatrix == nil && t.RequiresImatrix() {
 		return nil, fmt.Errorf("%w: quantize: %v needs an importance matrix (ggml_quantize_requires_imatrix)", ErrInvalid, t)
 	}
@@ -90,7 +91,6 @@ func Quantize(t Type, src []float32, nPerRow int64, imatrix []float32) ([]byte, 
 		if int64(len(imatrix)) != nPerRow {
 			return nil, fmt.Errorf("%w: quantize: imatrix has %d values, want one per column (%d)", ErrShape, len(imatrix), nPerRow)
 		}
-		grid := gridSearch[types[t].name]
 		for i, w := range imatrix {
 			if !(w >= 0) || math.IsInf(float64(w), 0) {
 				return nil, fmt.Errorf("%w: quantize: imatrix[%d] = %v: importances must be finite and >= 0", ErrInvalid, i, w)
@@ -102,7 +102,6 @@ func Quantize(t Type, src []float32, nPerRow int64, imatrix []float32) ([]byte, 
 	}
 	if t.IsQuantized() {
 		hi := math.Inf(1)
-		grid := gridSearch[types[t].name]
 		if grid {
 			hi = gridMax
 		}
