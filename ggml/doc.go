@@ -37,11 +37,11 @@
 //
 // # Ops
 //
-// Element-wise with broadcast: Add, Sub, Mul, Div; Scale. Functions of one
+// Element-wise with broadcast: Add, Sub, Mul, Div; Scale, ScaleBias. Functions of one
 // tensor: Abs, Sgn, Neg, Step, Tanh, Elu, Relu, Sigmoid, Hardsigmoid,
 // Hardswish, Exp, Expm1, Softplus, Sqr, Sqrt, Log, Sin, Cos, Floor, Ceil,
 // Round, Trunc, Gelu, GeluErf, GeluQuick, Silu, LeakyRelu. Reductions: Sum,
-// SumRows, Mean, Argmax, CountEqual, Cumsum; Argsort. Rows: SoftMax, SoftMaxExt, Norm, RMSNorm. Attention: Rope
+// SumRows, Mean, Argmax, CountEqual, Cumsum; Argsort. Rows: SoftMax, SoftMaxExt, Norm, RMSNorm, L2Norm. Attention: Rope
 // (normal and NeoX), DiagMaskInf, DiagMaskZero. Gated units: GLU, GLUSplit, Swiglu, Geglu, Reglu.
 // Matrices: MulMat.
 // Shapes and copies: Reshape, View1D..View4D, Permute, Transpose, Cont,

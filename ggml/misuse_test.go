@@ -43,6 +43,10 @@ func TestMisuse(t *testing.T) {
 		{"add transposed a", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Add(c.Transpose(f32(c, 4, 3)), f32(c, 3, 4)) }},
 		{"add strided b broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Add(f32(c, 3, 4, 2), c.Transpose(f32(c, 4, 3))) }},
 		{"scale f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Scale(c.NewTensor(ggml.TypeF16, 4), 2) }},
+		{"scale_bias i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.ScaleBias(c.NewTensor(ggml.TypeI32, 4), 2, 1) }},
+		{"scale_bias transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.ScaleBias(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), 2, 1)
+		}},
 		{"scale of a padded view", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Scale(c.View2D(f32(c, 4, 4), 2, 3, 16, 0), 2) }},
 		{"mul_mat transposed b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMat(f32(c, 4, 4), c.Transpose(f32(c, 2, 4))) }},
 		{"add quantized a broadcast b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {

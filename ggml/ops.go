@@ -121,21 +121,28 @@ func (c *Context) Div(a, b *Tensor) *Tensor {
 
 // Scale returns a * s (ggml_scale). a must be f32 and contiguous.
 func (c *Context) Scale(a *Tensor, s float32) *Tensor {
-	const op = "scale"
+	return c.scale("scale", a, func() *C.struct_ggml_tensor { return C.ggml_scale(c.c, a.c, C.float(s)) })
+}
+
+// ScaleBias returns a*s + b (ggml_scale_bias). a must be f32 and contiguous.
+func (c *Context) ScaleBias(a *Tensor, s, b float32) *Tensor {
+	return c.scale("scale_bias", a, func() *C.struct_ggml_tensor { return C.ggml_scale_bias(c.c, a.c, C.float(s), C.float(b)) })
+}
+
+func (c *Context) scale(op string, a *Tensor, f func() *C.struct_ggml_tensor) *Tensor {
 	if p := c.begin(op, a); p != nil {
 		return p
 	}
 	if a.Type() != TypeF32 {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
 	}
-	ne := a.Ne()
 	if !dense(a) { // ggml asserts padded 1-d rows, its kernel contiguity
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
 	}
-	if p := c.ensure(op, a.Type(), ne, nil, a); p != nil {
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
 		return p
 	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_scale(c.c, a.c, C.float(s)) }, a)
+	return c.call(op, f, a)
 }
 
 // MulMat returns the matrix product of a and b as ggml defines it: with a of

@@ -119,6 +119,12 @@ func (c *Context) RMSNorm(a *Tensor, eps float32) *Tensor {
 	return c.norm("rms_norm", a, eps, func() *C.struct_ggml_tensor { return C.ggml_rms_norm(c.c, a.c, C.float(eps)) })
 }
 
+// L2Norm divides each row of a by its Euclidean length, or by eps where
+// that is larger: x / max(sqrt(sum(x²)), eps) (ggml_l2_norm). a must be f32.
+func (c *Context) L2Norm(a *Tensor, eps float32) *Tensor {
+	return c.norm("l2_norm", a, eps, func() *C.struct_ggml_tensor { return C.ggml_l2_norm(c.c, a.c, C.float(eps)) })
+}
+
 // repeatTypes are the types ggml's CPU repeat kernel takes.
 var repeatTypes = map[Type]bool{TypeF32: true, TypeF16: true, TypeBF16: true, TypeI16: true, TypeI32: true}
 

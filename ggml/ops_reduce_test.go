@@ -102,6 +102,34 @@ func TestNorms(t *testing.T) {
 	}
 }
 
+func TestL2Norm(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	const n0, n1 = 48, 5
+	av := randF32(rng, n0*n1)
+	for i := range n0 { // a row of zeros: the length falls below eps
+		av[2*n0+i] = 0
+	}
+	av[2*n0+3] = 1e-9
+	const eps = 1e-6
+	out := e.ctx.L2Norm(e.input(ggml.TypeF32, av, n0, n1), eps)
+	e.compute(out)
+	got, err := ggml.Data[float32](out)
+	require.NoError(t, err)
+	ref := fromF32(av, n0, n1)
+	for r := range n1 {
+		row := ref.v[r*n0 : (r+1)*n0]
+		ss := 0.0
+		for _, v := range row {
+			ss += v * v
+		}
+		for i := range row {
+			row[i] /= math.Max(math.Sqrt(ss), eps)
+		}
+	}
+	requireClose(t, ref, got, func(i int) float64 { return n0 * 1.2e-7 * math.Max(1e-3, math.Abs(ref.v[i])) })
+}
+
 func TestRepeatConcat(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
@@ -145,6 +173,11 @@ func TestReduceMisuse(t *testing.T) {
 		{"mean f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Mean(c.NewTensor(ggml.TypeF16, 4)) }},
 		{"argmax 3-d", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Argmax(c.NewTensor(ggml.TypeF32, 4, 3, 2)) }},
 		{"norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Norm(c.NewTensor(ggml.TypeF16, 4), 1e-5) }},
+		{"l2_norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.L2Norm(c.NewTensor(ggml.TypeF16, 4), 1e-6) }},
+		{"l2_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.L2Norm(c.NewTensor(ggml.TypeF32, 4), -1) }},
+		{"l2_norm transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.L2Norm(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), 1e-6)
+		}},
 		{"rms_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.RMSNorm(c.NewTensor(ggml.TypeF32, 4), -1) }},
 		{"rms_norm NaN eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
 			return c.RMSNorm(c.NewTensor(ggml.TypeF32, 4), float32(math.NaN()))

@@ -105,6 +105,25 @@ func TestScale(t *testing.T) {
 	requireClose(t, ref, got, relTol(ref, f32Rel))
 }
 
+func TestScaleBias(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	av := randF32(rng, 4*7*2)
+	s, b := float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	out := e.ctx.ScaleBias(e.input(ggml.TypeF32, av, 4, 7, 2), s, b)
+	e.compute(out)
+	got, err := ggml.Data[float32](out)
+	require.NoError(t, err)
+	ref := fromF32(av, 4, 7, 2)
+	for i := range ref.v {
+		ref.v[i] = ref.v[i]*float64(s) + float64(b)
+	}
+	// a*s rounds once and +b once: absolute error within f32 eps of |a*s| + |result|.
+	requireClose(t, ref, got, func(i int) float64 {
+		return 1.2e-7 * (math.Abs(float64(av[i])*float64(s)) + math.Abs(ref.v[i]) + 1e-30)
+	})
+}
+
 func TestUnaryOps(t *testing.T) {
 	rng := newRNG(t)
 	// gelu on f32 goes through ggml's f16 table: x and the result are

@@ -37,6 +37,8 @@ func TestOpsOnStridedViews(t *testing.T) {
 		{"argmax", (*ggml.Context).Argmax},
 		{"norm", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Norm(a, 1e-5) }},
 		{"rms_norm", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.RMSNorm(a, 1e-5) }},
+		{"l2_norm", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.L2Norm(a, 1e-5) }},
+		{"scale_bias", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.ScaleBias(a, 0.5, 2) }},
 		{"diag_mask_inf", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.DiagMaskInf(a, 0) }},
 		{"argsort", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Argsort(a, ggml.SortDesc) }},
 		{"cumsum", (*ggml.Context).Cumsum},
