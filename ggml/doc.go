@@ -45,7 +45,7 @@
 // (normal and NeoX), DiagMaskInf, DiagMaskZero. Gated units: GLU, GLUSplit, Swiglu, Geglu, Reglu.
 // Matrices: MulMat.
 // Shapes and copies: Reshape, View1D..View4D, Permute, Transpose, Cont,
-// Cpy, GetRows, Repeat, Concat, Pad.
+// Cpy, GetRows, Repeat, Concat, Pad. Sequences: Arange.
 //
 // The rest of ggml.h's constructors (group and l2 norm, multi-section rope,
 // flash attention, mask ops, convolution, pooling, SSM, in-place variants,

@@ -150,3 +150,31 @@ func (c *Context) Pad(a *Tensor, p0, p1, p2, p3 int) *Tensor {
 		return C.ggml_pad(c.c, a.c, C.int(p0), C.int(p1), C.int(p2), C.int(p3))
 	}, a)
 }
+
+// Arange returns the f32 vector start, start+step, ... up to but not
+// including stop: ceil((stop-start)/step) values, computed in float32 as
+// ggml does (ggml_arange). It needs finite arguments, stop > start and
+// step > 0.
+func (c *Context) Arange(start, stop, step float32) *Tensor {
+	const op = "arange"
+	if p := c.begin(op); p != nil {
+		return p
+	}
+	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	switch {
+	case !finite(start) || !finite(stop) || !finite(step):
+		return c.fail(op, ErrInvalid, fmt.Sprintf("start %g, stop %g and step %g must be finite", start, stop, step))
+	case !(stop > start):
+		return c.fail(op, ErrInvalid, fmt.Sprintf("stop %g must be > start %g", stop, start))
+	case !(step > 0):
+		return c.fail(op, ErrInvalid, fmt.Sprintf("step %g must be > 0", step))
+	}
+	n := math.Ceil(float64((stop - start) / step)) // float32 division, as in C
+	if !(n >= 1 && n <= 1<<40) {
+		return c.fail(op, ErrShape, fmt.Sprintf("(stop-start)/step gives %g values: must be 1 to 2^40", n))
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{int64(n), 1, 1, 1}, nil); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_arange(c.c, C.float(start), C.float(stop), C.float(step)) })
+}

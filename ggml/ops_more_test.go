@@ -5,6 +5,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -96,6 +97,28 @@ func TestMasksSortsAndScans(t *testing.T) {
 	require.Equal(t, []int64{want}, gotEq)
 }
 
+func TestArange(t *testing.T) {
+	rng := newRNG(t)
+	for range 5 {
+		start := float32(rng.NormFloat64() * 10)
+		stop := start + float32(1+rng.Float64()*50)
+		step := float32(0.1 + rng.Float64()*3)
+		e := newEnv(t)
+		out := e.ctx.Arange(start, stop, step)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		got, err := ggml.Data[float32](out)
+		require.NoError(t, err)
+		want := int(math.Ceil(float64(stop-start) / float64(step)))
+		require.InDelta(t, want, len(got), 1, "count of %g..%g by %g", start, stop, step) // f32 rounding of the quotient
+		for i, v := range got {
+			ref := float64(start) + float64(step)*float64(i)
+			assert.InDelta(t, ref, float64(v), 2.4e-7*(math.Abs(ref)+math.Abs(float64(step)*float64(i)))+1e-30, "element %d", i)
+			assert.Less(t, float64(v), float64(stop)+float64(step)/2, "element %d is before stop (within f32 rounding of the count)", i)
+		}
+	}
+}
+
 func TestMoreMisuse(t *testing.T) {
 	cases := []struct {
 		name string
@@ -122,6 +145,11 @@ func TestMoreMisuse(t *testing.T) {
 			return c.CountEqual(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeI32, 5))
 		}},
 		{"pad negative", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Pad(c.NewTensor(ggml.TypeF32, 4), -1, 0, 0, 0) }},
+		{"arange stop <= start", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(3, 3, 1) }},
+		{"arange step 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, 0) }},
+		{"arange negative step", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, -1) }},
+		{"arange nan", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(float32(math.NaN()), 3, 1) }},
+		{"arange huge", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 1e30, 1e-10) }},
 		{"pad i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Pad(c.NewTensor(ggml.TypeI32, 4), 1, 0, 0, 0) }},
 	}
 	for _, tc := range cases {
