@@ -37,7 +37,7 @@
 //
 // # Ops
 //
-// Element-wise with broadcast: Add, Sub, Mul, Div; Scale, ScaleBias. Functions of one
+// Element-wise with broadcast: Add, Sub, Mul, Div; Add1, Scale, ScaleBias. Functions of one
 // tensor: Abs, Sgn, Neg, Step, Tanh, Elu, Relu, Sigmoid, Hardsigmoid,
 // Hardswish, Exp, Expm1, Softplus, Sqr, Sqrt, Log, Sin, Cos, Floor, Ceil,
 // Round, Trunc, Gelu, GeluErf, GeluQuick, Silu, LeakyRelu. Reductions: Sum,

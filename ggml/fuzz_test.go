@@ -113,7 +113,18 @@ func FuzzOps(f *testing.F) {
 			case 28:
 				out = c.View1D(a, int64(r.n(20)), uint64(r.n(40)))
 			default:
-				out = c.Silu(a)
+				switch r.n(5) {
+				case 0:
+					out = c.ScaleBias(a, float32(r.n(5))-2, 1)
+				case 1:
+					out = c.L2Norm(a, float32(r.n(3))-1)
+				case 2:
+					out = c.Add1(a, b)
+				case 3:
+					out = c.Arange(float32(r.n(9))-4, float32(r.n(9))-4, float32(r.n(5))-1)
+				default:
+					out = c.Silu(a)
+				}
 			}
 			if out.Err() == nil {
 				pool = append(pool, out)

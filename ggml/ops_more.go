@@ -178,3 +178,28 @@ func (c *Context) Arange(start, stop, step float32) *Tensor {
 	}
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_arange(c.c, C.float(start), C.float(stop), C.float(step)) })
 }
+
+// Add1 returns a + b, b a tensor of one element added to every element of
+// a (ggml_add1). a is f32, f16 or bf16 and contiguous; b is f32 or of a's
+// type.
+func (c *Context) Add1(a, b *Tensor) *Tensor {
+	const op = "add1"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	at, bt := a.Type(), b.Type()
+	switch {
+	case at != TypeF32 && at != TypeF16 && at != TypeBF16:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels take a of f32, f16 or bf16, not %v", at), a, b)
+	case bt != TypeF32 && bt != at:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32 or a's type %v, not %v", at, bt), a, b)
+	case b.Elements() != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("b must hold one element, not %d", b.Elements()), a, b)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a, b)
+	}
+	if p := c.ensure(op, at, a.Ne(), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add1(c.c, a.c, b.c) }, a, b)
+}

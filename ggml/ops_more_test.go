@@ -119,6 +119,30 @@ func TestArange(t *testing.T) {
 	}
 }
 
+func TestAdd1(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	av := randF32(rng, 5*3*2)
+	bv := randF32(rng, 1)
+	a := e.input(ggml.TypeF32, av, 5, 3, 2)
+	b := e.input(ggml.TypeF32, bv, 1)
+	ah := e.input(ggml.TypeF16, toF16(av), 5, 3, 2)
+	out, outh := e.ctx.Add1(a, b), e.ctx.Add1(ah, b)
+	e.compute(out, outh)
+	got, err := ggml.Data[float32](out)
+	require.NoError(t, err)
+	goth, err := ggml.Data[uint16](outh)
+	require.NoError(t, err)
+	ahv := fromF16Slice(toF16(av))
+	for i := range av {
+		ref := float64(av[i]) + float64(bv[0])
+		assert.InDelta(t, ref, float64(got[i]), 1.2e-7*math.Abs(ref)+1e-30, "f32 element %d", i)
+		// f16: a rounded to f16 on input, the sum rounded to f16 on output.
+		refh := ahv[i] + float64(bv[0])
+		assert.InDelta(t, refh, f16ToF64(goth[i]), math.Abs(refh)/2048+6e-8, "f16 element %d", i)
+	}
+}
+
 func TestMoreMisuse(t *testing.T) {
 	cases := []struct {
 		name string
@@ -145,6 +169,18 @@ func TestMoreMisuse(t *testing.T) {
 			return c.CountEqual(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeI32, 5))
 		}},
 		{"pad negative", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Pad(c.NewTensor(ggml.TypeF32, 4), -1, 0, 0, 0) }},
+		{"add1 b not scalar", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.NewTensor(ggml.TypeF32, 4), c.NewTensor(ggml.TypeF32, 2))
+		}},
+		{"add1 i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeI32, 1))
+		}},
+		{"add1 f32 + f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.NewTensor(ggml.TypeF32, 4), c.NewTensor(ggml.TypeF16, 1))
+		}},
+		{"add1 transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), c.NewTensor(ggml.TypeF32, 1))
+		}},
 		{"arange stop <= start", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(3, 3, 1) }},
 		{"arange step 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, 0) }},
 		{"arange negative step", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, -1) }},
