@@ -191,11 +191,17 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 // inputs, where that data is already known: inputs that are leafs in host
 // memory. (Inputs computed by the graph itself cannot be checked ahead.)
 func checkNodeData(t *Tensor) error {
-	if t.c.op != C.GGML_OP_GET_ROWS {
+	var a, idx *C.struct_ggml_tensor
+	var op string
+	switch t.c.op {
+	case C.GGML_OP_GET_ROWS:
+		a, idx, op = t.c.src[0], t.c.src[1], "get_rows"
+	case C.GGML_OP_SET_ROWS:
+		a, idx, op = t.c, t.c.src[1], "set_rows"
+	default:
 		return nil
 	}
-	a, idx := t.c.src[0], t.c.src[1]
-	if idx == nil || idx.op != C.GGML_OP_NONE || idx._type != C.GGML_TYPE_I32 || idx.data == nil {
+	if idx == nil || idx.op != C.GGML_OP_NONE || (idx._type != C.GGML_TYPE_I32 && idx._type != C.GGML_TYPE_I64) || idx.data == nil {
 		return nil
 	}
 	if buf := bufferOf(idx); buf != nil && !bool(C.ggml_backend_buffer_is_host(buf)) {
@@ -207,10 +213,21 @@ func checkNodeData(t *Tensor) error {
 		for i1 := range int64(ne[1]) {
 			for i0 := range int64(ne[0]) {
 				off := uintptr(i0)*uintptr(nb[0]) + uintptr(i1)*uintptr(nb[1]) + uintptr(i2)*uintptr(nb[2])
-				v := int64(*(*int32)(unsafe.Add(idx.data, off)))
+				var v int64
+				if idx._type == C.GGML_TYPE_I32 {
+					v = int64(*(*int32)(unsafe.Add(idx.data, off)))
+				} else {
+					v = *(*int64)(unsafe.Add(idx.data, off))
+				}
 				if v < 0 || v >= rows {
-					return &OpError{Op: "get_rows", Inputs: []string{"a " + t.srcs[0].describe(), "b " + t.srcs[1].describe()},
-						Rule: fmt.Sprintf("row index b[%d,%d,%d] = %d is outside a's %d rows", i0, i1, i2, v, rows), Err: ErrInvalid}
+					var inputs []string
+					for i, s := range t.srcs {
+						if s != nil {
+							inputs = append(inputs, string(rune('a'+i))+" "+s.describe())
+						}
+					}
+					return &OpError{Op: op, Inputs: inputs,
+						Rule: fmt.Sprintf("row index [%d,%d,%d] = %d is outside the %d rows", i0, i1, i2, v, rows), Err: ErrInvalid}
 				}
 			}
 		}

@@ -63,7 +63,8 @@ func newEnv(t testing.TB) *env {
 	return &env{t: t, be: cpuBackend(t), ctx: ctx}
 }
 
-// input creates an input tensor holding data ([]float32, []int32 or []uint16).
+// input creates an input tensor holding data ([]float32, []int32, []int64
+// or []uint16).
 func (e *env) input(ty ggml.Type, data any, ne ...int64) *ggml.Tensor {
 	x := e.ctx.NewTensor(ty, ne...).SetInput()
 	e.inputs = append(e.inputs, func() error {
@@ -73,6 +74,8 @@ func (e *env) input(ty ggml.Type, data any, ne ...int64) *ggml.Tensor {
 		case []int32:
 			return ggml.SetData(x, d)
 		case []uint16:
+			return ggml.SetData(x, d)
+		case []int64:
 			return ggml.SetData(x, d)
 		}
 		return fmt.Errorf("unsupported input %T", data)

@@ -98,8 +98,19 @@ func TestMisuse(t *testing.T) {
 			return c.GetRows(c.NewTensor(ggml.TypeI16, 4, 5), c.NewTensor(ggml.TypeI32, 3))
 		}},
 		{"cpy count", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(f32(c, 4), f32(c, 5)) }},
-		{"cpy i32 to f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(c.NewTensor(ggml.TypeI32, 4), f32(c, 4)) }},
-		{"cpy q8_0 to f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(c.NewTensor(ggml.TypeQ8_0, 32), f32(c, 32)) }},
+		{"cpy i32 to f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Cpy(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeF16, 4))
+		}},
+		{"cpy q8_0 to f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Cpy(c.NewTensor(ggml.TypeQ8_0, 32), c.NewTensor(ggml.TypeF16, 32))
+		}},
+		{"cpy f32 to iq2_xxs (no CPU quantizer)", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Cpy(f32(c, 256), c.NewTensor(ggml.TypeIQ2_XXS, 256))
+		}},
+		{"cpy q4_0 to f32 view of partial blocks", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			b := f32(c, 16, 4)
+			return c.Cpy(c.NewTensor(ggml.TypeQ4_0, 32), c.View2D(b, 8, 4, b.Nb()[1], 0))
+		}},
 		{"set_param on op result", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
 			return c.Relu(f32(c, 4)).SetParam() // the error is on the context
 		}},

@@ -552,6 +552,12 @@ func (c *Context) Cpy(a, b *Tensor) *Tensor {
 			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], b.Type(), bs), a, b)
 		}
 	}
+	if a.Type().IsQuantized() && a.Type() != b.Type() {
+		// ggml dequantizes a block at a time into b's rows.
+		if !adjacent(b) || (b.Ne()[0]%a.Type().BlockSize() != 0 && !b.IsContiguous()) {
+			return c.fail(op, ErrShape, fmt.Sprintf("dequantizing copies need b's elements adjacent, and b contiguous unless b.ne0 is a multiple of %v's block size %d", a.Type(), a.Type().BlockSize()), a, b)
+		}
+	}
 	if p := c.ensure(op, b.Type(), b.Ne(), b, a, b); p != nil {
 		return p
 	}
@@ -567,9 +573,10 @@ var getRowsTypes = map[Type]bool{
 	TypeIQ4_NL: true, TypeIQ4_XS: true, TypeIQ3_S: true, TypeIQ2_S: true,
 }
 
-// copyTypes reports whether ggml's copy kernels (cpy, cont, dup) convert
-// from to to: any type to itself, between f32, f16 and bf16, and f32 to the
-// basic quantized types.
+// copyTypes reports whether ggml's copy kernels (cpy, cont, dup, cast)
+// convert from to to: any type to itself, between f32, f16 and bf16, f32
+// to and from i32, f32, f16 and bf16 to any type the CPU quantizes to
+// (from_float), and any quantized type to f32.
 func copyTypes(from, to Type) bool {
 	isFloat := func(t Type) bool { return t == TypeF32 || t == TypeF16 || t == TypeBF16 }
 	switch {
@@ -577,22 +584,23 @@ func copyTypes(from, to Type) bool {
 		return true
 	case isFloat(from) && isFloat(to):
 		return true
-	case from == TypeF32:
-		switch to {
-		case TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0, TypeIQ4_NL:
-			return true
-		}
+	case from == TypeF32 && to == TypeI32, from == TypeI32 && to == TypeF32:
+		return true
+	case isFloat(from) && to.IsQuantized():
+		return types[to].fromFloat
+	case from.IsQuantized() && to == TypeF32:
+		return from.CanDequantize()
 	}
 	return false
 }
 
 // indexBound returns an upper bound (exclusive) on the values of an i32
 // tensor the graph computes, when its ops guarantee one: an argsort's
-// indices are below its rows' length; views and copies keep the bound.
+// or top_k's indices are below its rows' length; views and copies keep the bound.
 func indexBound(t *Tensor) (int64, bool) {
 	for t != nil && t.live() {
 		switch t.c.op {
-		case C.GGML_OP_ARGSORT:
+		case C.GGML_OP_ARGSORT, C.GGML_OP_TOP_K:
 			if len(t.srcs) > 0 && t.srcs[0] != nil {
 				return t.srcs[0].Ne()[0], true
 			}

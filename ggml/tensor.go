@@ -184,8 +184,11 @@ func (c *Context) result(p *C.struct_ggml_tensor, inputs ...*Tensor) *Tensor {
 	}
 	srcs := c.srcSlice(n)
 	ok := true
+	self := -1 // ggml_cast names its result as its own src[1]
 	for i := range n {
-		if s := p.src[i]; s != nil {
+		if s := p.src[i]; s == p {
+			self = i
+		} else if s != nil {
 			if srcs[i] = findIn(inputs, s); srcs[i] == nil {
 				ok = false
 				break
@@ -198,7 +201,11 @@ func (c *Context) result(p *C.struct_ggml_tensor, inputs ...*Tensor) *Tensor {
 		ok = vs != nil
 	}
 	if ok {
-		return c.wrap(p, srcs, vs)
+		t := c.wrap(p, srcs, vs)
+		if self >= 0 {
+			t.srcs[self] = t
+		}
+		return t
 	}
 	return c.resultDeep(p, append([]*Tensor(nil), inputs...))
 }
@@ -219,10 +226,13 @@ func (c *Context) resultDeep(p *C.struct_ggml_tensor, inputs []*Tensor) *Tensor 
 				n = i + 1
 			}
 		}
+		self := -1
 		if n > 0 {
 			srcs = make([]*Tensor, n)
 			for i := range n {
-				if s := q.src[i]; s != nil {
+				if s := q.src[i]; s == q {
+					self = i
+				} else if s != nil {
 					srcs[i] = mk(s)
 				}
 			}
@@ -232,6 +242,9 @@ func (c *Context) resultDeep(p *C.struct_ggml_tensor, inputs []*Tensor) *Tensor 
 			vs = mk(q.view_src)
 		}
 		t := c.wrap(q, srcs, vs)
+		if self >= 0 {
+			t.srcs[self] = t
+		}
 		inputs = append(inputs, t)
 		return t
 	}

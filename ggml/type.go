@@ -55,6 +55,7 @@ type typeInfo struct {
 	blockSize int64  // elements per block
 	quantized bool
 	vecDot    bool // the CPU has a dot product for it: mul_mat takes it as a
+	fromFloat bool // the CPU converts f32 rows to it (set_rows, mul_mat's b)
 }
 
 // types caches ggml's type traits, read once at init: Type methods are then
@@ -74,6 +75,7 @@ func init() {
 			blockSize: bs,
 			quantized: bool(C.ggml_is_quantized(ct)),
 			vecDot:    C.ggml_get_type_traits_cpu(ct).vec_dot != nil,
+			fromFloat: C.ggml_get_type_traits_cpu(ct).from_float != nil,
 		}
 	}
 }

@@ -64,6 +64,19 @@ static inline void goggml_to_float(enum ggml_type type, const void * x, float * 
 	ggml_get_type_traits(type)->to_float(x, y, n);
 }
 
+// goggml_clamp_new builds a clamp node whose result is a tensor of its own:
+// ggml_clamp makes the result a view of a, so computing it overwrites a.
+// The CPU and GPU clamp kernels read src[0] and write the result, so either
+// layout computes the same values. Written for go-ggml.
+static inline struct ggml_tensor * goggml_clamp_new(struct ggml_context * ctx, struct ggml_tensor * a, float lo, float hi) {
+	struct ggml_tensor * r = ggml_dup_tensor(ctx, a);
+	float p[2] = {lo, hi};
+	memcpy(r->op_params, p, sizeof(p));
+	r->op = GGML_OP_CLAMP;
+	r->src[0] = a;
+	return r;
+}
+
 // Multi-buffers: exported by ggml-base but declared only in its internal
 // header (src/ggml-backend-impl.h), which is not on our include path.
 extern ggml_backend_buffer_t ggml_backend_multi_buffer_alloc_buffer(ggml_backend_buffer_t * buffers, size_t n_buffers);
