@@ -5,17 +5,29 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 )
 
 // RopeMode is how Rope pairs up the dimensions it rotates.
 type RopeMode int
 
-// Rope modes (GGML_ROPE_TYPE_*). The multi-section modes (mrope, vision)
-// need ggml_rope_multi, which the ops work has still to bring.
+// Rope modes (GGML_ROPE_TYPE_*). The multi-section modes take the angle of
+// each pair from one of four position components (RopeParams.Sections).
 const (
 	RopeNormal RopeMode = C.GGML_ROPE_TYPE_NORMAL // pairs (x[2i], x[2i+1]), as LLaMA
 	RopeNeoX   RopeMode = C.GGML_ROPE_TYPE_NEOX   // pairs (x[i], x[i+dims/2]), as GPT-NeoX
+	// RopeMRope pairs as NeoX; pair i turns by position component s, the
+	// section that i mod sum(Sections) falls in (Qwen2-VL's M-RoPE).
+	RopeMRope RopeMode = C.GGML_ROPE_TYPE_MROPE
+	// RopeIMRope is RopeMRope with the sections interleaved (Qwen3-VL).
+	RopeIMRope RopeMode = C.GGML_ROPE_TYPE_IMROPE
+	// RopeVision rotates pairs (x[i], x[i+dims]) over the whole row, with
+	// Dims = ne0/2; each section restarts its frequencies (vision encoders).
+	RopeVision RopeMode = C.GGML_ROPE_TYPE_VISION
 )
+
+// multi reports whether the mode is one of the multi-section modes.
+func (m RopeMode) multi() bool { return m&C.GGML_ROPE_TYPE_MROPE != 0 }
 
 // RopeParams are Rope's parameters (those of ggml_rope_ext).
 type RopeParams struct {
@@ -31,13 +43,28 @@ type RopeParams struct {
 	// FreqFactors, if not nil, divides each pair's frequency: f32 with at
 	// least Dims/2 elements.
 	FreqFactors *Tensor
+	// Sections, for the multi-section modes only, are the numbers of pairs
+	// that take their angle from each of the four position components
+	// (time, height, width, extra); pos then holds 4·a.ne2 positions,
+	// component-major.
+	Sections [4]int
 }
 
 // Rope rotates pairs of dimensions of each row of a by angles that grow
-// with the row's position, read from pos (i32, one per a.ne2) (ggml_rope_ext).
-// a is f32 or f16 with adjacent elements in dimension 0.
+// with the row's position, read from pos (i32, one per a.ne2, or four per
+// a.ne2 in the multi-section modes) (ggml_rope_ext, or ggml_rope_multi for
+// the multi-section modes). a is f32 or f16 with adjacent elements.
 func (c *Context) Rope(a, pos *Tensor, p RopeParams) *Tensor {
-	const op = "rope"
+	return c.rope("rope", a, pos, p, false)
+}
+
+// RopeInPlace is Rope computed into a's own memory: the result is a view
+// of a (ggml_rope_ext_inplace, ggml_rope_multi_inplace).
+func (c *Context) RopeInPlace(a, pos *Tensor, p RopeParams) *Tensor {
+	return c.rope("rope", a, pos, p, true)
+}
+
+func (c *Context) rope(op string, a, pos *Tensor, p RopeParams, inPlace bool) *Tensor {
 	inputs := []*Tensor{a, pos}
 	if p.FreqFactors != nil {
 		inputs = append(inputs, p.FreqFactors)
@@ -46,9 +73,13 @@ func (c *Context) Rope(a, pos *Tensor, p RopeParams) *Tensor {
 		return p
 	}
 	an, pn := a.Ne(), pos.Ne()
+	perToken := int64(1)
+	if p.Mode.multi() {
+		perToken = 4
+	}
 	switch {
-	case p.Mode != RopeNormal && p.Mode != RopeNeoX:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("mode %d: only RopeNormal and RopeNeoX here", p.Mode), inputs...)
+	case p.Mode != RopeNormal && p.Mode != RopeNeoX && p.Mode != RopeMRope && p.Mode != RopeIMRope && p.Mode != RopeVision:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("mode %d is not a rope mode of this ggml", p.Mode), inputs...)
 	case a.Type() != TypeF32 && a.Type() != TypeF16:
 		return c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), inputs...)
 	case !adjacent(a):
@@ -57,10 +88,32 @@ func (c *Context) Rope(a, pos *Tensor, p RopeParams) *Tensor {
 		return c.fail(op, ErrType, fmt.Sprintf("pos must be i32, not %v", pos.Type()), inputs...)
 	case pn[1] != 1 || pn[2] != 1 || pn[3] != 1:
 		return c.fail(op, ErrShape, fmt.Sprintf("pos must be a vector, not %v", pn), inputs...)
-	case pn[0] != an[2]:
-		return c.fail(op, ErrShape, fmt.Sprintf("pos.ne0 (%d) != a.ne2 (%d): one position per row group", pn[0], an[2]), inputs...)
+	case pn[0] != perToken*an[2]:
+		return c.fail(op, ErrShape, fmt.Sprintf("pos.ne0 (%d) != %d·a.ne2 (%d): %d position(s) per row group", pn[0], perToken, an[2], perToken), inputs...)
 	case p.Dims <= 0 || p.Dims%2 != 0 || int64(p.Dims) > an[0]:
 		return c.fail(op, ErrInvalid, fmt.Sprintf("Dims %d must be even, > 0 and at most a.ne0 (%d)", p.Dims, an[0]), inputs...)
+	case an[0]%2 != 0:
+		// ggml copies the dimensions past Dims two at a time.
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be even", an[0]), inputs...)
+	case p.Mode == RopeVision && int64(p.Dims) != an[0]/2:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("RopeVision needs Dims (%d) = a.ne0/2 (%d)", p.Dims, an[0]/2), inputs...)
+	}
+	if p.Mode.multi() {
+		sum := 0
+		for i, s := range p.Sections {
+			if s < 0 || s > math.MaxInt32/4 {
+				return c.fail(op, ErrInvalid, fmt.Sprintf("Sections[%d] (%d) must be >= 0", i, s), inputs...)
+			}
+			sum += s
+		}
+		if p.Sections[0] <= 0 && p.Sections[1] <= 0 && p.Sections[2] <= 0 {
+			return c.fail(op, ErrInvalid, "one of Sections[0..2] must be > 0", inputs...)
+		}
+		if int64(sum) > an[0] {
+			return c.fail(op, ErrInvalid, fmt.Sprintf("Sections sum to %d, more than a.ne0 (%d)", sum, an[0]), inputs...)
+		}
+	} else if p.Sections != [4]int{} {
+		return c.fail(op, ErrInvalid, "Sections are for the multi-section modes only", inputs...)
 	}
 	var ff *C.struct_ggml_tensor
 	if f := p.FreqFactors; f != nil {
@@ -69,12 +122,30 @@ func (c *Context) Rope(a, pos *Tensor, p RopeParams) *Tensor {
 		}
 		ff = f.c
 	}
-	if p := c.ensure(op, a.Type(), an, nil, inputs...); p != nil {
+	var viewOf *Tensor
+	if inPlace {
+		viewOf = a
+	}
+	if p := c.ensure(op, a.Type(), an, viewOf, inputs...); p != nil {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_rope_ext(c.c, a.c, pos.c, ff, C.int(p.Dims), C.int(p.Mode), C.int(p.CtxOrig),
-			C.float(p.FreqBase), C.float(p.FreqScale), C.float(p.ExtFactor), C.float(p.AttnFactor), C.float(p.BetaFast), C.float(p.BetaSlow))
+		dims, mode, ctxOrig := C.int(p.Dims), C.int(p.Mode), C.int(p.CtxOrig)
+		fb, fs, ef, af, bf, bs := C.float(p.FreqBase), C.float(p.FreqScale), C.float(p.ExtFactor), C.float(p.AttnFactor), C.float(p.BetaFast), C.float(p.BetaSlow)
+		if p.Mode.multi() {
+			var sec [4]C.int
+			for i, s := range p.Sections {
+				sec[i] = C.int(s)
+			}
+			if inPlace {
+				return C.ggml_rope_multi_inplace(c.c, a.c, pos.c, ff, dims, &sec[0], mode, ctxOrig, fb, fs, ef, af, bf, bs)
+			}
+			return C.ggml_rope_multi(c.c, a.c, pos.c, ff, dims, &sec[0], mode, ctxOrig, fb, fs, ef, af, bf, bs)
+		}
+		if inPlace {
+			return C.ggml_rope_ext_inplace(c.c, a.c, pos.c, ff, dims, mode, ctxOrig, fb, fs, ef, af, bf, bs)
+		}
+		return C.ggml_rope_ext(c.c, a.c, pos.c, ff, dims, mode, ctxOrig, fb, fs, ef, af, bf, bs)
 	}, inputs...)
 }
 

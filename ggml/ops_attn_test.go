@@ -191,3 +191,104 @@ func TestRopeGLUMisuse(t *testing.T) {
 		})
 	}
 }
+
+// mropeRef is multi-section RoPE in float64 (ext_factor 0, attn 1, scale
+// 1): pair k of a row takes its angle from the position component of its
+// section, component pos[s·n2 + token]; the frequency exponent counts pairs
+// from the row's start, or, for RopeVision, from the start of the section.
+func mropeRef(x []float64, n0, n1, n2 int, pos []int32, dims int, mode ggml.RopeMode, sec [4]int, base float64) []float64 {
+	out := append([]float64(nil), x...)
+	sd := sec[0] + sec[1] + sec[2] + sec[3]
+	pairs, off := dims/2, dims/2
+	if mode == ggml.RopeVision {
+		pairs, off = n0/2, dims
+	}
+	// component of sector s.
+	comp := func(s int) int {
+		if mode == ggml.RopeIMRope {
+			switch {
+			case s%3 == 1 && s < 1+3*sec[1]:
+				return 1
+			case s%3 == 2 && s < 2+3*sec[2]:
+				return 2
+			}
+			return 0
+		}
+		switch {
+		case s < sec[0]:
+			return 0
+		case s < sec[0]+sec[1]:
+			return 1
+		case s < sec[0]+sec[1]+sec[2]:
+			return 2
+		}
+		return 3
+	}
+	starts := [4]int{0, sec[0], sec[0] + sec[1], sec[0] + sec[1] + sec[2]}
+	for i2 := range n2 {
+		for k := range pairs {
+			s := k % sd
+			cp := comp(s)
+			exp := k
+			if mode == ggml.RopeVision { // restart at the last start of this section
+				exp = k - (k-starts[cp])/sd*sd - starts[cp]
+				if k < starts[cp] {
+					exp = k
+				}
+			}
+			theta := float64(pos[cp*n2+i2]) * math.Pow(base, -2*float64(exp)/float64(dims))
+			cs, sn := math.Cos(theta), math.Sin(theta)
+			for i1 := range n1 {
+				row := out[(i2*n1+i1)*n0:][:n0]
+				src := x[(i2*n1+i1)*n0:][:n0]
+				j0, j1 := k, k+off
+				row[j0] = src[j0]*cs - src[j1]*sn
+				row[j1] = src[j0]*sn + src[j1]*cs
+			}
+		}
+	}
+	return out
+}
+
+func TestRopeMulti(t *testing.T) {
+	rng := newRNG(t)
+	const n0, n1, n2 = 16, 2, 4
+	for _, tc := range []struct {
+		mode ggml.RopeMode
+		dims int
+		sec  [4]int
+	}{
+		{ggml.RopeMRope, 12, [4]int{2, 2, 2, 0}},
+		{ggml.RopeMRope, 16, [4]int{3, 2, 2, 1}},
+		{ggml.RopeIMRope, 16, [4]int{3, 3, 2, 0}},
+		{ggml.RopeVision, 8, [4]int{2, 2, 0, 0}},
+	} {
+		t.Run(fmt.Sprintf("mode=%d/sec=%v", tc.mode, tc.sec), func(t *testing.T) {
+			e := newEnv(t)
+			xv := randF32(rng, n0*n1*n2)
+			pos := make([]int32, 4*n2)
+			for i := range pos {
+				pos[i] = int32(rng.IntN(100))
+			}
+			a := e.input(ggml.TypeF32, xv, n0, n1, n2)
+			p := e.input(ggml.TypeI32, pos, 4*n2)
+			out := e.ctx.Rope(a, p, ggml.RopeParams{Dims: tc.dims, Mode: tc.mode, Sections: tc.sec, CtxOrig: 4096,
+				FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1})
+			inPlace := e.ctx.RopeInPlace(e.ctx.Cont(a), p, ggml.RopeParams{Dims: tc.dims, Mode: tc.mode, Sections: tc.sec,
+				CtxOrig: 4096, FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1})
+			e.compute(out, inPlace)
+			got, err := ggml.Data[float32](out)
+			require.NoError(t, err)
+			gotIn, err := ggml.Data[float32](inPlace)
+			require.NoError(t, err)
+			require.Equal(t, got, gotIn)
+			xs := make([]float64, len(xv))
+			for i, v := range xv {
+				xs[i] = float64(v)
+			}
+			ref := newND(n0, n1, n2)
+			ref.v = mropeRef(xs, n0, n1, n2, pos, tc.dims, tc.mode, tc.sec, 10000)
+			requireClose(t, ref, got, func(int) float64 { return 2e-5 })
+		})
+	}
+}
