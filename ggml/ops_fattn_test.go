@@ -207,14 +207,18 @@ func TestFlashAttnMisuse(t *testing.T) {
 		want error
 		op   func(c *ggml.Context) *ggml.Tensor
 	}{
-		{"q f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return fa(c, f16(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil) }},
+		{"q f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f16(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil)
+		}},
 		{"k i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
 			return fa(c, f32(c, 8, 2, 2), c.NewTensor(ggml.TypeI32, 8, 4, 2), f16(c, 8, 4, 2), nil)
 		}},
 		{"v i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
 			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), c.NewTensor(ggml.TypeI32, 8, 4, 2), nil)
 		}},
-		{"head dim", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return fa(c, f32(c, 8, 2, 2), f16(c, 4, 4, 2), f16(c, 8, 4, 2), nil) }},
+		{"head dim", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 4, 4, 2), f16(c, 8, 4, 2), nil)
+		}},
 		{"v rows != k rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 3, 2), nil)
 		}},
