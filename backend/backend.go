@@ -334,7 +334,7 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	defer runtime.KeepAlive(b)
 	stop := b.watch(ctx)
 	defer stop()
-	return b.onThread(func() (err error) {
+	err = b.onThread(func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_compute(b.c, gp)
 		if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
@@ -342,6 +342,10 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 		}
 		return statusErr(st)
 	})
+	if err == nil {
+		err = bridge.GraphDone(g)
+	}
+	return err
 }
 
 // GUID returns the backend implementation's identifier (ggml_backend_guid).

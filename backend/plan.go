@@ -138,7 +138,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 	defer runtime.KeepAlive(p)
 	stop := b.watch(ctx)
 	defer stop()
-	return onThread(p.isolate, func() (err error) {
+	err = onThread(p.isolate, func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_plan_compute(b.c, p.c)
 		if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
@@ -146,6 +146,10 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		}
 		return statusErr(st)
 	})
+	if err == nil {
+		err = bridge.GraphDone(p.g)
+	}
+	return err
 }
 
 // Close frees the plan (ggml_backend_graph_plan_free). It is idempotent

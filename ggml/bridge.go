@@ -122,6 +122,10 @@ func init() {
 		return nil
 	}
 	bridge.GraphForCompute = graphForCompute
+	bridge.GraphDone = func(v any) error {
+		g, _ := v.(*Graph)
+		return g.CustomError()
+	}
 }
 
 func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {

@@ -63,6 +63,9 @@ type Context struct {
 	used      uint64    // bytes of the pool in use, as ggml_used_mem reports them
 	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
 	cleanup   runtime.Cleanup
+	// custom holds the Go functions of custom ops (see custom.go).
+	custom        *customSet
+	customCleanup runtime.Cleanup
 }
 
 // NewContext creates a context sized by p (ggml_init).
@@ -115,6 +118,11 @@ func (c *Context) Close() error {
 	c.cleanup.Stop()
 	C.ggml_free(c.c)
 	c.c = nil
+	if c.custom != nil {
+		c.customCleanup.Stop()
+		c.custom.handles.free()
+		c.custom = nil
+	}
 	for _, t := range c.tensors {
 		t.c = nil
 		t.srcs = nil

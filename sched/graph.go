@@ -401,6 +401,9 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	if err == nil && s.eval.stopped() {
 		return ErrStopped
 	}
+	if err == nil && wait {
+		err = bridge.GraphDone(g)
+	}
 	return err
 }
 

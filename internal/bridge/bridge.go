@@ -124,6 +124,9 @@ var (
 	// visit for each leaf and then each node (isNode set), and returns the
 	// *C.struct_ggml_cgraph.
 	GraphForCompute func(g any, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
+	// GraphDone reports, after a compute of g, the first panic of a custom
+	// op's Go function, and clears it.
+	GraphDone func(g any) error
 )
 
 // SetOnDone clears the int32 flag at p (C memory that C reads) and, if ctx
