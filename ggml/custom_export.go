@@ -51,4 +51,3 @@ func goggmlCustom(dst *C.struct_ggml_tensor, ith, nth C.int, hv C.uintptr_t) {
 	}
 	op.fn(viewOf(dst), srcs[:n:n], int(ith), int(nth))
 }
-
