@@ -63,6 +63,9 @@ type Context struct {
 	used      uint64    // bytes of the pool in use, as ggml_used_mem reports them
 	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
 	cleanup   runtime.Cleanup
+	// inPlaceOf is set while an in-place op is built: its result is a
+	// view of this tensor and takes no data of its own.
+	inPlaceOf *Tensor
 	// custom holds the Go functions of custom ops (see custom.go).
 	custom        *customSet
 	customCleanup runtime.Cleanup

@@ -219,6 +219,10 @@ func (c *Context) SoftMax(a *Tensor) *Tensor {
 // or f32, contiguous, mask.ne0 == a.ne0, mask.ne1 >= a.ne1, and a.ne2, a.ne3
 // are multiples of mask.ne2, mask.ne3. maxBias > 0 needs a mask.
 func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
+	return c.softMax(a, mask, scale, maxBias, false)
+}
+
+func (c *Context) softMax(a, mask *Tensor, scale, maxBias float32, inPlace bool) *Tensor {
 	const op = "soft_max"
 	inputs := []*Tensor{a}
 	if mask != nil {
@@ -258,6 +262,12 @@ func (c *Context) SoftMaxExt(a, mask *Tensor, scale, maxBias float32) *Tensor {
 		mc = mask.c
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
+		if inPlace {
+			if mc == nil && scale == 1 && maxBias == 0 {
+				return C.ggml_soft_max_inplace(c.c, a.c)
+			}
+			return C.ggml_soft_max_ext_inplace(c.c, a.c, mc, C.float(scale), C.float(maxBias))
+		}
 		return C.ggml_soft_max_ext(c.c, a.c, mc, C.float(scale), C.float(maxBias))
 	}, inputs...)
 }

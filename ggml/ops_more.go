@@ -42,6 +42,10 @@ func (c *Context) diagMask(op string, a *Tensor, nPast int, f func() *C.struct_g
 // LeakyRelu returns a where a > 0, else slope*a (ggml_leaky_relu). a must
 // be f32 or f16 with contiguous rows.
 func (c *Context) LeakyRelu(a *Tensor, slope float32) *Tensor {
+	return c.leakyRelu(a, slope, false)
+}
+
+func (c *Context) leakyRelu(a *Tensor, slope float32, inPlace bool) *Tensor {
 	const op = "leaky_relu"
 	if p := c.begin(op, a); p != nil {
 		return p
@@ -55,7 +59,7 @@ func (c *Context) LeakyRelu(a *Tensor, slope float32) *Tensor {
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
 		return p
 	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_leaky_relu(c.c, a.c, C.float(slope), false) }, a)
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_leaky_relu(c.c, a.c, C.float(slope), C.bool(inPlace)) }, a)
 }
 
 // SortOrder is the order of Argsort (enum ggml_sort_order).
@@ -183,6 +187,10 @@ func (c *Context) Arange(start, stop, step float32) *Tensor {
 // a (ggml_add1). a is f32, f16 or bf16 and contiguous; b is f32 or of a's
 // type.
 func (c *Context) Add1(a, b *Tensor) *Tensor {
+	return c.add1(a, b, false)
+}
+
+func (c *Context) add1(a, b *Tensor, inPlace bool) *Tensor {
 	const op = "add1"
 	if p := c.begin(op, a, b); p != nil {
 		return p
@@ -201,5 +209,10 @@ func (c *Context) Add1(a, b *Tensor) *Tensor {
 	if p := c.ensure(op, at, a.Ne(), nil, a, b); p != nil {
 		return p
 	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add1(c.c, a.c, b.c) }, a, b)
+	return c.call(op, func() *C.struct_ggml_tensor {
+		if inPlace {
+			return C.ggml_add1_inplace(c.c, a.c, b.c)
+		}
+		return C.ggml_add1(c.c, a.c, b.c)
+	}, a, b)
 }

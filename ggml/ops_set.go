@@ -410,6 +410,10 @@ func (c *Context) SetRows(a, b, idx *Tensor) *Tensor {
 // variance (ggml_group_norm). a is f32 with adjacent elements; 1 <= groups
 // <= a.ne2.
 func (c *Context) GroupNorm(a *Tensor, groups int, eps float32) *Tensor {
+	return c.groupNorm(a, groups, eps, false)
+}
+
+func (c *Context) groupNorm(a *Tensor, groups int, eps float32, inPlace bool) *Tensor {
 	const op = "group_norm"
 	if p := c.begin(op, a); p != nil {
 		return p
@@ -429,5 +433,10 @@ func (c *Context) GroupNorm(a *Tensor, groups int, eps float32) *Tensor {
 	if p := c.ensure(op, a.Type(), an, nil, a); p != nil {
 		return p
 	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_group_norm(c.c, a.c, C.int(groups), C.float(eps)) }, a)
+	return c.call(op, func() *C.struct_ggml_tensor {
+		if inPlace {
+			return C.ggml_group_norm_inplace(c.c, a.c, C.int(groups), C.float(eps))
+		}
+		return C.ggml_group_norm(c.c, a.c, C.int(groups), C.float(eps))
+	}, a)
 }

@@ -157,6 +157,9 @@ func (c *Context) fail(op string, kind error, rule string, inputs ...*Tensor) *T
 // shape ne (with data unless the context is NoAlloc or the result is a view
 // of viewOf). It returns a poisoned tensor when it has not.
 func (c *Context) ensure(op string, t Type, ne [MaxDims]int64, viewOf *Tensor, inputs ...*Tensor) *Tensor {
+	if viewOf == nil {
+		viewOf = c.inPlaceOf // an _inplace constructor: the result is a view
+	}
 	size, err := dataSize(t, ne)
 	if err != nil {
 		return c.fail(op, ErrShape, err.Error(), inputs...)
