@@ -313,11 +313,33 @@ func (c *Context) set(op string, a, b *Tensor, nb1, nb2, nb3, offset uint64, inP
 		return p
 	}
 	at := a.Type()
+	if at != TypeF32 && at != TypeI32 {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel sets f32 or i32, not %v", at), a, b)
+	}
+	if p := c.setRules(op, a, b, nb1, nb2, nb3, offset); p != nil {
+		return p
+	}
+	var viewOf *Tensor
+	if inPlace {
+		viewOf = a
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), viewOf, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		if inPlace {
+			return C.ggml_set_inplace(c.c, a.c, b.c, C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
+		}
+		return C.ggml_set(c.c, a.c, b.c, C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
+	}, a, b)
+}
+
+// setRules checks what set and acc need of a, b and the byte layout.
+func (c *Context) setRules(op string, a, b *Tensor, nb1, nb2, nb3, offset uint64) *Tensor {
+	at := a.Type()
 	es := at.Size()
 	bn := b.Ne()
 	switch {
-	case at != TypeF32 && at != TypeI32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel sets f32 or i32, not %v", at), a, b)
 	case b.Type() != at:
 		return c.fail(op, ErrType, fmt.Sprintf("b must have a's type %v, not %v", at, b.Type()), a, b)
 	case !dense(a):
@@ -341,19 +363,7 @@ func (c *Context) set(op string, a, b *Tensor, nb1, nb2, nb3, offset uint64, inP
 			return c.fail(op, ErrShape, fmt.Sprintf("b's last element would land at byte %d, past a's %d bytes", last, a.Bytes()), a, b)
 		}
 	}
-	var viewOf *Tensor
-	if inPlace {
-		viewOf = a
-	}
-	if p := c.ensure(op, at, a.Ne(), viewOf, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		if inPlace {
-			return C.ggml_set_inplace(c.c, a.c, b.c, C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
-		}
-		return C.ggml_set(c.c, a.c, b.c, C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
-	}, a, b)
+	return nil
 }
 
 // SetRows writes rows of b (f32) into a: b's row (i, j, k) goes to a's row
