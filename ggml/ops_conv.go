@@ -1,0 +1,1235 @@
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// This file holds the convolution and pooling ops: im2col and the
+// convolutions built on it, the direct convolutions, transposed
+// convolutions, pooling, interpolation, reflection padding and timestep
+// embeddings. Shapes follow ggml: ne[0] is the innermost (width) dimension,
+// so an image batch is [W, H, C, N] and a 2-D kernel [KW, KH, IC, OC].
+//
+// Most of ggml's CPU convolution kernels assert their rules on worker
+// threads, where an assert ends the process; the checks here run first.
+
+// im2colWorkSize is GGML_IM2COL_WORK_SIZE: the scratch memory ggml's CPU
+// backend gives the direct convolutions. One output position's patch (the
+// kernel's elements) plus one f32 per output channel must fit in it.
+const im2colWorkSize = 16 << 20
+
+// convLimit is the largest padding that ggml's output size formulas, which
+// compute 2*p in C int, take without overflow.
+const convLimit = math.MaxInt32 / 2
+
+// convParam is an int parameter and its allowed range.
+type convParam struct {
+	name     string
+	v        int
+	min, max int
+}
+
+func convStride(name string, v int) convParam { return convParam{name, v, 1, math.MaxInt32} }
+func convDil(name string, v int) convParam    { return convParam{name, v, 1, math.MaxInt32} }
+func convPad(name string, v int) convParam    { return convParam{name, v, 0, convLimit} }
+
+// checkParams checks that each parameter lies in its range.
+func (c *Context) checkParams(op string, ps []convParam, inputs ...*Tensor) *Tensor {
+	for _, p := range ps {
+		if p.v < p.min || p.v > p.max {
+			return c.fail(op, ErrInvalid, fmt.Sprintf("%s (%d) must be between %d and %d", p.name, p.v, p.min, p.max), inputs...)
+		}
+	}
+	return nil
+}
+
+// convNonEmpty fails when an input has no elements: ggml's convolution kernels
+// divide and index by these dimensions.
+func (c *Context) convNonEmpty(op string, inputs ...*Tensor) *Tensor {
+	for i, t := range inputs {
+		if isEmpty(t) {
+			return c.fail(op, ErrShape, fmt.Sprintf("input %c %v is empty", 'a'+i, t.Ne()), inputs...)
+		}
+	}
+	return nil
+}
+
+// convOut is ggml_calc_conv_output_size, (in + 2p - d(k-1) - 1)/s + 1, the
+// number of positions of a kernel of k taps dilated by d on an input of in
+// padded by p on both sides with stride s. ok is false when the dilated
+// kernel, d(k-1)+1, is longer than the padded input (ggml would then
+// report no or a truncated output), or on overflow.
+func convOut(in, k int64, s, p, d int) (int64, bool) {
+	if in < 1 || k < 1 || in > math.MaxInt64/4 {
+		return 0, false
+	}
+	hi, ext := bits.Mul64(uint64(d), uint64(k-1))
+	span := in + 2*int64(p)
+	if hi != 0 || ext >= uint64(span) {
+		return 0, false
+	}
+	return (span-int64(ext)-1)/int64(s) + 1, true
+}
+
+// convFail returns the failure for a kernel that does not fit its input.
+func (c *Context) convFail(op, dim string, in, k int64, s, p, d int, inputs ...*Tensor) *Tensor {
+	return c.fail(op, ErrShape, fmt.Sprintf("b too small compared to a in %s: the kernel's %d taps dilated by %d span %d, more than the input's %d plus padding 2*%d",
+		dim, k, d, int64(d)*(k-1)+1, in, p), inputs...)
+}
+
+// convPlanned is one tensor a composite op's C constructor creates.
+type convPlanned struct {
+	t    Type
+	ne   [MaxDims]int64
+	view bool // no data of its own
+}
+
+// ensureAll checks that the context's pool has room for every tensor a
+// composite op creates (ggml aborts when the pool runs out halfway).
+func (c *Context) ensureAll(op string, plan []convPlanned, inputs ...*Tensor) *Tensor {
+	need := c.used
+	for _, p := range plan {
+		size, err := dataSize(p.t, p.ne)
+		if err != nil {
+			return c.fail(op, ErrShape, err.Error(), inputs...)
+		}
+		payload := uint64(C.sizeof_struct_ggml_tensor)
+		if !p.view && !c.noAlloc {
+			payload += size
+		}
+		var carry uint64
+		need, carry = bits.Add64(need, objectSize+pad(payload, memAlign), 0)
+		if carry != 0 || need > c.memSize {
+			return c.fail(op, ErrNoMemory, fmt.Sprintf("the context's pool is full: the op makes %d tensors, which need more than the %d bytes left (%d of %d used); raise ContextParams.MaxTensors or MemSize",
+				len(plan), c.memSize-c.used, c.used, c.memSize), inputs...)
+		}
+	}
+	return nil
+}
+
+// shape4 builds a shape.
+func shape4(n0, n1, n2, n3 int64) [MaxDims]int64 { return [MaxDims]int64{n0, n1, n2, n3} }
+
+// strideFits reports whether the byte stride of dimension i of t fits a C
+// int where ggml's kernel keeps it in one (only strides of dimensions
+// longer than 1 are ever multiplied).
+func strideFits(t *Tensor, i int) bool { return t.Ne()[i] <= 1 || t.Nb()[i] <= math.MaxInt32 }
+
+// isConvFloat reports whether t is f32 or f16.
+func isConvFloat(t Type) bool { return t == TypeF32 || t == TypeF16 }
+
+// Im2Col unrolls the patches of b that a convolution with kernel a reads
+// into rows, so that a matrix product with the kernel computes the
+// convolution (ggml_im2col). Only a's shape is used.
+//
+// With is2D, a is [KW, KH, IC, ...] and b [W, H, IC, N]; the result is
+// [IC*KH*KW, OW, OH, N], element (kw + KW*(kh + KH*ic), ow, oh, n) being
+// b(ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, ic, n), or 0 in the padding.
+// Without is2D, a is [K, IC, ...] and b [L, IC, N]; the result is
+// [IC*K, OL, N], and s1, p1 and d1 are not used (ggml gets 0 for them, as
+// in ggml_conv_1d).
+//
+// b is f32 with adjacent elements in dimension 0 (and, with is2D, adjacent
+// rows); dst is the result type, f32 or f16, and f16 needs a f16 with
+// adjacent elements. Strides and dilations are >= 1, paddings >= 0, and
+// the dilated kernel must fit in the padded input.
+func (c *Context) Im2Col(a, b *Tensor, s0, s1, p0, p1, d0, d1 int, is2D bool, dst Type) *Tensor {
+	const op = "im2col"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	if !is2D {
+		s1, p1, d1 = 0, 0, 0
+	}
+	ne, p := c.im2colShape(op, a, b, s0, s1, p0, p1, d0, d1, is2D, dst)
+	if p != nil {
+		return p
+	}
+	if p := c.ensure(op, dst, ne, nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_im2col(c.c, a.c, b.c, C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1), C.bool(is2D), C.enum_ggml_type(dst))
+	}, a, b)
+}
+
+// im2colShape checks what ggml_im2col and its CPU kernels assert and
+// returns the result's shape.
+func (c *Context) im2colShape(op string, a, b *Tensor, s0, s1, p0, p1, d0, d1 int, is2D bool, dst Type) ([MaxDims]int64, *Tensor) {
+	var none [MaxDims]int64
+	ps := []convParam{convStride("s0", s0), convPad("p0", p0), convDil("d0", d0)}
+	if is2D {
+		ps = append(ps, convStride("s1", s1), convPad("p1", p1), convDil("d1", d1))
+	}
+	if p := c.checkParams(op, ps, a, b); p != nil {
+		return none, p
+	}
+	if p := c.convNonEmpty(op, a, b); p != nil {
+		return none, p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case !isConvFloat(a.Type()):
+		return none, c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b)
+	case b.Type() != TypeF32:
+		return none, c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case dst != TypeF32 && dst != TypeF16:
+		return none, c.fail(op, ErrType, fmt.Sprintf("ggml's kernels produce f32 or f16, not %v", dst), a, b)
+	case dst == TypeF16 && a.Type() != TypeF16:
+		return none, c.fail(op, ErrType, fmt.Sprintf("an f16 result needs an f16 kernel a, not %v (ggml's kernel asserts it)", a.Type()), a, b)
+	case dst == TypeF16 && !adjacent(a):
+		return none, c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0 (ggml's f16 kernel asserts nb0 == 2); copy it with Cont", a, b)
+	case !adjacent(b):
+		return none, c.fail(op, ErrShape, "b's elements must be adjacent in dimension 0 (ggml's kernel asserts nb0 == 4); copy it with Cont", a, b)
+	}
+	var ne [MaxDims]int64
+	if is2D {
+		switch {
+		case an[2] != bn[2]:
+			return none, c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != b.ne2 (%d): kernel and input must have the same channels", an[2], bn[2]), a, b)
+		case bn[1] > 1 && b.Nb()[1] != uint64(bn[0])*4:
+			return none, c.fail(op, ErrShape, fmt.Sprintf("b's rows must be adjacent (nb1 %d != 4*ne0 %d): ggml's kernel reads a channel as one W*H array; copy it with Cont", b.Nb()[1], 4*bn[0]), a, b)
+		case !strideFits(b, 2) || !strideFits(b, 3):
+			return none, c.fail(op, ErrShape, "b's strides nb2 and nb3 must fit a C int (ggml's kernel keeps them in one)", a, b)
+		}
+		ow, ok := convOut(bn[0], an[0], s0, p0, d0)
+		if !ok {
+			return none, c.convFail(op, "dimension 0", bn[0], an[0], s0, p0, d0, a, b)
+		}
+		oh, ok := convOut(bn[1], an[1], s1, p1, d1)
+		if !ok {
+			return none, c.convFail(op, "dimension 1", bn[1], an[1], s1, p1, d1, a, b)
+		}
+		ne = shape4(an[2]*an[1]*an[0], ow, oh, bn[3])
+	} else {
+		switch {
+		case an[1] != bn[1]:
+			return none, c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) != b.ne1 (%d): kernel and input must have the same channels", an[1], bn[1]), a, b)
+		case bn[3] != 1:
+			return none, c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be 1 for a 1-D im2col: b is [L, IC, N]", bn[3]), a, b)
+		case !strideFits(b, 1) || !strideFits(b, 2):
+			return none, c.fail(op, ErrShape, "b's strides nb1 and nb2 must fit a C int (ggml's kernel keeps them in one)", a, b)
+		}
+		ow, ok := convOut(bn[0], an[0], s0, p0, d0)
+		if !ok {
+			return none, c.convFail(op, "dimension 0", bn[0], an[0], s0, p0, d0, a, b)
+		}
+		ne = shape4(an[1]*an[0], ow, bn[2], 1)
+	}
+	if _, err := dataSize(dst, ne); err != nil {
+		return none, c.fail(op, ErrShape, err.Error(), a, b)
+	}
+	return ne, nil
+}
+
+// Im2ColBack is the gradient of Im2Col with respect to its input: it sums
+// each element of grad, an Im2Col result, back into the input position it
+// was read from (ggml_im2col_back). ne is the shape of Im2Col's input b
+// ([W, H, IC, N], or [L, IC, N, 1] without is2D) and kernel is Im2Col's a;
+// only its shape is used. grad and kernel are f32, grad contiguous and
+// shaped as Im2Col(kernel, b, ...) would be. The result is f32 of shape ne.
+//
+// ggml's header names the kernel as the first argument; its CPU kernel and
+// its own backward pass take the gradient first, as here.
+func (c *Context) Im2ColBack(grad, kernel *Tensor, ne [MaxDims]int64, s0, s1, p0, p1, d0, d1 int, is2D bool) *Tensor {
+	const op = "im2col_back"
+	if p := c.begin(op, grad, kernel); p != nil {
+		return p
+	}
+	if !is2D {
+		s1, p1, d1 = 0, 0, 0
+	}
+	switch {
+	case grad.Type() != TypeF32 || kernel.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("grad and kernel must be f32, not %v and %v", grad.Type(), kernel.Type()), grad, kernel)
+	case !dense(grad):
+		return c.fail(op, ErrShape, "grad must be contiguous; copy it with Cont", grad, kernel)
+	}
+	for i, n := range ne {
+		if n < 1 {
+			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) of the input shape must be >= 1", i, n), grad, kernel)
+		}
+	}
+	if !is2D && ne[3] != 1 {
+		return c.fail(op, ErrShape, fmt.Sprintf("ne3 (%d) must be 1 for a 1-D im2col: the input is [L, IC, N]", ne[3]), grad, kernel)
+	}
+	// The forward shape: check it as Im2Col would, on a stand-in for b.
+	if _, err := dataSize(TypeF32, ne); err != nil {
+		return c.fail(op, ErrShape, err.Error(), grad, kernel)
+	}
+	kn, gn := kernel.Ne(), grad.Ne()
+	ps := []convParam{convStride("s0", s0), convPad("p0", p0), convDil("d0", d0)}
+	if is2D {
+		ps = append(ps, convStride("s1", s1), convPad("p1", p1), convDil("d1", d1))
+	}
+	if p := c.checkParams(op, ps, grad, kernel); p != nil {
+		return p
+	}
+	var want [MaxDims]int64
+	if is2D {
+		if kn[2] != ne[2] {
+			return c.fail(op, ErrShape, fmt.Sprintf("kernel.ne2 (%d) != ne2 (%d): kernel and input must have the same channels", kn[2], ne[2]), grad, kernel)
+		}
+		ow, ok := convOut(ne[0], kn[0], s0, p0, d0)
+		if !ok {
+			return c.convFail(op, "dimension 0", ne[0], kn[0], s0, p0, d0, grad, kernel)
+		}
+		oh, ok := convOut(ne[1], kn[1], s1, p1, d1)
+		if !ok {
+			return c.convFail(op, "dimension 1", ne[1], kn[1], s1, p1, d1, grad, kernel)
+		}
+		want = shape4(ne[2]*kn[1]*kn[0], ow, oh, ne[3])
+	} else {
+		if kn[1] != ne[1] {
+			return c.fail(op, ErrShape, fmt.Sprintf("kernel.ne1 (%d) != ne1 (%d): kernel and input must have the same channels", kn[1], ne[1]), grad, kernel)
+		}
+		ow, ok := convOut(ne[0], kn[0], s0, p0, d0)
+		if !ok {
+			return c.convFail(op, "dimension 0", ne[0], kn[0], s0, p0, d0, grad, kernel)
+		}
+		want = shape4(ne[1]*kn[0], ow, ne[2], 1)
+	}
+	if gn != want {
+		return c.fail(op, ErrShape, fmt.Sprintf("grad %v must have the shape of Im2Col's result, %v", gn, want), grad, kernel)
+	}
+	// The kernel keeps the result's channel and batch strides in C ints.
+	chStride, nbStride := uint64(ne[0])*uint64(ne[1])*4, uint64(ne[0])*uint64(ne[1])*uint64(ne[2])*4
+	channels, batch := ne[2], ne[3]
+	if !is2D {
+		chStride, nbStride, channels, batch = uint64(ne[0])*4, uint64(ne[0])*uint64(ne[1])*4, ne[1], ne[2]
+	}
+	if (channels > 1 && chStride > math.MaxInt32) || (batch > 1 && nbStride > math.MaxInt32) {
+		return c.fail(op, ErrShape, "the input's channel and batch strides must fit a C int (ggml's kernel keeps them in one)", grad, kernel)
+	}
+	if p := c.ensure(op, TypeF32, ne, nil, grad, kernel); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		cne := [MaxDims]C.int64_t{C.int64_t(ne[0]), C.int64_t(ne[1]), C.int64_t(ne[2]), C.int64_t(ne[3])}
+		return C.ggml_im2col_back(c.c, grad.c, kernel.c, &cne[0], C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1), C.bool(is2D))
+	}, grad, kernel)
+}
+
+// Conv1D returns the 1-D convolution (cross-correlation) of b by the
+// kernel a with stride s0, zero padding p0 on both sides and dilation d0
+// (ggml_conv_1d): a is [K, IC, OC], b is [L, IC, N]; the f32 result is
+// [OL, OC, N] with result(ol, oc, n) = sum over k, ic of
+// a(k, ic, oc) * b(ol*s0 + k*d0 - p0, ic, n).
+//
+// ggml computes it as an f16 Im2Col and a matrix product: a must be f16
+// and contiguous, b f32 with adjacent elements in dimension 0, and b's
+// values are rounded to f16. ggml's reshape of the product mixes the batch
+// and output channel dimensions when both exceed 1, so a batch of N > 1
+// needs OC == 1 (convolve the batch items one by one, or use Conv2D with
+// H == 1).
+func (c *Context) Conv1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
+	const op = "conv_1d"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	if a.Type() != TypeF16 {
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f16, not %v: ggml_conv_1d makes an f16 im2col, whose kernel asserts an f16 a", a.Type()), a, b)
+	}
+	ine, p := c.im2colShape(op, a, b, s0, 0, p0, 0, d0, 0, false, TypeF16)
+	if p != nil {
+		return p
+	}
+	an := a.Ne()
+	switch {
+	case !a.IsContiguous():
+		return c.fail(op, ErrShape, "a must be contiguous (ggml reshapes it); copy it with Cont", a, b)
+	case an[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) must be 1: a is [K, IC, OC]", an[3]), a, b)
+	case ine[2] > 1 && an[2] > 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a batch of %d with %d output channels: ggml_conv_1d's result mixes batch and channel for N > 1 and OC > 1", ine[2], an[2]), a, b)
+	}
+	ol, n, oc := ine[1], ine[2], an[2]
+	plan := []convPlanned{
+		{TypeF16, ine, false},
+		{TypeF16, shape4(ine[0], ol*n, 1, 1), true},
+		{TypeF16, shape4(an[0]*an[1], oc, 1, 1), true},
+		{TypeF32, shape4(ol*n, oc, 1, 1), false},
+		{TypeF32, shape4(ol, oc, n, 1), true},
+	}
+	if p := c.ensureAll(op, plan, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_1d(c.c, a.c, b.c, C.int(s0), C.int(p0), C.int(d0))
+	}, a, b)
+}
+
+// Conv1DDW returns the depthwise 1-D convolution of b: each channel of b
+// is convolved with its own kernel (ggml_conv_1d_dw). a is [K, 1, C] f16
+// and b is [L, C] f32 (one batch item), both contiguous; the f32 result is
+// [OL, C] with result(ol, c) = sum over k of a(k, 0, c) *
+// b(ol*s0 + k*d0 - p0, c). b's values are rounded to f16 (ggml uses an f16
+// Im2Col).
+func (c *Context) Conv1DDW(a, b *Tensor, s0, p0, d0 int) *Tensor {
+	const op = "conv_1d_dw"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case a.Type() != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f16, not %v: ggml makes an f16 im2col, whose kernel asserts an f16 a", a.Type()), a, b)
+	case !dense(a) || !b.IsContiguous():
+		return c.fail(op, ErrShape, "a and b must be contiguous (ggml reshapes b, and its f16 im2col asserts a's nb0 == 2); copy with Cont", a, b)
+	case an[1] != 1 || an[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a %v must be [K, 1, C]", an), a, b)
+	case bn[2] != 1 || bn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("b %v must be [L, C]: ggml_conv_1d_dw takes one batch item", bn), a, b)
+	case an[2] != bn[1]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != b.ne1 (%d): one kernel per channel", an[2], bn[1]), a, b)
+	}
+	// ggml reshapes b to [L, 1, C, 1] and runs a 1-D f16 im2col on it.
+	if p := c.checkParams(op, []convParam{convStride("s0", s0), convPad("p0", p0), convDil("d0", d0)}, a, b); p != nil {
+		return p
+	}
+	if p := c.convNonEmpty(op, a, b); p != nil {
+		return p
+	}
+	if b.Type() != TypeF32 {
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	}
+	ol, ok := convOut(bn[0], an[0], s0, p0, d0)
+	if !ok {
+		return c.convFail(op, "dimension 0", bn[0], an[0], s0, p0, d0, a, b)
+	}
+	ch := bn[1]
+	if uint64(bn[0])*4 > math.MaxInt32 && ch > 1 {
+		return c.fail(op, ErrShape, "b's rows must be shorter than 2^29 elements (ggml's kernel keeps the channel stride in a C int)", a, b)
+	}
+	plan := []convPlanned{
+		{TypeF32, shape4(bn[0], 1, ch, 1), true},
+		{TypeF16, shape4(an[0], ol, ch, 1), false},
+		{TypeF32, shape4(ol, 1, ch, 1), false},
+		{TypeF32, shape4(ol, ch, 1, 1), true},
+	}
+	if p := c.ensureAll(op, plan, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_1d_dw(c.c, a.c, b.c, C.int(s0), C.int(p0), C.int(d0))
+	}, a, b)
+}
+
+// ConvTranspose1D returns the transposed 1-D convolution of b by a
+// (ggml_conv_transpose_1d): a is [K, OC, IC], b is [L, IC]; the f32 result
+// is [(L-1)*s0 + K, OC] with result(i, oc) = sum over l, k, ic with
+// l*s0 + k == i of b(l, ic) * a(k, oc, ic).
+//
+// ggml supports only p0 == 0 and d0 == 1. a is f32 or f16 (then b's values
+// are rounded to f16), b is f32, both with adjacent elements in dimension
+// 0; other strides are free.
+func (c *Context) ConvTranspose1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
+	const op = "conv_transpose_1d"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	if p := c.checkParams(op, []convParam{convStride("s0", s0)}, a, b); p != nil {
+		return p
+	}
+	if p0 != 0 || d0 != 1 {
+		return c.fail(op, ErrInvalid, fmt.Sprintf("ggml supports only padding 0 and dilation 1, not p0 %d and d0 %d", p0, d0), a, b)
+	}
+	if p := c.convNonEmpty(op, a, b); p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case !isConvFloat(a.Type()):
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b)
+	case b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case !adjacent(a) || !adjacent(b):
+		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0 (ggml's kernel asserts it); copy with Cont", a, b)
+	case bn[2] != 1 || bn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("b %v must be a matrix [L, IC]", bn), a, b)
+	case an[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) must be 1: a is [K, OC, IC]", an[3]), a, b)
+	case an[2] != bn[1]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != b.ne1 (%d): kernel and input must have the same input channels", an[2], bn[1]), a, b)
+	}
+	// The kernel indexes in C ints.
+	out := (bn[0]-1)*int64(s0) + an[0]
+	if (bn[0]-1) > math.MaxInt32/int64(s0) || out > math.MaxInt32 || an[0]*an[1] > math.MaxInt32/an[2] || bn[0] > math.MaxInt32/bn[1] {
+		return c.fail(op, ErrShape, "the kernel, the input and each output row must have fewer than 2^31 elements (ggml's kernel indexes them with C ints)", a, b)
+	}
+	if p := c.ensure(op, TypeF32, shape4(out, an[1], 1, 1), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_transpose_1d(c.c, a.c, b.c, C.int(s0), C.int(p0), C.int(d0))
+	}, a, b)
+}
+
+// conv2DCommon checks the parameters of a 2-D convolution and returns its
+// output size.
+func (c *Context) conv2DCommon(op string, a, b *Tensor, s0, s1, p0, p1, d0, d1 int) (ow, oh int64, p *Tensor) {
+	ps := []convParam{convStride("s0", s0), convStride("s1", s1), convPad("p0", p0), convPad("p1", p1), convDil("d0", d0), convDil("d1", d1)}
+	if p := c.checkParams(op, ps, a, b); p != nil {
+		return 0, 0, p
+	}
+	if p := c.convNonEmpty(op, a, b); p != nil {
+		return 0, 0, p
+	}
+	an, bn := a.Ne(), b.Ne()
+	ow, ok := convOut(bn[0], an[0], s0, p0, d0)
+	if !ok {
+		return 0, 0, c.convFail(op, "dimension 0", bn[0], an[0], s0, p0, d0, a, b)
+	}
+	oh, ok = convOut(bn[1], an[1], s1, p1, d1)
+	if !ok {
+		return 0, 0, c.convFail(op, "dimension 1", bn[1], an[1], s1, p1, d1, a, b)
+	}
+	return ow, oh, nil
+}
+
+// Conv2D returns the 2-D convolution (cross-correlation) of b by the
+// kernel a with strides s0, s1, zero paddings p0, p1 on both sides and
+// dilations d0, d1 (ggml_conv_2d): a is [KW, KH, IC, OC], b is
+// [W, H, IC, N]; the f32 result is [OW, OH, OC, N] with
+// result(ow, oh, oc, n) = sum over kw, kh, ic of a(kw, kh, ic, oc) *
+// b(ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, ic, n).
+//
+// ggml computes it as an Im2Col of a's type and a matrix product: a is f32
+// or f16 (then b's values are rounded to f16) and contiguous; b is f32 with
+// adjacent elements and rows (its channel and batch strides are free).
+func (c *Context) Conv2D(a, b *Tensor, s0, s1, p0, p1, d0, d1 int) *Tensor {
+	const op = "conv_2d"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	ine, p := c.im2colShape(op, a, b, s0, s1, p0, p1, d0, d1, true, a.Type())
+	if p != nil {
+		return p
+	}
+	if !a.IsContiguous() {
+		return c.fail(op, ErrShape, "a must be contiguous (ggml reshapes it); copy it with Cont", a, b)
+	}
+	an := a.Ne()
+	ow, oh, n, oc := ine[1], ine[2], ine[3], an[3]
+	plan := []convPlanned{
+		{a.Type(), ine, false},
+		{a.Type(), shape4(ine[0], ow*oh*n, 1, 1), true},
+		{a.Type(), shape4(an[0]*an[1]*an[2], oc, 1, 1), true},
+		{TypeF32, shape4(ow*oh*n, oc, 1, 1), false},
+		{TypeF32, shape4(ow, oh, n, oc), true},
+		{TypeF32, shape4(ow, oh, oc, n), true},
+		{TypeF32, shape4(ow, oh, oc, n), false},
+	}
+	if p := c.ensureAll(op, plan, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_2d(c.c, a.c, b.c, C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1))
+	}, a, b)
+}
+
+// Conv2DDW returns the depthwise 2-D convolution of b: each channel is
+// convolved with its own kernel (ggml_conv_2d_dw). a is [KW, KH, 1, C] (or
+// [KW, KH, C, 1]) f16, b is [W, H, C, N] f32, both contiguous; the f32
+// result is [OW, OH, C, N] with result(ow, oh, c, n) = sum over kw, kh of
+// a(kw, kh, c) * b(ow*s0 + kw*d0 - p0, oh*s1 + kh*d1 - p1, c, n). b's
+// values are rounded to f16 (ggml uses an f16 Im2Col).
+func (c *Context) Conv2DDW(a, b *Tensor, s0, s1, p0, p1, d0, d1 int) *Tensor {
+	const op = "conv_2d_dw"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case a.Type() != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f16, not %v: ggml makes an f16 im2col, whose kernel asserts an f16 a", a.Type()), a, b)
+	case b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case !a.IsContiguous() || !b.IsContiguous():
+		return c.fail(op, ErrShape, "a and b must be contiguous (ggml reshapes them); copy with Cont", a, b)
+	case an[2]*an[3] != bn[2]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a %v must hold one KW x KH kernel per channel of b (%d)", an, bn[2]), a, b)
+	}
+	ow, oh, p := c.conv2DCommon(op, a, b, s0, s1, p0, p1, d0, d1)
+	if p != nil {
+		return p
+	}
+	ch, n := bn[2], bn[3]
+	if uint64(bn[0])*uint64(bn[1])*4 > math.MaxInt32 && ch*n > 1 {
+		return c.fail(op, ErrShape, "b's channel stride must fit a C int (ggml's kernel keeps it in one)", a, b)
+	}
+	k := an[0] * an[1]
+	plan := []convPlanned{
+		{TypeF16, shape4(an[0], an[1], 1, ch), true},
+		{TypeF32, shape4(bn[0], bn[1], 1, ch*n), true},
+		{TypeF16, shape4(k, ow, oh, ch*n), false},
+		{TypeF16, shape4(k, ow*oh, ch, n), true},
+		{TypeF16, shape4(k, 1, ch, 1), true},
+		{TypeF32, shape4(1, ow*oh, ch, n), false},
+		{TypeF32, shape4(ow, oh, ch, n), true},
+	}
+	if p := c.ensureAll(op, plan, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_2d_dw(c.c, a.c, b.c, C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1))
+	}, a, b)
+}
+
+// directKernel checks the kernel of a direct convolution: f32 or f16,
+// contiguous, and small enough that one output position's patch fits the
+// CPU backend's scratch memory.
+func (c *Context) directKernel(op string, a *Tensor, patch, outChannels int64, inputs ...*Tensor) *Tensor {
+	switch {
+	case !isConvFloat(a.Type()):
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), inputs...)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous (ggml's kernel asserts it); copy it with Cont", inputs...)
+	}
+	if need := float64(patch)*float64(a.Type().Size()) + float64(outChannels)*4; need > im2colWorkSize {
+		return c.fail(op, ErrShape, fmt.Sprintf("one output position needs %.0f bytes of scratch (the kernel's %d elements and %d f32 outputs), more than the %d ggml's CPU backend has", need, patch, outChannels, im2colWorkSize), inputs...)
+	}
+	return nil
+}
+
+// Conv2DDirect is Conv2D computed without an Im2Col tensor: ggml unrolls
+// patches in chunks in scratch memory (ggml_conv_2d_direct). a is
+// [KW, KH, IC, OC], f32 or f16 and contiguous; b is [W, H, IC, N] f32 with
+// any strides. The f32 result is [OW, OH, OC, N], defined as for Conv2D
+// (with an f16 a, b's values are rounded to f16).
+func (c *Context) Conv2DDirect(a, b *Tensor, s0, s1, p0, p1, d0, d1 int) *Tensor {
+	const op = "conv_2d_direct"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	ow, oh, p := c.conv2DCommon(op, a, b, s0, s1, p0, p1, d0, d1)
+	if p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case an[2] != bn[2]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != b.ne2 (%d): kernel and input must have the same channels", an[2], bn[2]), a, b)
+	}
+	if p := c.directKernel(op, a, an[0]*an[1]*an[2], an[3], a, b); p != nil {
+		return p
+	}
+	if p := c.ensure(op, TypeF32, shape4(ow, oh, an[3], bn[3]), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_2d_direct(c.c, a.c, b.c, C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1))
+	}, a, b)
+}
+
+// channelsLast reports whether t, of shape [W, H, C, N], is a permuted
+// view of a contiguous [C, W, H, N] tensor: the layout ggml calls
+// contiguous channels (ggml_is_contiguous_channels), packed.
+func channelsLast(t *Tensor) bool {
+	ne, nb := t.Ne(), t.Nb()
+	ts := t.Type().Size()
+	return nb[0] > nb[2] && nb[1] > nb[0] && nb[2] == ts &&
+		nb[0] == ts*uint64(ne[2]) && nb[1] == nb[0]*uint64(ne[0]) && (ne[3] == 1 || nb[3] == nb[1]*uint64(ne[1]))
+}
+
+// Conv2DDWDirect is Conv2DDW computed directly in f32
+// (ggml_conv_2d_dw_direct): a is [KW, KH, 1, C], b is [W, H, C, N], both
+// f32. Either both are contiguous, or both have their channels innermost
+// in memory: b a permuted view of a contiguous [C, W, H, N] tensor and a
+// of a contiguous [C, 1, KW, KH] one (Permute(x, 3, 2, 0, 1) gives both);
+// the result then has the same layout as b. The result is f32
+// [OW, OH, C, N], defined as for Conv2DDW.
+func (c *Context) Conv2DDWDirect(a, b *Tensor, s0, s1, p0, p1, d0, d1 int) *Tensor {
+	const op = "conv_2d_dw_direct"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	ow, oh, p := c.conv2DCommon(op, a, b, s0, s1, p0, p1, d0, d1)
+	if p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case a.Type() != TypeF32 || b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("a and b must be f32 (ggml's kernel reads them as float), not %v and %v", a.Type(), b.Type()), a, b)
+	case an[2] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) must be 1: a is [KW, KH, 1, C]", an[2]), a, b)
+	case an[3] != bn[2]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) != b.ne2 (%d): one kernel per channel", an[3], bn[2]), a, b)
+	}
+	switch {
+	case dense(b):
+		if !dense(a) {
+			return c.fail(op, ErrShape, "with b contiguous, a must be contiguous too; copy it with Cont", a, b)
+		}
+	case bool(C.ggml_is_contiguous_channels(b.c)):
+		if !channelsLast(b) {
+			return c.fail(op, ErrShape, "b with its channels innermost must be a permuted view of a contiguous [C, W, H, N] tensor", a, b)
+		}
+		nb := a.Nb()
+		ch := uint64(an[3])
+		if !(nb[0] >= nb[2] && nb[1] >= nb[0]) || (an[3] > 1 && nb[3] != 4) || (an[0] > 1 && nb[0] != 4*ch) || (an[1] > 1 && nb[1] != 4*ch*uint64(an[0])) {
+			return c.fail(op, ErrShape, "with b's channels innermost, a must be laid out the same way: a permuted view of a contiguous [C, 1, KW, KH] tensor (Permute(x, 3, 2, 0, 1))", a, b)
+		}
+	default:
+		return c.fail(op, ErrShape, "b must be contiguous, or a permuted view of a contiguous [C, W, H, N] tensor (ggml's kernel takes no other layout)", a, b)
+	}
+	if p := c.ensure(op, TypeF32, shape4(ow, oh, bn[2], bn[3]), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_2d_dw_direct(c.c, a.c, b.c, C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1))
+	}, a, b)
+}
+
+// ConvTranspose2D returns the transposed 2-D convolution of b by a with
+// the given stride and no padding (ggml_conv_transpose_2d_p0): a is
+// [KW, KH, OC, IC] f16, b is [W, H, IC] f32 (one batch item); the f32
+// result is [(W-1)*stride + KW, (H-1)*stride + KH, OC] with
+// result(x, y, oc) = sum over w, h, kw, kh, ic with w*stride + kw == x and
+// h*stride + kh == y of b(w, h, ic) * a(kw, kh, oc, ic). b's values are
+// rounded to f16.
+//
+// a's dimensions 0 and 1 must be contiguous and b's elements adjacent in
+// dimension 0; other strides are free. ggml's CPU kernel computes only the
+// first item of a batch, so b.ne3 must be 1.
+func (c *Context) ConvTranspose2D(a, b *Tensor, stride int) *Tensor {
+	const op = "conv_transpose_2d"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	if p := c.checkParams(op, []convParam{{"stride", stride, 1, math.MaxInt32}}, a, b); p != nil {
+		return p
+	}
+	if p := c.convNonEmpty(op, a, b); p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case a.Type() != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f16, not %v (ggml's kernel asserts it)", a.Type()), a, b)
+	case b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case !adjacent(a) || (an[1] > 1 && a.Nb()[1] != 2*uint64(an[0])):
+		return c.fail(op, ErrShape, "a's dimensions 0 and 1 must be contiguous (ggml's kernel reads each KW x KH kernel as one array); copy it with Cont", a, b)
+	case !adjacent(b):
+		return c.fail(op, ErrShape, "b's elements must be adjacent in dimension 0 (ggml's kernel asserts it); copy it with Cont", a, b)
+	case an[3] != bn[2]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) != b.ne2 (%d): kernel and input must have the same input channels", an[3], bn[2]), a, b)
+	case bn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be 1: ggml's CPU kernel computes only the first batch item", bn[3]), a, b)
+	}
+	s := int64(stride)
+	const lim = math.MaxInt32
+	if bn[0]-1 > lim/s || bn[1]-1 > lim/s {
+		return c.fail(op, ErrShape, "the result is too large for ggml's kernel, which indexes it with C ints", a, b)
+	}
+	ow, oh := (bn[0]-1)*s+an[0], (bn[1]-1)*s+an[1]
+	if ow > lim || oh > lim || ow > lim/oh || an[0]*an[1] > lim/(an[2]*an[3]) || bn[0]*bn[1] > lim/bn[2] {
+		return c.fail(op, ErrShape, "the kernel, the input and each output plane must have fewer than 2^31 elements (ggml's kernel indexes them with C ints)", a, b)
+	}
+	if p := c.ensure(op, TypeF32, shape4(ow, oh, an[2], 1), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_conv_transpose_2d_p0(c.c, a.c, b.c, C.int(stride)) }, a, b)
+}
+
+// Im2Col3D unrolls the 3-D patches of b that a convolution with kernel a
+// reads (ggml_im2col_3d). a is [KW, KH, KD, IC*OC] and b is
+// [W, H, D, IC*N] (batch item n's channel ic at index n*IC + ic); only a's
+// shape is used. The result, of type dst (f32, or f16 with an f16 a), is
+// [IC*KD*KH*KW, OW, OH, OD*N]. b is f32 with adjacent elements in dimension
+// 0; its other strides are free.
+func (c *Context) Im2Col3D(a, b *Tensor, ic int, s0, s1, s2, p0, p1, p2, d0, d1, d2 int, dst Type) *Tensor {
+	const op = "im2col_3d"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	ne, p := c.im2col3DShape(op, a, b, ic, s0, s1, s2, p0, p1, p2, d0, d1, d2, dst)
+	if p != nil {
+		return p
+	}
+	if p := c.ensure(op, dst, ne, nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_im2col_3d(c.c, a.c, b.c, C.int64_t(ic), C.int(s0), C.int(s1), C.int(s2),
+			C.int(p0), C.int(p1), C.int(p2), C.int(d0), C.int(d1), C.int(d2), C.enum_ggml_type(dst))
+	}, a, b)
+}
+
+func (c *Context) im2col3DShape(op string, a, b *Tensor, ic int, s0, s1, s2, p0, p1, p2, d0, d1, d2 int, dst Type) ([MaxDims]int64, *Tensor) {
+	var none [MaxDims]int64
+	ps := []convParam{
+		{"ic", ic, 1, math.MaxInt32},
+		convStride("s0", s0), convStride("s1", s1), convStride("s2", s2),
+		convPad("p0", p0), convPad("p1", p1), convPad("p2", p2),
+		convDil("d0", d0), convDil("d1", d1), convDil("d2", d2),
+	}
+	if p := c.checkParams(op, ps, a, b); p != nil {
+		return none, p
+	}
+	if p := c.convNonEmpty(op, a, b); p != nil {
+		return none, p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case !isConvFloat(a.Type()):
+		return none, c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b)
+	case b.Type() != TypeF32:
+		return none, c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case dst != TypeF32 && dst != TypeF16:
+		return none, c.fail(op, ErrType, fmt.Sprintf("ggml's kernels produce f32 or f16, not %v", dst), a, b)
+	case dst == TypeF16 && a.Type() != TypeF16:
+		return none, c.fail(op, ErrType, fmt.Sprintf("an f16 result needs an f16 kernel a, not %v (ggml's kernel asserts it)", a.Type()), a, b)
+	case !adjacent(b):
+		return none, c.fail(op, ErrShape, "b's elements must be adjacent in dimension 0 (ggml's kernel asserts nb0 == 4); copy it with Cont", a, b)
+	case bn[3]%int64(ic) != 0:
+		return none, c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be a multiple of ic (%d): b is [W, H, D, IC*N]", bn[3], ic), a, b)
+	}
+	var out [3]int64
+	for i, sp := range [3][3]int{{s0, p0, d0}, {s1, p1, d1}, {s2, p2, d2}} {
+		o, ok := convOut(bn[i], an[i], sp[0], sp[1], sp[2])
+		if !ok {
+			return none, c.convFail(op, fmt.Sprintf("dimension %d", i), bn[i], an[i], sp[0], sp[1], sp[2], a, b)
+		}
+		out[i] = o
+	}
+	n := bn[3] / int64(ic)
+	k := an[0] * an[1] * an[2]
+	if k > math.MaxInt64/int64(ic) || out[2] > math.MaxInt64/n {
+		return none, c.fail(op, ErrShape, "the result is too large", a, b)
+	}
+	ne := shape4(k*int64(ic), out[0], out[1], out[2]*n)
+	if _, err := dataSize(dst, ne); err != nil {
+		return none, c.fail(op, ErrShape, err.Error(), a, b)
+	}
+	return ne, nil
+}
+
+// Conv3D returns the 3-D convolution of b by a (ggml_conv_3d): a is
+// [KW, KH, KD, IC*OC] (output channel oc's kernel for input channel ic at
+// index oc*IC + ic), b is [W, H, D, IC*N] (index n*IC + ic); the f32 result
+// is [OW, OH, OD, OC*N] (index n*OC + oc). ggml computes it as an Im2Col3D
+// of a's type and a matrix product: a is f32 or f16 (then b's values are
+// rounded to f16) and contiguous, b f32 with adjacent elements in
+// dimension 0.
+func (c *Context) Conv3D(a, b *Tensor, ic int, s0, s1, s2, p0, p1, p2, d0, d1, d2 int) *Tensor {
+	const op = "conv_3d"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	ine, p := c.im2col3DShape(op, a, b, ic, s0, s1, s2, p0, p1, p2, d0, d1, d2, a.Type())
+	if p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case !a.IsContiguous():
+		return c.fail(op, ErrShape, "a must be contiguous (ggml reshapes it); copy it with Cont", a, b)
+	case an[3]%int64(ic) != 0:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) must be a multiple of ic (%d): a is [KW, KH, KD, IC*OC]", an[3], ic), a, b)
+	}
+	oc, n := an[3]/int64(ic), bn[3]/int64(ic)
+	ow, oh, od := ine[1], ine[2], ine[3]/n
+	plan := []convPlanned{
+		{a.Type(), ine, false},
+		{a.Type(), shape4(ine[0], ow*oh*od*n, 1, 1), true},
+		{a.Type(), shape4(ine[0], oc, 1, 1), true},
+		{TypeF32, shape4(ow*oh*od*n, oc, 1, 1), false},
+		{TypeF32, shape4(ow*oh, od, n, oc), true},
+		{TypeF32, shape4(ow*oh, od, oc, n), true},
+		{TypeF32, shape4(ow*oh, od, oc, n), false},
+		{TypeF32, shape4(ow, oh, od, oc*n), true},
+	}
+	if p := c.ensureAll(op, plan, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_3d(c.c, a.c, b.c, C.int64_t(ic), C.int(s0), C.int(s1), C.int(s2),
+			C.int(p0), C.int(p1), C.int(p2), C.int(d0), C.int(d1), C.int(d2))
+	}, a, b)
+}
+
+// Conv3DDirect is Conv3D computed without an Im2Col3D tensor
+// (ggml_conv_3d_direct), with the channel and batch counts given: a is
+// [KW, KH, KD, ic*oc], f32 or f16 and contiguous; b is [W, H, D, ic*n] f32
+// with any strides. The f32 result is [OW, OH, OD, oc*n], laid out and
+// defined as for Conv3D.
+func (c *Context) Conv3DDirect(a, b *Tensor, s0, s1, s2, p0, p1, p2, d0, d1, d2, ic, n, oc int) *Tensor {
+	const op = "conv_3d_direct"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	ps := []convParam{
+		{"ic", ic, 1, math.MaxInt32}, {"n", n, 1, math.MaxInt32}, {"oc", oc, 1, math.MaxInt32},
+		convStride("s0", s0), convStride("s1", s1), convStride("s2", s2),
+		convPad("p0", p0), convPad("p1", p1), convPad("p2", p2),
+		convDil("d0", d0), convDil("d1", d1), convDil("d2", d2),
+	}
+	if p := c.checkParams(op, ps, a, b); p != nil {
+		return p
+	}
+	if p := c.convNonEmpty(op, a, b); p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case an[3] != int64(ic)*int64(oc):
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) != ic*oc (%d*%d)", an[3], ic, oc), a, b)
+	case bn[3] != int64(ic)*int64(n):
+		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) != ic*n (%d*%d)", bn[3], ic, n), a, b)
+	}
+	var out [3]int64
+	for i, sp := range [3][3]int{{s0, p0, d0}, {s1, p1, d1}, {s2, p2, d2}} {
+		o, ok := convOut(bn[i], an[i], sp[0], sp[1], sp[2])
+		if !ok {
+			return c.convFail(op, fmt.Sprintf("dimension %d", i), bn[i], an[i], sp[0], sp[1], sp[2], a, b)
+		}
+		out[i] = o
+	}
+	if p := c.directKernel(op, a, an[0]*an[1]*an[2]*int64(ic), int64(oc), a, b); p != nil {
+		return p
+	}
+	if p := c.ensure(op, TypeF32, shape4(out[0], out[1], out[2], int64(oc)*int64(n)), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_conv_3d_direct(c.c, a.c, b.c, C.int(s0), C.int(s1), C.int(s2),
+			C.int(p0), C.int(p1), C.int(p2), C.int(d0), C.int(d1), C.int(d2), C.int(ic), C.int(n), C.int(oc))
+	}, a, b)
+}
+
+// PoolOp is the reduction of a pooling op (enum ggml_op_pool).
+type PoolOp int
+
+// Pooling reductions.
+const (
+	PoolMax PoolOp = C.GGML_OP_POOL_MAX // the largest element of each window
+	PoolAvg PoolOp = C.GGML_OP_POOL_AVG // the window's sum divided by its full size, padding included
+)
+
+// poolOut is ggml_calc_pool_output_size, (in + 2p - k)/s + 1, computed in
+// float32 as ggml computes it (with a float padding).
+func poolOut(in int64, k, s, p int) int64 {
+	f := float32(float32(in) + float32(2*p))
+	f = float32(f - float32(k))
+	f = float32(f / float32(s))
+	f = float32(f + 1)
+	return int64(f)
+}
+
+// poolInput checks the input of a pooling kernel, called name in errors:
+// f32 or f16, contiguous.
+func (c *Context) poolInput(op, name string, a *Tensor, p PoolOp, inputs ...*Tensor) *Tensor {
+	switch {
+	case p != PoolMax && p != PoolAvg:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("unknown pooling op %d", p), inputs...)
+	case !isConvFloat(a.Type()):
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes %s of f32 or f16, not %v", name, a.Type()), inputs...)
+	case !dense(a):
+		return c.fail(op, ErrShape, name+" must be contiguous (ggml's kernel walks it as one array); copy it with Cont", inputs...)
+	}
+	return c.convNonEmpty(op, inputs...)
+}
+
+// Pool1D pools each row of a over windows of k0 elements with stride s0
+// and padding p0 (ggml_pool_1d). ggml's CPU kernel supports only
+// non-overlapping windows without padding: s0 == k0 and p0 == 0; the f32
+// result is [ne0/k0, ne1, ne2, ne3] (a trailing partial window is dropped).
+// a is f32 or f16 and contiguous.
+func (c *Context) Pool1D(a *Tensor, op PoolOp, k0, s0, p0 int) *Tensor {
+	const name = "pool_1d"
+	if p := c.begin(name, a); p != nil {
+		return p
+	}
+	if p := c.poolInput(name, "a", a, op, a); p != nil {
+		return p
+	}
+	if p := c.checkParams(name, []convParam{{"k0", k0, 1, math.MaxInt32}, convStride("s0", s0), convPad("p0", p0)}, a); p != nil {
+		return p
+	}
+	ne := a.Ne()
+	switch {
+	case s0 != k0 || p0 != 0:
+		return c.fail(name, ErrInvalid, fmt.Sprintf("ggml's CPU kernel supports only s0 == k0 and p0 == 0, not k0 %d, s0 %d, p0 %d", k0, s0, p0), a)
+	case int64(k0) > ne[0]:
+		return c.fail(name, ErrShape, fmt.Sprintf("the window k0 (%d) is longer than a's rows (%d)", k0, ne[0]), a)
+	case ne[0] > math.MaxInt32:
+		return c.fail(name, ErrShape, "a's rows must be shorter than 2^31 (ggml's kernel indexes them with a C int)", a)
+	}
+	// ggml sizes the result in float32, which for rows beyond 2^24 can round
+	// up past the row; its kernel would then read beyond it.
+	if out := poolOut(ne[0], k0, s0, p0); out < 1 || out*int64(k0) > ne[0] {
+		return c.fail(name, ErrShape, fmt.Sprintf("ggml's float32 output size for rows of %d is %d windows of %d, past the row", ne[0], out, k0), a)
+	} else {
+		ne[0] = out
+	}
+	if p := c.ensure(name, TypeF32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(name, func() *C.struct_ggml_tensor {
+		return C.ggml_pool_1d(c.c, a.c, C.enum_ggml_op_pool(op), C.int(k0), C.int(s0), C.int(p0))
+	}, a)
+}
+
+// pool2DShape checks Pool2D's parameters and returns its result's shape.
+func (c *Context) pool2DShape(op string, a *Tensor, k0, k1, s0, s1, p0, p1 int, inputs ...*Tensor) ([MaxDims]int64, *Tensor) {
+	var none [MaxDims]int64
+	ps := []convParam{{"k0", k0, 1, math.MaxInt32}, {"k1", k1, 1, math.MaxInt32}, convStride("s0", s0), convStride("s1", s1), convPad("p0", p0), convPad("p1", p1)}
+	if p := c.checkParams(op, ps, inputs...); p != nil {
+		return none, p
+	}
+	ne := a.Ne()
+	switch {
+	case int64(k0) > ne[0]+2*int64(p0) || int64(k1) > ne[1]+2*int64(p1):
+		return none, c.fail(op, ErrShape, fmt.Sprintf("the window %dx%d is larger than a's %dx%d plus padding %d, %d on both sides", k0, k1, ne[0], ne[1], p0, p1), inputs...)
+	case ne[0]+2*int64(p0) > math.MaxInt32 || ne[1]+2*int64(p1) > math.MaxInt32 || int64(k0)*int64(k1) > math.MaxInt32:
+		return none, c.fail(op, ErrShape, "a's padded rows and columns, and the window's size, must be below 2^31 (ggml's kernel indexes with C ints)", inputs...)
+	}
+	ne[0] = poolOut(ne[0], k0, s0, p0)
+	ne[1] = poolOut(ne[1], k1, s1, p1)
+	if ne[0] < 1 || ne[1] < 1 {
+		return none, c.fail(op, ErrShape, fmt.Sprintf("ggml's float32 output size is %dx%d", ne[0], ne[1]), inputs...)
+	}
+	return ne, nil
+}
+
+// Pool2D pools each [ne0, ne1] plane of a over k0 x k1 windows with strides
+// s0, s1 and padding p0, p1 on both sides (ggml_pool_2d); the f32 result is
+// [(ne0 + 2*p0 - k0)/s0 + 1, (ne1 + 2*p1 - k1)/s1 + 1, ne2, ne3] (ggml
+// computes these sizes in float32). PoolAvg divides each window's sum of
+// the elements inside a by k0*k1, padding included; a PoolMax window that
+// lies wholly in the padding gives -math.MaxFloat32. a is f32 or f16 and
+// contiguous. (ggml takes float paddings but its kernel truncates them.)
+func (c *Context) Pool2D(a *Tensor, op PoolOp, k0, k1, s0, s1, p0, p1 int) *Tensor {
+	const name = "pool_2d"
+	if p := c.begin(name, a); p != nil {
+		return p
+	}
+	if p := c.poolInput(name, "a", a, op, a); p != nil {
+		return p
+	}
+	ne, p := c.pool2DShape(name, a, k0, k1, s0, s1, p0, p1, a)
+	if p != nil {
+		return p
+	}
+	if p := c.ensure(name, TypeF32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(name, func() *C.struct_ggml_tensor {
+		return C.ggml_pool_2d(c.c, a.c, C.enum_ggml_op_pool(op), C.int(k0), C.int(k1), C.int(s0), C.int(s1), C.float(p0), C.float(p1))
+	}, a)
+}
+
+// Pool2DBack is the gradient of Pool2D with respect to its input af
+// (ggml_pool_2d_back): grad, the gradient of Pool2D(af, op, ...)'s result,
+// is spread back over af's shape. PoolMax gives each window's gradient to
+// the first largest element of af in it; PoolAvg gives grad/(k0*k1) to each
+// element of the window inside af. grad and af are f32 and contiguous, and
+// grad has Pool2D's result shape. The result is f32 of af's shape.
+func (c *Context) Pool2DBack(grad, af *Tensor, op PoolOp, k0, k1, s0, s1, p0, p1 int) *Tensor {
+	const name = "pool_2d_back"
+	if p := c.begin(name, grad, af); p != nil {
+		return p
+	}
+	if p := c.poolInput(name, "af", af, op, grad, af); p != nil {
+		return p
+	}
+	switch {
+	case grad.Type() != TypeF32 || af.Type() != TypeF32:
+		return c.fail(name, ErrType, fmt.Sprintf("grad and af must be f32 (ggml's kernel reads af as its f32 result), not %v and %v", grad.Type(), af.Type()), grad, af)
+	case !dense(grad):
+		return c.fail(name, ErrShape, "grad must be contiguous; copy it with Cont", grad, af)
+	}
+	ne, p := c.pool2DShape(name, af, k0, k1, s0, s1, p0, p1, grad, af)
+	if p != nil {
+		return p
+	}
+	if grad.Ne() != ne {
+		return c.fail(name, ErrShape, fmt.Sprintf("grad %v must have Pool2D's result shape %v", grad.Ne(), ne), grad, af)
+	}
+	if p := c.ensure(name, TypeF32, af.Ne(), nil, grad, af); p != nil {
+		return p
+	}
+	return c.call(name, func() *C.struct_ggml_tensor {
+		return C.ggml_pool_2d_back(c.c, grad.c, af.c, C.enum_ggml_op_pool(op), C.int(k0), C.int(k1), C.int(s0), C.int(s1), C.float(p0), C.float(p1))
+	}, grad, af)
+}
+
+// ScaleMode is how Interpolate and Upscale compute new samples (enum
+// ggml_scale_mode), optionally combined with flags (enum ggml_scale_flag):
+// ScaleBilinear|ScaleAlignCorners.
+type ScaleMode uint32
+
+// Scale modes and flags. Bilinear and bicubic apply to dimensions 0 and 1;
+// dimensions 2 and 3 are always resized by nearest neighbour.
+const (
+	// ScaleNearest takes the source element floor(i / scale).
+	ScaleNearest ScaleMode = C.GGML_SCALE_MODE_NEAREST
+	// ScaleBilinear interpolates between the 2x2 nearest sources, half-pixel
+	// centred, clamped at the edges.
+	ScaleBilinear ScaleMode = C.GGML_SCALE_MODE_BILINEAR
+	// ScaleBicubic interpolates over the 4x4 nearest sources (cubic
+	// convolution with a = -0.75, as PyTorch), clamped at the edges.
+	ScaleBicubic ScaleMode = C.GGML_SCALE_MODE_BICUBIC
+	// ScaleAlignCorners maps the corner samples of the input and the
+	// result onto each other (PyTorch's align_corners=True).
+	ScaleAlignCorners ScaleMode = C.GGML_SCALE_FLAG_ALIGN_CORNERS
+	// ScaleAntialias makes bilinear downsampling average over the whole
+	// footprint of each result sample (PyTorch's antialias=True); bilinear
+	// only.
+	ScaleAntialias ScaleMode = C.GGML_SCALE_FLAG_ANTIALIAS
+)
+
+// maxResized is the largest size of a dimension that interpolation resizes
+// by nearest neighbour: ggml computes the source index in float32, which
+// stays below the source's size only up to about 2^22.
+const maxResized = 1 << 21
+
+// interpolate checks and builds an upscale-family op whose result is ne.
+func (c *Context) interpolate(op string, a *Tensor, ne [MaxDims]int64, mode ScaleMode, f func() *C.struct_ggml_tensor) *Tensor {
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	base, flags := mode&0xFF, mode&^0xFF
+	switch {
+	case base > ScaleBicubic:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("unknown scale mode %d", base), a)
+	case flags&^(ScaleAlignCorners|ScaleAntialias) != 0:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("unknown scale flags %#x", uint32(flags)), a)
+	case flags&ScaleAntialias != 0 && base != ScaleBilinear:
+		return c.fail(op, ErrInvalid, "ScaleAntialias works with ScaleBilinear only (ggml asserts it)", a)
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	}
+	if p := c.convNonEmpty(op, a); p != nil {
+		return p
+	}
+	an := a.Ne()
+	for i, n := range ne {
+		if n < 1 {
+			return c.fail(op, ErrShape, fmt.Sprintf("the result's ne%d (%d) must be >= 1", i, n), a)
+		}
+		nearest := i >= 2 || base == ScaleNearest
+		if nearest && n != an[i] && (n > maxResized || an[i] > maxResized) {
+			return c.fail(op, ErrShape, fmt.Sprintf("dimension %d resized from %d to %d: ggml's float32 index arithmetic is exact only up to %d", i, an[i], n, maxResized), a)
+		}
+	}
+	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, f, a)
+}
+
+// Interpolate resizes a to the shape [ne0, ne1, ne2, ne3]
+// (ggml_interpolate): up or down, by mode (see ScaleMode). a is f32, with
+// any strides; the result is f32.
+func (c *Context) Interpolate(a *Tensor, ne0, ne1, ne2, ne3 int64, mode ScaleMode) *Tensor {
+	return c.interpolate("interpolate", a, shape4(ne0, ne1, ne2, ne3), mode, func() *C.struct_ggml_tensor {
+		return C.ggml_interpolate(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.int64_t(ne2), C.int64_t(ne3), C.uint32_t(mode))
+	})
+}
+
+// UpscaleExt is Interpolate with int sizes (ggml_upscale_ext, which ggml
+// deprecates for ggml_interpolate; this calls ggml_interpolate, as
+// ggml_upscale_ext does).
+func (c *Context) UpscaleExt(a *Tensor, ne0, ne1, ne2, ne3 int, mode ScaleMode) *Tensor {
+	const op = "upscale_ext"
+	for _, n := range []int{ne0, ne1, ne2, ne3} {
+		if n < 1 || n > math.MaxInt32 {
+			if p := c.begin(op, a); p != nil {
+				return p
+			}
+			return c.fail(op, ErrShape, fmt.Sprintf("the sizes %d, %d, %d, %d must be between 1 and %d", ne0, ne1, ne2, ne3, math.MaxInt32), a)
+		}
+	}
+	return c.interpolate(op, a, shape4(int64(ne0), int64(ne1), int64(ne2), int64(ne3)), mode, func() *C.struct_ggml_tensor {
+		return C.ggml_interpolate(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.int64_t(ne2), C.int64_t(ne3), C.uint32_t(mode))
+	})
+}
+
+// Upscale multiplies a's dimensions 0 and 1 by factor, an integer > 1
+// (ggml_upscale), by mode (see ScaleMode). a is f32.
+func (c *Context) Upscale(a *Tensor, factor int, mode ScaleMode) *Tensor {
+	const op = "upscale"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if factor < 2 || factor > math.MaxInt32 {
+		return c.fail(op, ErrInvalid, fmt.Sprintf("factor %d must be > 1 (ggml asserts it)", factor), a)
+	}
+	ne := a.Ne()
+	if ne[0] > math.MaxInt64/int64(factor) || ne[1] > math.MaxInt64/int64(factor) {
+		return c.fail(op, ErrShape, fmt.Sprintf("%v times %d overflows", ne, factor), a)
+	}
+	ne[0] *= int64(factor)
+	ne[1] *= int64(factor)
+	return c.interpolate(op, a, ne, mode, func() *C.struct_ggml_tensor {
+		return C.ggml_upscale(c.c, a.c, C.int(factor), C.enum_ggml_scale_mode(mode))
+	})
+}
+
+// PadReflect1D pads each row of a with p0 elements before and p1 after,
+// mirrored around the row's first and last element: [a b c d] with 2, 1
+// gives [c b a b c d c] (ggml_pad_reflect_1d). a is f32 and contiguous;
+// p0 and p1 are >= 0 and less than ne0.
+func (c *Context) PadReflect1D(a *Tensor, p0, p1 int) *Tensor {
+	const op = "pad_reflect_1d"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	ne := a.Ne()
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	case p0 < 0 || p1 < 0 || int64(p0) >= ne[0] || int64(p1) >= ne[0]:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("paddings %d and %d must be >= 0 and less than ne0 (%d)", p0, p1, ne[0]), a)
+	}
+	ne[0] += int64(p0) + int64(p1)
+	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_pad_reflect_1d(c.c, a.c, C.int(p0), C.int(p1)) }, a)
+}
+
+// TimestepEmbedding returns the sinusoidal embeddings of the timesteps t
+// (f32 vector of N values), as in diffusion models
+// (ggml_timestep_embedding): f32 [dim, N], row i holding
+// cos(t[i]*f_j) for j < dim/2, then sin(t[i]*f_j), with
+// f_j = maxPeriod^(-j/(dim/2)); an odd dim ends each row with 0. dim and
+// maxPeriod are >= 1.
+func (c *Context) TimestepEmbedding(t *Tensor, dim, maxPeriod int) *Tensor {
+	const op = "timestep_embedding"
+	if p := c.begin(op, t); p != nil {
+		return p
+	}
+	ne := t.Ne()
+	switch {
+	case t.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", t.Type()), t)
+	case !adjacent(t):
+		return c.fail(op, ErrShape, "t's elements must be adjacent (ggml's kernel asserts nb0 == 4); copy it with Cont", t)
+	case ne[1] != 1 || ne[2] != 1 || ne[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("t %v must be a vector (ggml reads only its first row)", ne), t)
+	case dim < 1 || dim > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("dim %d must be >= 1", dim), t)
+	case maxPeriod < 1 || maxPeriod > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("maxPeriod %d must be >= 1 (ggml takes its logarithm)", maxPeriod), t)
+	}
+	if p := c.ensure(op, TypeF32, shape4(int64(dim), ne[0], 1, 1), nil, t); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_timestep_embedding(c.c, t.c, C.int(dim), C.int(maxPeriod)) }, t)
+}
