@@ -33,7 +33,8 @@ type Backend struct {
 	dev     *Device
 	abort   *C.int // flag read by the backend's abort callback; nil if it has none
 	plans   *planSet
-	pool    *poolSlot // the CPU thread pool it computes on, if any
+	pool    *poolSlot    // the CPU thread pool it computes on, if any
+	threads atomic.Int64 // thread setting of a CPU-like backend; 0: none
 	life    *backendLife
 	cleanup runtime.Cleanup
 
@@ -99,12 +100,14 @@ func (l *backendLife) release() {
 type poolSlot struct {
 	ref     bridge.PoolRef
 	isolate bool
+	threads atomic.Int64 // the pool's size; 0: no pool
 }
 
 func (s *poolSlot) release() {
 	if s.ref != nil {
 		s.ref.Release()
 		s.ref, s.isolate = nil, false
+		s.threads.Store(0)
 	}
 }
 
@@ -133,6 +136,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
 			C.goggml_call_set_n_threads(fn, c, C.int(runtime.NumCPU()))
+			b.threads.Store(int64(runtime.NumCPU()))
 		}
 		if fn := b.dev.procAddress("ggml_backend_set_abort_callback"); fn != nil {
 			b.abort = (*C.int)(C.calloc(1, C.sizeof_int))
@@ -272,7 +276,36 @@ func (b *Backend) SetThreads(n int) error {
 		return fmt.Errorf("%w: backend %s has no thread setting", ErrUnsupported, b.Name())
 	}
 	C.goggml_call_set_n_threads(fn, b.c, C.int(n))
+	b.threads.Store(int64(n))
 	runtime.KeepAlive(b)
+	return nil
+}
+
+// Threads returns the number of threads the backend computes with: its
+// thread setting, capped by the size of an attached CPU thread pool. It is
+// 0 for backends without a thread setting (GPUs).
+func (b *Backend) Threads() int {
+	if b.usable() != nil {
+		return 0
+	}
+	n := int(b.threads.Load())
+	if p := b.pool.threads.Load(); p > 0 && n > int(p) {
+		n = int(p)
+	}
+	return n
+}
+
+// checkThreads refuses a node whose CPU kernel cannot run on the backend's
+// thread count.
+func (b *Backend) checkThreads(t *C.struct_ggml_tensor) error {
+	limit := bridge.NodeThreadLimit(unsafe.Pointer(t))
+	if limit <= 0 {
+		return nil
+	}
+	if n := b.Threads(); int64(n) > limit {
+		return fmt.Errorf("%w: ggml's CPU kernel of %s (node %q) computes its %d heads on at most %d threads and hangs or loses heads with more; this backend computes with %d (SetThreads)",
+			ErrUnsupported, C.GoString(C.ggml_op_desc(t)), C.GoString(&t.name[0]), limit, limit, n)
+	}
 	return nil
 }
 
@@ -629,6 +662,9 @@ func init() {
 		runtime.KeepAlive(b)
 		b.pool.release()
 		b.pool.ref, b.pool.isolate = ref, isolate
+		if ref != nil {
+			b.pool.threads.Store(int64(ref.Threads()))
+		}
 		return nil
 	}
 }
@@ -643,6 +679,11 @@ func (b *Backend) checkGraph(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
 		if isNode && !bool(C.ggml_backend_supports_op(b.c, t)) {
 			return fmt.Errorf("%w: backend %s cannot compute %s (node %q, %s)", ErrUnsupported,
 				b.Name(), C.GoString(C.ggml_op_desc(t)), C.GoString(&t.name[0]), C.GoString(C.ggml_type_name(t._type)))
+		}
+		if isNode {
+			if err := b.checkThreads(t); err != nil {
+				return err
+			}
 		}
 		return b.checkTensor(t)
 	})

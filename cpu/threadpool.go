@@ -179,6 +179,8 @@ func (r poolRef) Acquire() error {
 	return nil
 }
 
+func (r poolRef) Threads() int { return r.tp.threads }
+
 func (r poolRef) Release() {
 	r.tp.mu.Lock()
 	r.tp.users--

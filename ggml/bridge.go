@@ -122,6 +122,7 @@ func init() {
 		return nil
 	}
 	bridge.GraphForCompute = graphForCompute
+	bridge.NodeThreadLimit = func(p unsafe.Pointer) int64 { return seqThreadLimit((*C.struct_ggml_tensor)(p)) }
 	bridge.GraphDone = func(v any) error {
 		g, _ := v.(*Graph)
 		return g.CustomError()
@@ -195,15 +196,20 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 // inputs, where that data is already known: inputs that are leafs in host
 // memory. (Inputs computed by the graph itself cannot be checked ahead.)
 func checkNodeData(t *Tensor) error {
-	var a, idx *C.struct_ggml_tensor
+	var idx *C.struct_ggml_tensor
+	var rows int64
 	var op string
 	switch t.c.op {
 	case C.GGML_OP_GET_ROWS:
-		a, idx, op = t.c.src[0], t.c.src[1], "get_rows"
+		idx, rows, op = t.c.src[1], int64(t.c.src[0].ne[1]), "get_rows"
 	case C.GGML_OP_SET_ROWS:
-		a, idx, op = t.c, t.c.src[1], "set_rows"
+		idx, rows, op = t.c.src[1], int64(t.c.ne[1]), "set_rows"
+	case C.GGML_OP_GET_ROWS_BACK:
+		idx, rows, op = t.c.src[1], int64(t.c.ne[1]), "get_rows_back"
 	default:
-		return nil
+		if idx, rows, op = seqIndexSource(t); idx == nil {
+			return nil
+		}
 	}
 	if idx == nil || idx.op != C.GGML_OP_NONE || (idx._type != C.GGML_TYPE_I32 && idx._type != C.GGML_TYPE_I64) || idx.data == nil {
 		return nil
@@ -211,7 +217,6 @@ func checkNodeData(t *Tensor) error {
 	if buf := bufferOf(idx); buf != nil && !bool(C.ggml_backend_buffer_is_host(buf)) {
 		return nil
 	}
-	rows := int64(a.ne[1])
 	ne, nb := idx.ne, idx.nb
 	for i2 := range int64(ne[2]) {
 		for i1 := range int64(ne[1]) {
@@ -231,7 +236,7 @@ func checkNodeData(t *Tensor) error {
 						}
 					}
 					return &OpError{Op: op, Inputs: inputs,
-						Rule: fmt.Sprintf("row index [%d,%d,%d] = %d is outside the %d rows", i0, i1, i2, v, rows), Err: ErrInvalid}
+						Rule: fmt.Sprintf("index [%d,%d,%d] = %d is outside 0..%d", i0, i1, i2, v, rows-1), Err: ErrInvalid}
 				}
 			}
 		}

@@ -157,7 +157,7 @@ func (s *Scheduler) release() {
 	s.gen++
 	if s.graph != nil {
 		bridge.RestoreSources(s.graph)
-		s.graph = nil
+		s.graph, s.limited = nil, nil
 	}
 }
 
@@ -296,6 +296,48 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 	s.graph = g
 	s.version = bridge.GraphVersion(g)
 	s.eval.setGraph(g)
+	s.limited = s.threadLimits(g)
+	return nil
+}
+
+// threadLimit is a node whose CPU kernel computes correctly on at most
+// limit threads, and the backend (index) the scheduler gave it.
+type threadLimit struct {
+	node  *C.struct_ggml_tensor
+	limit int64
+	be    int
+}
+
+// threadLimits lists the nodes of g, as allocated, whose kernel limits the
+// threads of the backend they were given.
+func (s *Scheduler) threadLimits(g *ggml.Graph) []threadLimit {
+	var out []threadLimit
+	_, ps := bridge.GraphTensors(g)
+	for _, p := range ps {
+		limit := bridge.NodeThreadLimit(p)
+		if limit <= 0 {
+			continue
+		}
+		tc := (*C.struct_ggml_tensor)(p)
+		be := unsafe.Pointer(C.ggml_backend_sched_get_tensor_backend(s.c, tc))
+		for i, q := range s.ptrs {
+			if q == be {
+				out = append(out, threadLimit{node: tc, limit: limit, be: i})
+			}
+		}
+	}
+	return out
+}
+
+// checkThreads refuses to compute a node on a CPU backend with more
+// threads than its kernel computes correctly with (it would hang).
+func (s *Scheduler) checkThreads() error {
+	for _, l := range s.limited {
+		if n := s.backends[l.be].Threads(); int64(n) > l.limit {
+			return fmt.Errorf("%w: ggml's CPU kernel of %s (node %q) computes its %d heads on at most %d threads and hangs or loses heads with more; backend %d computes with %d (SetThreads)",
+				backend.ErrUnsupported, C.GoString(C.ggml_op_desc(l.node)), C.GoString(&l.node.name[0]), l.limit, l.limit, l.be, n)
+		}
+	}
 	return nil
 }
 
@@ -350,6 +392,9 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	gp, err := graphPtr(g)
 	if err != nil {
+		return err
+	}
+	if err := s.checkThreads(); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(g)

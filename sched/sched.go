@@ -107,6 +107,7 @@ type Scheduler struct {
 	failed    bool                    // the last allocation failed: ggml left a buffer NULL
 	version   uint64                  // of the graph when allocated
 	touched   map[unsafe.Pointer]bool // tensors pinned or asked about since the last reset
+	limited   []threadLimit           // nodes of the allocated graph whose CPU kernel limits threads
 	res       schedRes
 	cleanup   runtime.Cleanup
 }

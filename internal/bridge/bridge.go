@@ -49,6 +49,7 @@ func Catch(errp *error) {
 type PoolRef interface {
 	Acquire() error
 	Release()
+	Threads() int // the pool's thread count
 }
 
 // AttachThreadPool makes CPU backend be compute on thread pool pool (nil to
@@ -124,6 +125,9 @@ var (
 	// visit for each leaf and then each node (isNode set), and returns the
 	// *C.struct_ggml_cgraph.
 	GraphForCompute func(g any, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
+	// NodeThreadLimit returns the most CPU threads ggml's kernel computes
+	// node t correctly with, or 0 for no limit.
+	NodeThreadLimit func(t unsafe.Pointer) int64
 	// GraphDone reports, after a compute of g, the first panic of a custom
 	// op's Go function, and clears it.
 	GraphDone func(g any) error
