@@ -39,10 +39,15 @@ run: setup
 # of BENCH_COUNT runs, as one table (see bench/README.md).
 BENCH_COUNT ?= 5
 BENCH_TIME ?= 300ms
-# Random graphs from the op set; a ggml assert reached is a missing check.
+# Random graphs from the op set, random quantizer inputs and lying bytes;
+# a ggml assert or crash reached is a missing check. FUZZ_TIME per target.
 FUZZ_TIME ?= 3m
+FUZZ_TARGETS ?= FuzzOps FuzzOpsMore FuzzQuantize FuzzDequantize
 fuzz: setup
-	$(GO) test ./ggml -run '^$$' -fuzz FuzzOps -fuzztime $(FUZZ_TIME)
+	@for t in $(FUZZ_TARGETS); do \
+		echo "== $$t"; \
+		$(GO) test ./ggml -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
+	done
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table

@@ -85,10 +85,12 @@ func TestCustomOps(t *testing.T) {
 		})
 	}, 0)
 	m1in := e.ctx.MapCustom1InPlace(e.ctx.Cont(b), sqr1, 0)
+	m2in := e.ctx.MapCustom2InPlace(e.ctx.Cont(a), b, fma, 0)
+	m3in := e.ctx.MapCustom3InPlace(e.ctx.Cont(a), b, d, fma, 0)
 	// The op feeds ggml ops and ggml ops feed it.
 	chained := e.ctx.Add(e.ctx.MapCustom1(e.ctx.Scale(a, 2), sqr1, 0), b)
 	require.NoError(t, e.ctx.Err())
-	e.compute(m1, m1one, m2, m3, outer, inPlace, m1in, chained)
+	e.compute(m1, m1one, m2, m3, outer, inPlace, m1in, m2in, m3in, chained)
 
 	A, B, D := fromF32(av, n0, n1, n2), fromF32(bv, n0, n1, n2), fromF32(cv, n0, n1, n2)
 	check := func(name string, got *ggml.Tensor, ne [4]int, f func(i0, i1, i2, i3 int) float64) {
@@ -111,6 +113,10 @@ func TestCustomOps(t *testing.T) {
 	check("custom_4d", outer, [4]int{n0, n0, 1, 1}, func(i0, i1, _, _ int) float64 { return A.at(i0, 0, 0, 0) * B.at(i1, 0, 0, 0) })
 	check("custom_inplace", inPlace, [4]int{n0, n1, n2, 1}, func(i0, i1, i2, _ int) float64 { return A.at(i0, i1, i2, 0) - B.at(i0, i1, i2, 0) })
 	check("map_custom1_inplace", m1in, [4]int{n0, n1, n2, 1}, func(i0, i1, i2, _ int) float64 { x := B.at(i0, i1, i2, 0); return x*x + 1 })
+	check("map_custom2_inplace", m2in, [4]int{n0, n1, n2, 1}, func(i0, i1, i2, _ int) float64 { return A.at(i0, i1, i2, 0) * B.at(i0, i1, i2, 0) })
+	check("map_custom3_inplace", m3in, [4]int{n0, n1, n2, 1}, func(i0, i1, i2, _ int) float64 {
+		return A.at(i0, i1, i2, 0)*B.at(i0, i1, i2, 0) + D.at(i0, i1, i2, 0)
+	})
 	check("chained", chained, [4]int{n0, n1, n2, 1}, func(i0, i1, i2, _ int) float64 {
 		x := 2 * A.at(i0, i1, i2, 0)
 		return x*x + 1 + B.at(i0, i1, i2, 0)

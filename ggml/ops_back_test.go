@@ -189,6 +189,7 @@ func TestBackwardOps(t *testing.T) {
 	dy := e.input(ggml.TypeF32, dyv, n0, n1, n2)
 	y := c.SoftMax(x)
 	smb := c.SoftMaxExtBack(dy, y, 0.5, 0)
+	smbIn := c.SoftMaxExtBackInPlace(c.Cont(dy), y, 0.5, 0)
 	sib := c.SiluBack(dy, x)
 	const eps = 1e-5
 	rnb := c.RMSNormBack(dy, x, eps)
@@ -205,7 +206,7 @@ func TestBackwardOps(t *testing.T) {
 	p := e.input(ggml.TypeI32, pos, n2)
 	rp := ggml.RopeParams{Dims: n0, Mode: ggml.RopeNeoX, CtxOrig: 4096, FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
 	roundTrip := c.RopeBack(c.Rope(x, p, rp), p, rp)
-	e.compute(smb, sib, rnb, grb, roundTrip, y)
+	e.compute(smb, smbIn, sib, rnb, grb, roundTrip, y)
 
 	X := fromF32(xv, n0, n1, n2)
 	DY := fromF32(dyv, n0, n1, n2)
@@ -221,6 +222,8 @@ func TestBackwardOps(t *testing.T) {
 		}
 	}
 	got, _ := ggml.Data[float32](smb)
+	requireClose(t, ref, got, func(int) float64 { return 1e-6 })
+	got, _ = ggml.Data[float32](smbIn)
 	requireClose(t, ref, got, func(int) float64 { return 1e-6 })
 
 	for i, xi := range X.v {

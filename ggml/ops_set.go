@@ -6,6 +6,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // This file holds the copy, set and rearranging ops: clamp, top_k, repeat_4d,
@@ -357,11 +358,21 @@ func (c *Context) setRules(op string, a, b *Tensor, nb1, nb2, nb3, offset uint64
 			return c.fail(op, ErrInvalid, fmt.Sprintf("%s (%d) must be a multiple of %d below 2^30", v.name, v.v, es), a, b)
 		}
 	}
-	if !isEmpty(b) {
-		last := offset + uint64(bn[0]-1)*es + uint64(bn[1]-1)*nb1 + uint64(bn[2]-1)*nb2 + uint64(bn[3]-1)*nb3
-		if last+es > a.Bytes() {
-			return c.fail(op, ErrShape, fmt.Sprintf("b's last element would land at byte %d, past a's %d bytes", last, a.Bytes()), a, b)
+	// ggml's kernels check where b's last element starts, counting an
+	// empty dimension as 1 (even an empty b must fit); here it must end
+	// inside a too.
+	last := offset
+	for i, nb := range [MaxDims]uint64{es, nb1, nb2, nb3} {
+		if bn[i] > 1 {
+			hi, lo := bits.Mul64(uint64(bn[i]-1), nb)
+			if hi != 0 || lo > a.Bytes() {
+				return c.fail(op, ErrShape, fmt.Sprintf("b's dimension %d (%d elements, %d bytes apart) reaches past a's %d bytes", i, bn[i], nb, a.Bytes()), a, b)
+			}
+			last += lo
 		}
+	}
+	if last+es > a.Bytes() {
+		return c.fail(op, ErrShape, fmt.Sprintf("b's last element would land at byte %d, past a's %d bytes", last, a.Bytes()), a, b)
 	}
 	return nil
 }

@@ -469,6 +469,13 @@ func TestSetMisuse(t *testing.T) {
 			return c.Set1D(f32(c, 4), f32(c, 1), 16)
 		}},
 		{"set rows past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set2D(f32(c, 4, 4), f32(c, 2, 3), 32, 0) }},
+		{"set empty b past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// found by FuzzOpsMore: ggml checks an empty b's position too.
+			return c.Set1D(f32(c, 4), f32(c, 0, 2), 32)
+		}},
+		{"set huge b rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Set2D(f32(c, 1<<20), f32(c, 1, 1<<19), 1<<20, 0)
+		}},
 		{"set misaligned offset", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 2) }},
 		{"set offset 2^30", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 1<<30) }},
 		{"set a transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(tr(c), f32(c, 2), 0) }},
