@@ -181,6 +181,14 @@ func TestMoreMisuse(t *testing.T) {
 		{"add1 transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			return c.Add1(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), c.NewTensor(ggml.TypeF32, 1))
 		}},
+		{"add1 transposed row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// contiguous by ggml_is_contiguous, not padded 1-d: ggml asserts
+			return c.Add1(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)), c.NewTensor(ggml.TypeF32, 1))
+		}},
+		{"scale transposed row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// found by FuzzOps: a [1 2] transposed to [2 1] with nb2 of the original
+			return c.Scale(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)), 2)
+		}},
 		{"arange stop <= start", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(3, 3, 1) }},
 		{"arange step 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, 0) }},
 		{"arange negative step", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, -1) }},

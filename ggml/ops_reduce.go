@@ -18,6 +18,14 @@ func adjacent(a *Tensor) bool { return a.Nb()[0] == a.Type().Size() }
 // assert nb0 == sizeof(float) (diag_mask, ...) reject.
 func dense(a *Tensor) bool { return a.IsContiguous() && adjacent(a) }
 
+// padded1D is ggml_is_padded_1d, which scale and add1 assert: adjacent
+// elements and dimensions 2 and 3 packed after 1 (unlike
+// ggml_is_contiguous, it does not skip dimensions of size 1).
+func padded1D(a *Tensor) bool {
+	ne, nb := a.Ne(), a.Nb()
+	return adjacent(a) && nb[2] == nb[1]*uint64(ne[1]) && nb[3] == nb[2]*uint64(ne[2])
+}
+
 // rowOp checks what the row kernels of sum, mean, argmax and the norms
 // need: one of types, and adjacent elements in dimension 0.
 func (c *Context) rowOp(op string, a *Tensor, types ...Type) *Tensor {
