@@ -98,6 +98,12 @@ func TestMisuse(t *testing.T) {
 			return c.GetRows(c.NewTensor(ggml.TypeI16, 4, 5), c.NewTensor(ggml.TypeI32, 3))
 		}},
 		{"cpy count", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(f32(c, 4), f32(c, 5)) }},
+		{"mul_mat overlapping single row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// found by FuzzOps: a transposed [1 2] is one row with nb1 4 < 8;
+			// llamafile's sgemm asserts lda >= k and aborts the process
+			a := c.Transpose(f32(c, 1, 2))
+			return c.MulMat(a, a)
+		}},
 		{"cpy i32 to f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
 			return c.Cpy(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeF16, 4))
 		}},

@@ -168,6 +168,10 @@ func (c *Context) MulMat(a, b *Tensor) *Tensor {
 		return c.fail(op, ErrShape, "a must not be transposed (nb0 > nb1); make it contiguous with Cont", a, b)
 	case a.Nb()[0] != a.Type().Size() || b.Nb()[0] != b.Type().Size():
 		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0 (nb0 = type size); copy with Cont", a, b)
+	case !rowsApart(a) || !rowsApart(b):
+		// ggml's sgemm asserts its leading dimension (nb1 in elements) is
+		// at least ne0, even for one row, whose nb1 ggml leaves arbitrary.
+		return c.fail(op, ErrShape, "a's and b's rows must not overlap (nb1 >= the size of a row), even a single row's; copy with Cont", a, b)
 	}
 	ne := [MaxDims]int64{an[1], bn[1], bn[2], bn[3]}
 	if p := c.ensure(op, TypeF32, ne, nil, a, b); p != nil {
@@ -183,7 +187,7 @@ func (c *Context) unary(op string, a *Tensor, f func() *C.struct_ggml_tensor) *T
 	if t := a.Type(); t != TypeF32 && t != TypeF16 && (t != TypeBF16 || !unaryBF16[op]) {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16%s, not %v", map[bool]string{true: " or bf16"}[unaryBF16[op]], t), a)
 	}
-	if !bool(C.ggml_is_contiguous_1(a.c)) || !adjacent(a) {
+	if !rowsContiguous(a) {
 		return c.fail(op, ErrShape, "a must be contiguous in dimensions >= 1 (ggml_is_contiguous_1) with adjacent elements in dimension 0; copy it with Cont", a)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {

@@ -201,7 +201,7 @@ func (c *Context) glu(a, b *Tensor, act GLUOp, swapped bool) *Tensor {
 	if a.Type() != TypeF32 && a.Type() != TypeF16 {
 		return c.fail(name, ErrType, fmt.Sprintf("ggml's kernels take f32 or f16, not %v", a.Type()), inputs...)
 	}
-	if !bool(C.ggml_is_contiguous_1(a.c)) || !adjacent(a) {
+	if !rowsContiguous(a) {
 		return c.fail(name, ErrShape, "a must be contiguous in dimensions >= 1; copy it with Cont", inputs...)
 	}
 	ne := a.Ne()
@@ -211,7 +211,7 @@ func (c *Context) glu(a, b *Tensor, act GLUOp, swapped bool) *Tensor {
 			return c.fail(name, ErrType, fmt.Sprintf("a is %v, b %v: they must be the same type", a.Type(), b.Type()), inputs...)
 		case !sameShape(a, b):
 			return c.fail(name, ErrShape, "a and b must have the same shape", inputs...)
-		case !bool(C.ggml_is_contiguous_1(b.c)) || !adjacent(b):
+		case !rowsContiguous(b):
 			return c.fail(name, ErrShape, "b must be contiguous in dimensions >= 1; copy it with Cont", inputs...)
 		}
 	} else {

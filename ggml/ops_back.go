@@ -263,7 +263,7 @@ func (c *Context) SwigluOAI(a, b *Tensor, alpha, limit float32) *Tensor {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v and %v", a.Type(), b.Type()), a, b)
 	case !sameShape(a, b):
 		return c.fail(op, ErrShape, "a and b must have the same shape", a, b)
-	case !bool(C.ggml_is_contiguous_1(a.c)) || !bool(C.ggml_is_contiguous_1(b.c)) || !adjacent(a) || !adjacent(b):
+	case !rowsContiguous(a) || !rowsContiguous(b):
 		return c.fail(op, ErrShape, "a and b must have contiguous rows; copy them with Cont", a, b)
 	case math.IsNaN(float64(alpha)) || !(limit >= 0):
 		return c.fail(op, ErrInvalid, fmt.Sprintf("alpha %g must not be NaN, limit %g must be >= 0", alpha, limit), a, b)
@@ -384,7 +384,7 @@ func (c *Context) SiluBack(a, b *Tensor) *Tensor {
 		return c.fail(op, ErrType, fmt.Sprintf("a and b must both be f32 or both f16, not %v and %v", a.Type(), b.Type()), a, b)
 	case !sameShape(a, b):
 		return c.fail(op, ErrShape, "a and b must have the same shape", a, b)
-	case !bool(C.ggml_is_contiguous_1(a.c)) || !bool(C.ggml_is_contiguous_1(b.c)) || !adjacent(a) || !adjacent(b):
+	case !rowsContiguous(a) || !rowsContiguous(b):
 		return c.fail(op, ErrShape, "a and b must have contiguous rows; copy them with Cont", a, b)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a, b); p != nil {

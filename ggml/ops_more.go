@@ -53,7 +53,7 @@ func (c *Context) leakyRelu(a *Tensor, slope float32, inPlace bool) *Tensor {
 	switch {
 	case a.Type() != TypeF32 && a.Type() != TypeF16:
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16, not %v", a.Type()), a)
-	case !bool(C.ggml_is_contiguous_1(a.c)) || !adjacent(a):
+	case !rowsContiguous(a):
 		return c.fail(op, ErrShape, "a must have contiguous rows; copy it with Cont", a)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
@@ -83,8 +83,8 @@ func (c *Context) Argsort(a *Tensor, order SortOrder) *Tensor {
 		return c.fail(op, ErrInvalid, fmt.Sprintf("unknown sort order %d", order), a)
 	case a.Type() != TypeF32 && a.Type() != TypeI32:
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or i32, not %v", a.Type()), a)
-	case !adjacent(a):
-		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a)
+	case !adjacent(a) || !flatRows(a):
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0, its rows one stride apart; copy it with Cont", a)
 	case a.Ne()[0] > math.MaxInt32:
 		return c.fail(op, ErrShape, "rows are longer than an i32 index reaches", a)
 	}

@@ -189,6 +189,13 @@ func TestMoreMisuse(t *testing.T) {
 			// found by FuzzOps: a [1 2] transposed to [2 1] with nb2 of the original
 			return c.Scale(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)), 2)
 		}},
+		{"gelu transposed row batch", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// ggml_is_contiguous_1 passes it; gelu's kernel would read the wrong rows
+			return c.Gelu(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)))
+		}},
+		{"argsort transposed row batch", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Argsort(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)), ggml.SortAsc)
+		}},
 		{"arange stop <= start", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(3, 3, 1) }},
 		{"arange step 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, 0) }},
 		{"arange negative step", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, -1) }},

@@ -18,6 +18,31 @@ func adjacent(a *Tensor) bool { return a.Nb()[0] == a.Type().Size() }
 // assert nb0 == sizeof(float) (diag_mask, ...) reject.
 func dense(a *Tensor) bool { return a.IsContiguous() && adjacent(a) }
 
+// flatRows reports whether row r (of ne1·ne2·ne3) of a lies at byte r·nb1,
+// as the CPU kernels that walk rows by one index assume (gelu, silu,
+// leaky_relu, clamp, argsort, top_k, the GLUs). ggml_is_contiguous and
+// ggml_is_contiguous_1 skip dimensions of size 1, so they pass tensors
+// where it does not hold (a transposed [1 n m]), and those kernels then
+// compute from the wrong rows.
+func flatRows(a *Tensor) bool {
+	ne, nb := a.Ne(), a.Nb()
+	return (ne[2] <= 1 || nb[2] == nb[1]*uint64(ne[1])) &&
+		(ne[3] <= 1 || nb[3] == nb[1]*uint64(ne[1])*uint64(ne[2]))
+}
+
+// rowsContiguous is what the row-walking kernels need: ggml_is_contiguous_1,
+// adjacent elements, and flatRows.
+func rowsContiguous(a *Tensor) bool {
+	return bool(C.ggml_is_contiguous_1(a.c)) && adjacent(a) && flatRows(a)
+}
+
+// rowsApart reports whether a's rows do not overlap: nb1 is at least a
+// row's size.
+func rowsApart(a *Tensor) bool {
+	rs := uint64(a.Ne()[0]) / uint64(a.Type().BlockSize()) * a.Type().Size()
+	return a.Nb()[1] >= rs
+}
+
 // padded1D is ggml_is_padded_1d, which scale and add1 assert: adjacent
 // elements and dimensions 2 and 3 packed after 1 (unlike
 // ggml_is_contiguous, it does not skip dimensions of size 1).

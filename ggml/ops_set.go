@@ -34,7 +34,7 @@ func (c *Context) clamp(op string, a *Tensor, lo, hi float32, inPlace bool) *Ten
 	switch {
 	case a.Type() != TypeF32 && a.Type() != TypeF16:
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16, not %v", a.Type()), a)
-	case !bool(C.ggml_is_contiguous_1(a.c)) || !adjacent(a):
+	case !rowsContiguous(a):
 		return c.fail(op, ErrShape, "a must be contiguous in dimensions >= 1 with adjacent elements in dimension 0; copy it with Cont", a)
 	case math.IsNaN(float64(lo)) || math.IsNaN(float64(hi)):
 		return c.fail(op, ErrInvalid, fmt.Sprintf("bounds %g and %g must not be NaN", lo, hi), a)
@@ -64,8 +64,8 @@ func (c *Context) TopK(a *Tensor, k int) *Tensor {
 	if p := c.topKRules(op, a, k); p != nil {
 		return p
 	}
-	if !bool(C.ggml_is_contiguous_1(a.c)) {
-		return c.fail(op, ErrShape, "a's rows must be contiguous (ggml_is_contiguous_1); copy it with Cont", a)
+	if !rowsContiguous(a) {
+		return c.fail(op, ErrShape, "a's rows must be contiguous (ggml_is_contiguous_1, and one stride apart); copy it with Cont", a)
 	}
 	ne := a.Ne()
 	ne[0] = int64(k)
@@ -100,6 +100,9 @@ func (c *Context) ArgsortTopK(a *Tensor, k int) *Tensor {
 func (c *Context) topKRules(op string, a *Tensor, k int) *Tensor {
 	if p := c.rowOp(op, a, TypeF32); p != nil {
 		return p
+	}
+	if !flatRows(a) {
+		return c.fail(op, ErrShape, "a's rows must be one stride apart; copy it with Cont", a)
 	}
 	if k < 1 || int64(k) > a.Ne()[0] {
 		return c.fail(op, ErrInvalid, fmt.Sprintf("k %d must be 1 to a.ne0 (%d)", k, a.Ne()[0]), a)

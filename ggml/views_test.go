@@ -45,6 +45,35 @@ func TestOpsOnStridedViews(t *testing.T) {
 		{"pad", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Pad(a, 1, 1, 0, 0) }},
 		{"cont", (*ggml.Context).Cont},
 		{"transpose_cont", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Transpose(a)) }},
+		{"clamp", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Clamp(a, -0.5, 0.5) }},
+		{"top_k", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.TopK(a, 1) }},
+		{"argsort_top_k", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Cont(c.ArgsortTopK(a, 1)) }},
+		{"group_norm", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.GroupNorm(a, 1, 1e-5) }},
+		{"roll", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Roll(a, 0, 0, 0, 0) }},
+		{"pad_ext", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.PadExt(a, ggml.Padding{{1, 0}, {0, 1}}) }},
+		{"pad_circular", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.PadCircular(a, ggml.Padding{{1, 1}}) }},
+		{"repeat_4d", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor {
+			ne := a.Ne()
+			return c.Repeat4D(a, 2*ne[0], ne[1], 2*ne[2], ne[3])
+		}},
+		{"dup", (*ggml.Context).Dup},
+		{"cont_nd", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.ContND(a, a.Elements()) }},
+		{"fill", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Fill(a, 3) }},
+		{"xielu", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.XIELU(a, 0.8, 0.8, 0.5, -1e-6) }},
+		{"unary softplus", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Unary(a, ggml.UnarySoftplus) }},
+		{"sin", (*ggml.Context).Sin},
+		{"timestep_embedding", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.TimestepEmbedding(a, 4, 100) }},
+		{"map_custom1", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor {
+			return c.MapCustom1(a, func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
+				x, y := src[0].Float32s(), dst.Float32s()
+				for r := int64(ith); r < dst.Rows(); r += int64(nth) {
+					i1, i2, i3 := r%dst.Ne[1], r/dst.Ne[1]%dst.Ne[2], r/(dst.Ne[1]*dst.Ne[2])
+					for i0 := range dst.Ne[0] {
+						y[dst.Index(i0, i1, i2, i3)] = 2 * x[src[0].Index(i0, i1, i2, i3)]
+					}
+				}
+			}, 0)
+		}},
 	}
 	views := []struct {
 		name string
@@ -60,6 +89,9 @@ func TestOpsOnStridedViews(t *testing.T) {
 		{"offset rows", []int64{5, 3}, func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
 			return c.View2D(x, 3, 3, x.Nb()[1], 2*x.Nb()[0])
 		}},
+		// contiguous to ggml_is_contiguous (size-1 dimensions skipped), not
+		// padded 1-d: the view FuzzOps found scale asserting on.
+		{"transposed row batch", []int64{1, 2, 2}, (*ggml.Context).Transpose},
 	}
 	rng := newRNG(t)
 	for _, v := range views {
