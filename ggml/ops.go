@@ -136,7 +136,7 @@ func (c *Context) scale(op string, a *Tensor, f func() *C.struct_ggml_tensor) *T
 	if a.Type() != TypeF32 {
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
 	}
-	if !dense(a) || !padded1D(a) { // ggml asserts padded 1-d rows, its kernel contiguity
+	if !dense(a) { // ggml asserts padded 1-d rows, its kernel contiguity
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {

@@ -203,7 +203,7 @@ func (c *Context) add1(a, b *Tensor, inPlace bool) *Tensor {
 		return c.fail(op, ErrType, fmt.Sprintf("b must be f32 or a's type %v, not %v", at, bt), a, b)
 	case b.Elements() != 1:
 		return c.fail(op, ErrShape, fmt.Sprintf("b must hold one element, not %d", b.Elements()), a, b)
-	case !dense(a) || !padded1D(a):
+	case !dense(a):
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a, b)
 	}
 	if p := c.ensure(op, at, a.Ne(), nil, a, b); p != nil {

@@ -12,11 +12,17 @@ import (
 // ggml's row kernels read as a plain array.
 func adjacent(a *Tensor) bool { return a.Nb()[0] == a.Type().Size() }
 
-// dense reports whether a is contiguous and its elements adjacent in
-// dimension 0: ggml_is_contiguous skips dimensions of size 1, so a
-// transposed column passes it with nb0 != the type size, which kernels that
-// assert nb0 == sizeof(float) (diag_mask, ...) reject.
-func dense(a *Tensor) bool { return a.IsContiguous() && adjacent(a) }
+// dense reports whether a's elements lie packed in ggml's order, with the
+// strides a new tensor of its shape has: what "contiguous" means to the
+// kernels that walk a tensor as one array or step rows by nb1. Stricter
+// than ggml_is_contiguous, which skips dimensions of size 1 (a transposed
+// [1 n m] passes it, and such kernels then read the wrong memory).
+func dense(a *Tensor) bool {
+	ne, nb := a.Ne(), a.Nb()
+	t := a.Type()
+	return nb[0] == t.Size() && nb[1] == nb[0]*uint64(ne[0]/t.BlockSize()) &&
+		nb[2] == nb[1]*uint64(ne[1]) && nb[3] == nb[2]*uint64(ne[2])
+}
 
 // flatRows reports whether row r (of ne1·ne2·ne3) of a lies at byte r·nb1,
 // as the CPU kernels that walk rows by one index assume (gelu, silu,
@@ -41,14 +47,6 @@ func rowsContiguous(a *Tensor) bool {
 func rowsApart(a *Tensor) bool {
 	rs := uint64(a.Ne()[0]) / uint64(a.Type().BlockSize()) * a.Type().Size()
 	return a.Nb()[1] >= rs
-}
-
-// padded1D is ggml_is_padded_1d, which scale and add1 assert: adjacent
-// elements and dimensions 2 and 3 packed after 1 (unlike
-// ggml_is_contiguous, it does not skip dimensions of size 1).
-func padded1D(a *Tensor) bool {
-	ne, nb := a.Ne(), a.Nb()
-	return adjacent(a) && nb[2] == nb[1]*uint64(ne[1]) && nb[3] == nb[2]*uint64(ne[2])
 }
 
 // rowOp checks what the row kernels of sum, mean, argmax and the norms

@@ -63,6 +63,26 @@ func TestOpsOnStridedViews(t *testing.T) {
 		{"unary softplus", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Unary(a, ggml.UnarySoftplus) }},
 		{"sin", (*ggml.Context).Sin},
 		{"timestep_embedding", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.TimestepEmbedding(a, 4, 100) }},
+		{"pool_1d", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Pool1D(a, ggml.PoolMax, 1, 1, 0) }},
+		{"pool_2d", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Pool2D(a, ggml.PoolAvg, 1, 1, 1, 1, 0, 0) }},
+		{"upscale", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Upscale(a, 2, ggml.ScaleNearest) }},
+		{"interpolate", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor {
+			ne := a.Ne()
+			return c.Interpolate(a, ne[0]+1, ne[1]+1, ne[2], ne[3], ggml.ScaleBilinear)
+		}},
+		{"pad_reflect_1d", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.PadReflect1D(a, 0, 0) }},
+		{"tri", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Tri(a, ggml.TriLowerDiag) }},
+		{"softmax_sinks", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor {
+			return c.SoftMaxExtSinks(a, nil, c.Fill(c.NewTensor(ggml.TypeF32, a.Ne()[2]), 0.5), 1, 0)
+		}},
+		{"cross_entropy_loss", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.CrossEntropyLoss(a, c.SoftMax(c.Cont(a))) }},
+		{"silu_back", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.SiluBack(a, a) }},
+		{"rms_norm_back", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.RMSNormBack(a, a, 1e-5) }},
+		{"glu split", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.GLUSplit(a, a, ggml.GLUSwiglu) }},
+		{"swiglu_oai", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.SwigluOAI(a, a, 1.7, 2) }},
+		{"mul_mat", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.MulMat(a, a) }},
+		{"out_prod", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.OutProd(a, a) }},
+		{"add", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor { return c.Add(a, a) }},
 		{"map_custom1", func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor {
 			return c.MapCustom1(a, func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
 				x, y := src[0].Float32s(), dst.Float32s()
