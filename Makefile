@@ -62,7 +62,7 @@ clean:
 	rm -f $(PROVIDER_INCLUDE)
 
 # GPU backends (see README, build tags).
-.PHONY: vulkan vulkan-dl cuda test-vulkan vet-cuda
+.PHONY: vulkan vulkan-dl cuda cuda-dl test-vulkan vet-cuda
 vulkan:
 	bash build/backend.sh vulkan
 
@@ -73,6 +73,11 @@ vulkan-dl:
 # Not run here (no CUDA toolkit): see README.
 cuda:
 	bash build/backend.sh cuda
+
+# The CUDA backend as a module that backend.Load loads at run time
+# (TestLoadCUDAModule uses it).
+cuda-dl:
+	bash build/backend.sh cuda-dl
 
 # lavapipe, Mesa's software Vulkan device, is a CPU-type device that ggml
 # hides unless GGML_VK_VISIBLE_DEVICES names it.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # go-ggml: build one of ggml's GPU backends as a static library for its
-# build tag: build/backend.sh vulkan | cuda.
+# build tag: build/backend.sh vulkan | cuda, or as a module that
+# backend.Load loads at run time: vulkan-dl | cuda-dl.
 #
 #   vulkan  needs cmake, g++, glslc, the Vulkan headers and loader (Debian:
 #           cmake glslc libvulkan-dev spirv-headers; mesa-vulkan-drivers for a
@@ -15,9 +16,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 go=${GO:-go}
-name=${1:?usage: build/backend.sh vulkan|cuda|vulkan-dl}
+name=${1:?usage: build/backend.sh vulkan|cuda|vulkan-dl|cuda-dl}
 dl=OFF
-if [ "$name" = vulkan-dl ]; then dl=ON; fi
+case "$name" in *-dl) dl=ON ;; esac
 
 case "$name" in
 vulkan|vulkan-dl)
@@ -27,7 +28,7 @@ vulkan|vulkan-dl)
   [ -f /usr/include/vulkan/vulkan.h ] || { echo "build/backend.sh: Vulkan headers missing ($hint)" >&2; exit 1; }
   extra_key=$(glslc --version | head -1; grep -m1 VK_HEADER_VERSION /usr/include/vulkan/vulkan_core.h)
   ;;
-cuda)
+cuda|cuda-dl)
   upper=CUDA; target=ggml-cuda
   tools="cmake g++ nvcc"
   hint="install the CUDA toolkit (nvcc) and put it on PATH"
@@ -40,11 +41,19 @@ for tool in $tools; do
   command -v "$tool" >/dev/null || { echo "build/backend.sh: $tool is missing ($hint)" >&2; exit 1; }
 done
 
-provider=$(cd "$repo" && "$go" list -m -f '{{.Dir}}' github.com/ollama/ollama)
-[ -n "$provider" ] || { echo "build/backend.sh: cannot find the provider module; run go mod download" >&2; exit 1; }
-ggml="$provider/ml/backend/ggml/ggml"
+# GOGGML_GGML_SRC names a copy of the provider's ggml directory instead of
+# the module cache (for a machine without Go that only builds the module).
+if [ -n "${GOGGML_GGML_SRC:-}" ]; then
+  ggml=$GOGGML_GGML_SRC
+  provider_version="ggml copy at $ggml"
+else
+  provider=$(cd "$repo" && "$go" list -m -f '{{.Dir}}' github.com/ollama/ollama)
+  [ -n "$provider" ] || { echo "build/backend.sh: cannot find the provider module; run go mod download" >&2; exit 1; }
+  ggml="$provider/ml/backend/ggml/ggml"
+  provider_version=$(cd "$repo" && "$go" list -m github.com/ollama/ollama)
+fi
 
-key=$( { cd "$repo" && "$go" list -m github.com/ollama/ollama; echo "$name"; cat "$here/cmake/CMakeLists.txt" "$here/backend.sh" "$here"/vulkan-feature-tests/*.comp; g++ --version | head -1; cmake --version | head -1; echo "$extra_key"; } | sha256sum | cut -c1-16)
+key=$( { echo "$provider_version"; echo "$name"; cat "$here/cmake/CMakeLists.txt" "$here/backend.sh" "$here"/vulkan-feature-tests/*.comp; g++ --version | head -1; cmake --version | head -1; echo "$extra_key"; } | sha256sum | cut -c1-16)
 cache=${GOGGML_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/go-ggml}/$name-$key
 lib="$cache/out/lib$target.a"
 
@@ -56,7 +65,7 @@ if [ ! -f "$lib" ]; then
   # copy gets what the provider leaves out.
   cp -r "$ggml/include" "$ggml/src" "$ggml/cmake" "$cache/src/"
   chmod -R u+w "$cache/src"
-  if [ "$name" != cuda ]; then
+  if [ "$upper" = VULKAN ]; then
     # ggml's CMake compiles four one-line shaders to learn what glslc
     # supports; the provider ships without them.
     mkdir -p "$cache/src/src/ggml-vulkan/vulkan-shaders/feature-tests"
@@ -73,7 +82,7 @@ if [ ! -f "$lib" ]; then
     fi
   fi
   args=(-DGGML_SRC="$cache/src" -DGOGGML_BACKEND="$upper" -DGOGGML_DL="$dl" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-O2 -DCMAKE_CXX_FLAGS=-O2)
-  if [ "$name" = cuda ] && [ -n "${CUDA_ARCHITECTURES:-}" ]; then
+  if [ "$upper" = CUDA ] && [ -n "${CUDA_ARCHITECTURES:-}" ]; then
     args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHITECTURES")
   fi
   cmake -S "$here/cmake" -B "$cache/build" "${args[@]}" > "$cache/cmake.log" || { tail -40 "$cache/cmake.log" >&2; exit 1; }
