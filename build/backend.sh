@@ -35,7 +35,7 @@ cuda|cuda-dl)
   extra_key=$(nvcc --version 2>/dev/null | tail -1; echo "${CUDA_ARCHITECTURES:-}")
   ;;
 *)
-  echo "build/backend.sh: unknown backend $name (vulkan or cuda)" >&2; exit 2 ;;
+  echo "build/backend.sh: unknown backend $name (vulkan, cuda, vulkan-dl or cuda-dl)" >&2; exit 2 ;;
 esac
 for tool in $tools; do
   command -v "$tool" >/dev/null || { echo "build/backend.sh: $tool is missing ($hint)" >&2; exit 1; }
