@@ -490,9 +490,7 @@ func (c *Context) Cont(a *Tensor) *Tensor {
 	if p := c.begin(op, a); p != nil {
 		return p
 	}
-	if !copyTypes(a.Type(), a.Type()) {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot copy %v", a.Type()), a)
-	}
+	// ggml copies any type to itself (ggml_compute_forward_dup_bytes).
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
 		return p
 	}
@@ -554,23 +552,8 @@ func (c *Context) Cpy(a, b *Tensor) *Tensor {
 	if a.Elements() != b.Elements() {
 		return c.fail(op, ErrShape, fmt.Sprintf("a has %d elements, b %d; they must be equal", a.Elements(), b.Elements()), a, b)
 	}
-	if !copyTypes(a.Type(), b.Type()) {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot convert %v to %v", a.Type(), b.Type()), a, b)
-	}
-	if b.Type().IsQuantized() && a.Type() != b.Type() {
-		if !a.IsContiguous() || !b.IsContiguous() {
-			return c.fail(op, ErrShape, "quantizing copies need a and b contiguous; copy a with Cont first", a, b)
-		}
-		// ggml quantizes a row of a at a time.
-		if bs := b.Type().BlockSize(); a.Ne()[0]%bs != 0 {
-			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], b.Type(), bs), a, b)
-		}
-	}
-	if a.Type().IsQuantized() && a.Type() != b.Type() {
-		// ggml dequantizes a block at a time into b's rows.
-		if !adjacent(b) || (b.Ne()[0]%a.Type().BlockSize() != 0 && !b.IsContiguous()) {
-			return c.fail(op, ErrShape, fmt.Sprintf("dequantizing copies need b's elements adjacent, and b contiguous unless b.ne0 is a multiple of %v's block size %d", a.Type(), a.Type().BlockSize()), a, b)
-		}
+	if p := c.copyRules(op, a, b.Type(), b, a, b); p != nil {
+		return p
 	}
 	if p := c.ensure(op, b.Type(), b.Ne(), b, a, b); p != nil {
 		return p

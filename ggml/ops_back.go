@@ -239,9 +239,7 @@ func (c *Context) ContND(a *Tensor, ne ...int64) *Tensor {
 	if a.Type().IsQuantized() && shape[0]%a.Type().BlockSize() != 0 {
 		return c.fail(op, ErrShape, fmt.Sprintf("ne0 (%d) must be a multiple of %v's block size", shape[0], a.Type()), a)
 	}
-	if !copyTypes(a.Type(), a.Type()) {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot copy %v", a.Type()), a)
-	}
+	// ggml copies any type to itself (ggml_compute_forward_dup_bytes).
 	if p := c.ensure(op, a.Type(), shape, nil, a); p != nil {
 		return p
 	}

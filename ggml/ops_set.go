@@ -234,7 +234,7 @@ func (c *Context) Cast(a *Tensor, t Type) *Tensor {
 	if !t.Valid() {
 		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), a)
 	}
-	if p := c.copyRules(op, a, t, a.IsContiguous()); p != nil {
+	if p := c.copyRules(op, a, t, nil, a); p != nil {
 		return p
 	}
 	if p := c.ensure(op, t, a.Ne(), nil, a); p != nil {
@@ -243,18 +243,25 @@ func (c *Context) Cast(a *Tensor, t Type) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cast(c.c, a.c, C.enum_ggml_type(t)) }, a)
 }
 
-// copyRules checks a conversion of a to type to; srcContiguous says
-// whether a is contiguous.
-func (c *Context) copyRules(op string, a *Tensor, to Type, srcContiguous bool) *Tensor {
+// copyRules checks a copy of a converted to type to, into dst (Cpy) or,
+// when dst is nil, into a new contiguous tensor (Cast, Dup).
+func (c *Context) copyRules(op string, a *Tensor, to Type, dst *Tensor, inputs ...*Tensor) *Tensor {
 	if !copyTypes(a.Type(), to) {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot convert %v to %v", a.Type(), to), a)
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot convert %v to %v", a.Type(), to), inputs...)
 	}
 	if to.IsQuantized() && a.Type() != to {
-		if !srcContiguous {
-			return c.fail(op, ErrShape, "quantizing copies need a contiguous; copy it with Cont first", a)
+		if !a.IsContiguous() || (dst != nil && !dst.IsContiguous()) {
+			return c.fail(op, ErrShape, "quantizing copies need a (and the destination) contiguous; copy a with Cont first", inputs...)
 		}
+		// ggml quantizes a row of a at a time.
 		if bs := to.BlockSize(); a.Ne()[0]%bs != 0 {
-			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], to, bs), a)
+			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], to, bs), inputs...)
+		}
+	}
+	if a.Type().IsQuantized() && a.Type() != to && dst != nil {
+		// ggml dequantizes a block at a time into the destination's rows.
+		if bs := a.Type().BlockSize(); !adjacent(dst) || (dst.Ne()[0]%bs != 0 && !dst.IsContiguous()) {
+			return c.fail(op, ErrShape, fmt.Sprintf("dequantizing copies need the destination's elements adjacent, and it contiguous unless its ne0 is a multiple of %v's block size %d", a.Type(), bs), inputs...)
 		}
 	}
 	return nil
@@ -265,9 +272,6 @@ func (c *Context) copyRules(op string, a *Tensor, to Type, srcContiguous bool) *
 func (c *Context) Dup(a *Tensor) *Tensor {
 	const op = "dup"
 	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	if p := c.copyRules(op, a, a.Type(), true); p != nil {
 		return p
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
