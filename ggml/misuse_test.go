@@ -98,6 +98,16 @@ func TestMisuse(t *testing.T) {
 			return c.GetRows(c.NewTensor(ggml.TypeI16, 4, 5), c.NewTensor(ggml.TypeI32, 3))
 		}},
 		{"cpy count", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cpy(f32(c, 4), f32(c, 5)) }},
+		{"transpose q8_0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// found by FuzzOps: copying a transposed q8_0 [32] hung ggml
+			return c.Transpose(c.NewTensor(ggml.TypeQ8_0, 32))
+		}},
+		{"permute q4_0 dimension 0 away", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Permute(c.NewTensor(ggml.TypeQ4_0, 32, 2, 3), 1, 0, 2, 3)
+		}},
+		{"view of half a q8_0 block", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View1D(c.NewTensor(ggml.TypeQ8_0, 64), 16, 0)
+		}},
 		{"mul_mat overlapping single row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			// found by FuzzOps: a transposed [1 2] is one row with nb1 4 < 8;
 			// llamafile's sgemm asserts lda >= k and aborts the process
