@@ -48,7 +48,7 @@ type FlashAttnParams struct {
 	Precision Precision // ggml_flash_attn_ext_set_prec
 }
 
-// fattnKV reports whether the CPU kernel reads K of type t: it needs a dot
+// fattnK reports whether the CPU kernel reads K of type t: it needs a dot
 // product for t whose other operand type the CPU can convert f32 to.
 func fattnK(t Type) bool {
 	if !t.Valid() || !types[t].vecDot {
