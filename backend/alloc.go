@@ -17,7 +17,9 @@ import (
 // no memory yet and not a view; it must fit in the buffer. t keeps buf
 // alive.
 func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
-	if err := buf.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := buf.hold(&h); err != nil {
 		return err
 	}
 	tc, err := tensorPtr(t)
@@ -45,7 +47,7 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if err := statusErr(C.ggml_backend_tensor_alloc(buf.c, tc, addr)); err != nil {
 		return err
 	}
-	bridge.SetLease(t, buf)
+	bridge.SetLease(t, buf.life, buf)
 	return nil
 }
 
@@ -84,7 +86,9 @@ func ViewInit(t *ggml.Tensor) (err error) {
 	case tc.buffer != nil:
 		return fmt.Errorf("%w: ViewInit: view %v is already initialized", ggml.ErrInvalid, t)
 	}
-	if _, err := storage(t.ViewSource()); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if _, err := storage(t.ViewSource(), &h); err != nil {
 		return fmt.Errorf("ViewInit: the view's source: %w", err)
 	}
 	if tc.view_src.buffer == nil {
@@ -122,7 +126,9 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if a == nil {
 		return fmt.Errorf("%w: nil *Tallocr", ggml.ErrInvalid)
 	}
-	if err := a.buf.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := a.buf.hold(&h); err != nil {
 		return err
 	}
 	tc, err := tensorPtr(t)
@@ -145,7 +151,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if err := statusErr(C.ggml_tallocr_alloc(&a.c, tc)); err != nil {
 		return err
 	}
-	bridge.SetLease(t, a.buf)
+	bridge.SetLease(t, a.buf.life, a.buf)
 	return nil
 }
 
@@ -163,26 +169,21 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 // earlier graph's tensors then read the new graph's data.
 type Gallocr struct {
 	_       noCopy
-	c       C.ggml_gallocr_t
+	c       C.ggml_gallocr_t // set at birth, never changed
+	life    *bridge.Life
+	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
 	bts     []*BufferType
-	gen     uint64
 	failed  bool // the last reservation failed: ggml left a buffer NULL
 	cleanup runtime.Cleanup
 }
 
-type gallocLease struct {
-	a   *Gallocr
-	gen uint64
-}
-
-func (l *gallocLease) LeaseErr() error {
-	if l.a.c == nil {
-		return fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed)
+// newPlacement ends the tensors placed so far (their memory may be reused
+// or replaced) and starts a new lifetime for those placed next.
+func (a *Gallocr) newPlacement() {
+	if a.placed != nil {
+		a.placed.Close("", false)
 	}
-	if l.gen != l.a.gen {
-		return fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed)
-	}
-	return nil
+	a.placed = bridge.NewLife(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed), nil)
 }
 
 // NewGallocr creates a graph allocator over one or more buffer types; with
@@ -205,7 +206,9 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 		return nil, fmt.Errorf("%w: ggml_gallocr_new_n", ggml.ErrNoMemory)
 	}
 	a := &Gallocr{c: c, bts: append([]*BufferType(nil), bts...)}
-	a.cleanup = runtime.AddCleanup(a, func(c C.ggml_gallocr_t) { C.ggml_gallocr_free(c) }, c)
+	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() { C.ggml_gallocr_free(c) })
+	a.newPlacement()
+	a.cleanup = runtime.AddCleanup(a, closeLife, a.life)
 	return a, nil
 }
 
@@ -213,22 +216,21 @@ func (a *Gallocr) usable() error {
 	if a == nil {
 		return fmt.Errorf("%w: nil *Gallocr", ggml.ErrInvalid)
 	}
-	if a.c == nil {
+	if a.life.Closed() {
 		return fmt.Errorf("%w: the graph allocator is closed", ggml.ErrClosed)
 	}
 	return nil
 }
 
-// Close frees the allocator and its buffers (ggml_gallocr_free); tensors it
-// placed report ggml.ErrClosed. It is idempotent and safe on nil.
+// Close frees the allocator and its buffers (ggml_gallocr_free) once no
+// compute or transfer in flight uses tensors it placed; those tensors report
+// ggml.ErrClosed at once. It is idempotent and safe on nil.
 func (a *Gallocr) Close() error {
-	if a == nil || a.c == nil {
+	if a == nil || a.life.Closed() {
 		return nil
 	}
 	a.cleanup.Stop()
-	C.ggml_gallocr_free(a.c)
-	a.c = nil
-	return nil
+	return a.life.Close("the graph allocator", false)
 }
 
 func graphPtr(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
@@ -250,6 +252,10 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 	if err := a.usable(); err != nil {
 		return err
 	}
+	if err := a.life.Acquire(); err != nil {
+		return err
+	}
+	defer a.life.Release()
 	gp, err := graphPtr(g)
 	if err != nil {
 		return err
@@ -267,7 +273,7 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(a)
 	defer bridge.Catch(&err)
-	a.gen++ // buffers may be replaced: what was placed before is gone
+	a.newPlacement() // buffers may be replaced: what was placed before is gone
 	if !bool(C.ggml_gallocr_reserve_n(a.c, gp, nodes, leafs)) {
 		a.failed = true
 		return fmt.Errorf("%w: could not allocate the graph allocator's buffers", ggml.ErrNoMemory)
@@ -301,6 +307,10 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	if err := a.usable(); err != nil {
 		return err
 	}
+	if err := a.life.Acquire(); err != nil {
+		return err
+	}
+	defer a.life.Release()
 	gp, err := graphPtr(g)
 	if err != nil {
 		return err
@@ -310,7 +320,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	ts, ps := bridge.GraphTensors(g)
 	reset := map[unsafe.Pointer]bool{}
 	for i, t := range ts {
-		if l, ok := bridge.LeaseOf(t).(*gallocLease); ok && l.a == a {
+		if l := bridge.LeaseOf(t); l != nil && l.Parent() == a.life {
 			bridge.ResetStorage(t)
 			reset[ps[i]] = true
 		}
@@ -326,13 +336,13 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		}
 		// Memory placed by others must still be there: ggml would use it.
 		if l := bridge.LeaseOf(t); l != nil && !reset[ps[i]] {
-			if err := l.LeaseErr(); err != nil {
+			if err := l.Err(); err != nil {
 				return fmt.Errorf("AllocGraph: graph tensor %v: %w", t, err)
 			}
 		}
 		if vs := viewSourceOf(t); vs != nil {
 			if l := bridge.LeaseOf(vs); l != nil && !reset[unsafe.Pointer(tc.view_src)] {
-				if err := l.LeaseErr(); err != nil {
+				if err := l.Err(); err != nil {
 					return fmt.Errorf("AllocGraph: the source of graph tensor %v: %w", t, err)
 				}
 			}
@@ -355,7 +365,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	before := a.sizes()
 	ok := bool(C.ggml_gallocr_alloc_graph(a.c, gp))
 	if changed(before, a.sizes()) {
-		a.gen++
+		a.newPlacement()
 	}
 	if !ok {
 		a.failed = true
@@ -364,9 +374,8 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		}
 		return fmt.Errorf("%w: could not allocate the graph allocator's buffer", ggml.ErrNoMemory)
 	}
-	l := &gallocLease{a: a, gen: a.gen}
 	for _, t := range fresh {
-		bridge.SetLease(t, l)
+		bridge.SetLease(t, a.placed, a)
 	}
 	return nil
 }

@@ -14,9 +14,9 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -25,23 +25,30 @@ import (
 )
 
 // Backend is a stream of work on one device (ggml_backend_t): it computes
-// graphs and moves tensor data. A Backend is used by one goroutine at a time.
+// graphs and moves tensor data. A Backend runs one compute at a time (ggml
+// gives it one work buffer): a compute started while another runs, on
+// another goroutine or through a scheduler, returns ggml.ErrBusy instead of
+// computing garbage. Its other methods are for one goroutine at a time.
 // Close frees it; an unreachable Backend is freed by the garbage collector.
 type Backend struct {
 	_       noCopy
-	c       C.ggml_backend_t
+	c       C.ggml_backend_t // set at birth, never changed
 	dev     *Device
 	abort   *C.int // flag read by the backend's abort callback; nil if it has none
 	plans   *planSet
 	pool    *poolSlot    // the CPU thread pool it computes on, if any
 	threads atomic.Int64 // thread setting of a CPU-like backend; 0: none
-	life    *backendLife
+	// life: computes are exclusive work (Enter); schedulers over the
+	// backend are users, so the C object outlives them (ggml frees a
+	// scheduler by reading its backends).
+	life    *bridge.Life
 	cleanup runtime.Cleanup
 
 	// Until Synchronize: Go memory that async transfers use (pinned, as
 	// C may hold it; the cleanup unpins it too), and what queued work reads.
 	pins    *runtime.Pinner
 	pending []any
+	held    bridge.Holds // what queued work reads and writes, kept alive
 }
 
 type backendRes struct {
@@ -51,49 +58,6 @@ type backendRes struct {
 	pool  *poolSlot
 	pins  *runtime.Pinner
 	reg   *Reg // counts its live backends, for Unload
-}
-
-// backendLife counts the users of a backend's C object besides its Go
-// handle (schedulers, which ggml frees by reading their backends): the
-// object is freed once the handle is closed (or collected) and no user is
-// left. It holds no Go pointer to the Backend.
-type backendLife struct {
-	mu     sync.Mutex
-	users  int
-	closed bool
-	res    backendRes
-}
-
-// close is the handle's end: Close, or the cleanup.
-func (l *backendLife) close() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return
-	}
-	l.closed = true
-	if l.users == 0 {
-		freeBackend(l.res)
-	}
-}
-
-func (l *backendLife) acquire() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return fmt.Errorf("%w: the backend is closed", ggml.ErrClosed)
-	}
-	l.users++
-	return nil
-}
-
-func (l *backendLife) release() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.users--
-	if l.closed && l.users == 0 {
-		freeBackend(l.res)
-	}
 }
 
 // poolSlot holds a backend's thread pool where its cleanup can see it.
@@ -150,8 +114,9 @@ func newBackend(c C.ggml_backend_t) *Backend {
 		res.reg.backends++
 		regs.Unlock()
 	}
-	b.life = &backendLife{res: res}
-	b.cleanup = runtime.AddCleanup(b, (*backendLife).close, b.life)
+	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
+	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
+	bridge.Leaks.Opened("Backend", b.life)
 	return b
 }
 
@@ -199,17 +164,26 @@ func InitBest() (*Backend, error) {
 
 // Close waits for queued work, frees the backend's plans and the backend
 // (ggml_backend_synchronize, ggml_backend_free). It is idempotent and safe
-// on nil. Buffers allocated from it stay usable.
+// on nil. Buffers allocated from it stay usable. While a compute runs on the
+// backend (on another goroutine, or the compute whose callback calls Close)
+// it changes nothing and returns ggml.ErrBusy. A scheduler over the backend
+// keeps its C object until the scheduler is freed.
 func (b *Backend) Close() error {
-	if b == nil || b.c == nil {
+	if b == nil || b.life.Closed() {
 		return nil
+	}
+	if err := b.life.Enter("the backend"); err != nil {
+		if errors.Is(err, ggml.ErrClosed) {
+			return nil
+		}
+		return err
 	}
 	C.ggml_backend_synchronize(b.c)
 	b.release()
+	b.life.Leave()
 	b.cleanup.Stop()
-	b.life.close()
-	b.c, b.abort = nil, nil
-	return nil
+	bridge.Leaks.Closed(b.life)
+	return b.life.Close("the backend", false)
 }
 
 // release drops what queued work needed, once it is done.
@@ -217,17 +191,30 @@ func (b *Backend) release() {
 	b.pins.Unpin()
 	clear(b.pending)
 	b.pending = b.pending[:0]
+	b.held.Release()
 }
 
 func (b *Backend) usable() error {
 	if b == nil {
 		return fmt.Errorf("%w: nil *Backend", ggml.ErrInvalid)
 	}
-	if b.c == nil {
+	if b.life.Closed() {
 		return fmt.Errorf("%w: the backend is closed", ggml.ErrClosed)
 	}
 	return nil
 }
+
+// enter starts exclusive work on the backend (a compute, a plan, a
+// transfer queued on its stream): ErrBusy while other work runs. Call leave
+// when it is over.
+func (b *Backend) enter() error {
+	if b == nil {
+		return fmt.Errorf("%w: nil *Backend", ggml.ErrInvalid)
+	}
+	return b.life.Enter("backend " + b.dev.Name())
+}
+
+func (b *Backend) leave() { b.life.Leave() }
 
 // Name returns the backend's name, e.g. "CPU" (ggml_backend_name), or ""
 // once closed.
@@ -353,13 +340,16 @@ func (b *Backend) checkTensor(t *C.struct_ggml_tensor) error {
 // nodes and Compute returns ctx.Err(); other backends finish the graph. A ctx
 // that can never be cancelled costs nothing.
 func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
-	if err := b.usable(); err != nil {
+	if err := b.enter(); err != nil {
 		return err
 	}
+	defer b.leave()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	gp, err := b.checkGraph(g)
+	var h bridge.Holds
+	defer h.Release()
+	gp, err := b.checkGraph(g, &h)
 	if err != nil {
 		return err
 	}
@@ -452,21 +442,23 @@ func (b *Backend) OffloadOp(t *ggml.Tensor) bool {
 // copies and computes (ggml_backend_synchronize). Memory given to async
 // calls may be reused afterwards.
 func (b *Backend) Synchronize() error {
-	if err := b.usable(); err != nil {
+	if err := b.enter(); err != nil {
 		return err
 	}
+	defer b.leave()
 	defer runtime.KeepAlive(b)
 	C.ggml_backend_synchronize(b.c)
 	b.release()
 	return nil
 }
 
-// asyncTarget checks that tensor t can take an async transfer on b.
+// asyncTarget checks that tensor t can take an async transfer on b, and
+// holds its memory until Synchronize.
 func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*C.struct_ggml_tensor, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	tc, err := storage(t)
+	tc, err := storage(t, &b.held)
 	if err != nil {
 		return nil, err
 	}
@@ -486,6 +478,10 @@ func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*
 // (ggml_backend_tensor_set_async). data must not change until Synchronize;
 // it is pinned until then. Backends without async transfers copy at once.
 func (b *Backend) SetTensorAsync(t *ggml.Tensor, data []byte, offset uint64) (err error) {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	tc, err := b.asyncTarget("SetTensorAsync", t, offset, uint64(len(data)))
 	if err != nil || len(data) == 0 {
 		return err
@@ -503,6 +499,10 @@ func (b *Backend) SetTensorAsync(t *ggml.Tensor, data []byte, offset uint64) (er
 // in, into dst (ggml_backend_tensor_get_async). dst holds the data after
 // Synchronize; it is pinned until then.
 func (b *Backend) GetTensorAsync(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	tc, err := b.asyncTarget("GetTensorAsync", t, offset, uint64(len(dst)))
 	if err != nil || len(dst) == 0 {
 		return err
@@ -521,17 +521,24 @@ func (b *Backend) GetTensorAsync(t *ggml.Tensor, dst []byte, offset uint64) (err
 // asynchronously between each other synchronize both and copy at once.
 // src and dst must have the same type, shape and strides.
 func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (err error) {
-	if err := b.usable(); err != nil {
+	if err := b.enter(); err != nil {
 		return err
 	}
+	defer b.leave()
 	if err := dstBackend.usable(); err != nil {
 		return fmt.Errorf("CopyTensorAsync: destination backend: %w", err)
 	}
-	sc, err := storage(src)
+	if dstBackend != b {
+		if err := dstBackend.enter(); err != nil {
+			return fmt.Errorf("CopyTensorAsync: destination backend: %w", err)
+		}
+		defer dstBackend.leave()
+	}
+	sc, err := storage(src, &b.held)
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: src: %w", err)
 	}
-	dc, err := storage(dst)
+	dc, err := storage(dst, &b.held)
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
@@ -560,7 +567,11 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 // for it (ggml_backend_graph_compute_async). It checks g as Compute does.
 // Use Compute for cancellation through a context.
 func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
-	gp, err := b.checkGraph(g)
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
+	gp, err := b.checkGraph(g, &b.held)
 	if err != nil {
 		return err
 	}
@@ -617,10 +628,17 @@ func init() {
 		if err := b.usable(); err != nil {
 			return nil, err
 		}
-		if err := b.life.acquire(); err != nil {
+		if err := b.life.Acquire(); err != nil {
 			return nil, err
 		}
-		return b.life.release, nil
+		return b.life.Release, nil
+	}
+	bridge.EnterBackend = func(v any) (func(), error) {
+		b, _ := v.(*Backend)
+		if err := b.enter(); err != nil {
+			return nil, err
+		}
+		return b.leave, nil
 	}
 	bridge.WrapBufferType = func(p unsafe.Pointer) any {
 		if bt := bufferTypeFromC(C.ggml_backend_buffer_type_t(p)); bt != nil {
@@ -669,12 +687,13 @@ func init() {
 	}
 }
 
-// checkGraph validates g for computing on b: see Compute.
-func (b *Backend) checkGraph(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
+// checkGraph validates g for computing on b (see Compute) and holds in h
+// what the compute reads.
+func (b *Backend) checkGraph(g *ggml.Graph, h *bridge.Holds) (*C.struct_ggml_cgraph, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	gp, err := bridge.GraphForCompute(g, func(p unsafe.Pointer, isNode bool) error {
+	gp, err := bridge.GraphForCompute(g, h, func(p unsafe.Pointer, isNode bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if isNode && !bool(C.ggml_backend_supports_op(b.c, t)) {
 			return fmt.Errorf("%w: backend %s cannot compute %s (node %q, %s)", ErrUnsupported,

@@ -14,12 +14,16 @@ import (
 
 // Buffer is memory on a device that holds tensor data
 // (ggml_backend_buffer_t). It keeps what it was allocated from alive;
-// tensors placed in it keep it alive. Close frees it at once, after which
-// those tensors report ggml.ErrClosed. An unreachable Buffer is freed by the
-// garbage collector.
+// tensors placed in it keep it alive. Close makes it unusable at once (its
+// tensors then report ggml.ErrClosed) and frees it as soon as no compute or
+// transfer that uses it is in flight: work that started before Close, on
+// any goroutine or in a callback of that very work, finishes on live
+// memory. An unreachable Buffer is freed by the garbage collector. A Buffer
+// may be used by several goroutines at once.
 type Buffer struct {
 	_       noCopy
-	c       C.ggml_backend_buffer_t
+	c       C.ggml_backend_buffer_t // set at birth, never changed
+	life    *bridge.Life
 	from    any     // what it was allocated from, kept alive
 	parent  *Buffer // the multi-buffer that owns this one, if any
 	parts   []*Buffer
@@ -27,57 +31,77 @@ type Buffer struct {
 	cleanup runtime.Cleanup
 }
 
-func newBuffer(c C.ggml_backend_buffer_t, from any) *Buffer {
-	b := &Buffer{c: c, from: from}
-	b.cleanup = runtime.AddCleanup(b, freeBuffer, c)
+// newBuffer is where every Buffer is born: it wraps c, allocated from from
+// (kept alive), over caller memory mem (nil if none: released with the
+// buffer), owning parts (a multi-buffer).
+func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Buffer) *Buffer {
+	b := &Buffer{c: c, from: from, mem: mem, parts: parts}
+	mems := []*HostMemory{}
+	if mem != nil {
+		mems = append(mems, mem)
+	}
+	for _, p := range parts {
+		if p.mem != nil {
+			mems = append(mems, p.mem)
+		}
+	}
+	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() { freeBuffer(c, mems) })
+	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
+	bridge.Leaks.Opened("Buffer", b.life)
 	return b
 }
 
-func freeBuffer(c C.ggml_backend_buffer_t) { C.ggml_backend_buffer_free(c) }
+// closeLife is the cleanup of a handle whose C object a Life frees.
+func closeLife(l *bridge.Life) {
+	bridge.Leaks.Collected(l)
+	l.Close("", false)
+}
 
-// Close frees the buffer (ggml_backend_buffer_free). It is idempotent and
-// safe on nil.
+func freeBuffer(c C.ggml_backend_buffer_t, mems []*HostMemory) {
+	C.ggml_backend_buffer_free(c)
+	for _, m := range mems {
+		m.release()
+	}
+}
+
+// Close frees the buffer (ggml_backend_buffer_free), once no compute or
+// transfer in flight uses it. It is idempotent and safe on nil.
 func (b *Buffer) Close() error {
-	if b == nil || b.c == nil {
+	if b == nil {
 		return nil
 	}
 	if b.parent != nil {
-		if b.parent.c == nil {
+		if b.parent.life.Closed() {
 			return nil // its multi-buffer closed it
 		}
 		return fmt.Errorf("%w: this buffer is part of a multi-buffer, which frees it: close that", ggml.ErrInvalid)
 	}
+	if b.life.Closed() {
+		return nil
+	}
 	b.cleanup.Stop()
-	freeBuffer(b.c)
-	b.c = nil
-	b.from = nil
-	for _, p := range b.parts {
-		p.c = nil
-		if p.mem != nil {
-			p.mem.release()
-		}
-	}
-	if b.mem != nil {
-		b.mem.release()
-	}
-	return nil
+	bridge.Leaks.Closed(b.life)
+	return b.life.Close("the buffer", false)
 }
 
 func (b *Buffer) usable() error {
 	if b == nil {
 		return fmt.Errorf("%w: nil *Buffer", ggml.ErrInvalid)
 	}
-	if b.c == nil {
+	if b.life.Closed() {
 		return fmt.Errorf("%w: the buffer is closed", ggml.ErrClosed)
 	}
 	return nil
 }
 
-// LeaseErr is ggml.ErrClosed once the buffer is closed (or the multi-buffer
-// that owns it): tensors in it check this before touching their data.
-func (b *Buffer) LeaseErr() error {
-	if b.c == nil {
-		return fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed)
+// hold acquires the buffer for a call that uses its C object; release h
+// after the call.
+func (b *Buffer) hold(h *bridge.Holds) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil *Buffer", ggml.ErrInvalid)
+	}
+	if err := h.Add(b.life); err != nil {
+		return fmt.Errorf("%w: the buffer is closed", ggml.ErrClosed)
 	}
 	return nil
 }
@@ -102,6 +126,9 @@ func NewMultiBuffer(parts ...*Buffer) (*Buffer, error) {
 		if p.parts != nil {
 			return nil, fmt.Errorf("%w: NewMultiBuffer: part %d is a multi-buffer itself; join its parts instead", ggml.ErrInvalid, i)
 		}
+		if p.life.Busy() {
+			return nil, fmt.Errorf("%w: NewMultiBuffer: part %d is in use", ggml.ErrBusy, i)
+		}
 		seen[p] = true
 	}
 	arr := (*C.ggml_backend_buffer_t)(C.malloc(C.size_t(len(parts)) * C.size_t(unsafe.Sizeof(C.ggml_backend_buffer_t(nil)))))
@@ -114,33 +141,24 @@ func NewMultiBuffer(parts ...*Buffer) (*Buffer, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: ggml_backend_multi_buffer_alloc_buffer", ggml.ErrNoMemory)
 	}
-	m := &Buffer{c: c, parts: append([]*Buffer(nil), parts...)}
-	var mems []*HostMemory // parts over caller memory: released with the multi-buffer
+	m := newBuffer(c, nil, nil, append([]*Buffer(nil), parts...))
 	for _, p := range parts {
-		p.cleanup.Stop() // the multi-buffer frees it
+		// The multi-buffer frees the part: the part's tensors now depend
+		// on the multi-buffer's lifetime.
+		p.cleanup.Stop()
+		bridge.Leaks.Closed(p.life)
 		p.parent = m
-		if p.mem != nil {
-			mems = append(mems, p.mem)
-		}
+		p.life.Reparent(m.life)
 	}
-	m.cleanup = runtime.AddCleanup(m, func(r multiRes) {
-		freeBuffer(r.c)
-		for _, mem := range r.mems {
-			mem.release()
-		}
-	}, multiRes{c: c, mems: mems})
 	return m, nil
-}
-
-type multiRes struct {
-	c    C.ggml_backend_buffer_t
-	mems []*HostMemory
 }
 
 // IsMulti reports whether the buffer is a multi-buffer
 // (ggml_backend_buffer_is_multi_buffer).
 func (b *Buffer) IsMulti() bool {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return false
 	}
 	defer runtime.KeepAlive(b)
@@ -150,7 +168,9 @@ func (b *Buffer) IsMulti() bool {
 // Name returns the buffer's name, e.g. "CPU" (ggml_backend_buffer_name), or
 // "" once closed.
 func (b *Buffer) Name() string {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return ""
 	}
 	defer runtime.KeepAlive(b)
@@ -159,7 +179,9 @@ func (b *Buffer) Name() string {
 
 // Size returns the buffer's size in bytes (ggml_backend_buffer_get_size).
 func (b *Buffer) Size() uint64 {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return 0
 	}
 	defer runtime.KeepAlive(b)
@@ -169,7 +191,9 @@ func (b *Buffer) Size() uint64 {
 // Alignment returns the alignment of tensor data in the buffer
 // (ggml_backend_buffer_get_alignment).
 func (b *Buffer) Alignment() uint64 {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return 0
 	}
 	defer runtime.KeepAlive(b)
@@ -179,7 +203,9 @@ func (b *Buffer) Alignment() uint64 {
 // MaxSize returns the largest tensor the buffer can hold
 // (ggml_backend_buffer_get_max_size).
 func (b *Buffer) MaxSize() uint64 {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return 0
 	}
 	defer runtime.KeepAlive(b)
@@ -189,7 +215,9 @@ func (b *Buffer) MaxSize() uint64 {
 // IsHost reports whether the buffer is in host memory
 // (ggml_backend_buffer_is_host).
 func (b *Buffer) IsHost() bool {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return false
 	}
 	defer runtime.KeepAlive(b)
@@ -198,7 +226,9 @@ func (b *Buffer) IsHost() bool {
 
 // Type returns the buffer's type (ggml_backend_buffer_get_type).
 func (b *Buffer) Type() *BufferType {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return nil
 	}
 	defer runtime.KeepAlive(b)
@@ -210,7 +240,9 @@ func (b *Buffer) Type() *BufferType {
 // valid until the buffer is closed or collected, so keep the buffer alive
 // (runtime.KeepAlive) while you use it. An empty buffer has a nil base.
 func (b *Buffer) Base() (unsafe.Pointer, error) {
-	if err := b.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := b.hold(&h); err != nil {
 		return nil, err
 	}
 	defer runtime.KeepAlive(b)
@@ -223,7 +255,9 @@ func (b *Buffer) Base() (unsafe.Pointer, error) {
 // AllocSize returns the bytes tensor t needs in this buffer
 // (ggml_backend_buffer_get_alloc_size).
 func (b *Buffer) AllocSize(t *ggml.Tensor) (uint64, error) {
-	if err := b.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := b.hold(&h); err != nil {
 		return 0, err
 	}
 	tc, err := tensorPtr(t)
@@ -237,7 +271,9 @@ func (b *Buffer) AllocSize(t *ggml.Tensor) (uint64, error) {
 
 // Clear sets every byte of the buffer to value (ggml_backend_buffer_clear).
 func (b *Buffer) Clear(value byte) error {
-	if err := b.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := b.hold(&h); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(b)
@@ -248,7 +284,9 @@ func (b *Buffer) Clear(value byte) error {
 // Reset lets the buffer's backend forget per-tensor state it keeps
 // (ggml_backend_buffer_reset); tensor data is untouched.
 func (b *Buffer) Reset() error {
-	if err := b.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := b.hold(&h); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(b)
@@ -283,7 +321,9 @@ func (u BufferUsage) String() string {
 // Usage returns what the buffer is marked as holding
 // (ggml_backend_buffer_get_usage).
 func (b *Buffer) Usage() BufferUsage {
-	if b.usable() != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if b.hold(&h) != nil {
 		return UsageAny
 	}
 	defer runtime.KeepAlive(b)
@@ -293,7 +333,9 @@ func (b *Buffer) Usage() BufferUsage {
 // SetUsage marks what the buffer holds (ggml_backend_buffer_set_usage; for a
 // multi-buffer, every part is marked: ggml_backend_multi_buffer_set_usage).
 func (b *Buffer) SetUsage(u BufferUsage) error {
-	if err := b.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := b.hold(&h); err != nil {
 		return err
 	}
 	if u != UsageAny && u != UsageWeights && u != UsageCompute {
@@ -358,7 +400,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 		if t.ViewSource() != nil || t.IsAllocated() {
 			continue
 		}
-		if l := bridge.LeaseOf(t); l != nil && l.LeaseErr() != nil {
+		if l := bridge.LeaseOf(t); l != nil && l.Err() != nil {
 			bridge.ResetStorage(t)
 			dead[t] = true
 		}
@@ -379,9 +421,9 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	if c == nil {
 		return nil, fmt.Errorf("%w: could not allocate %d bytes in a %s buffer", ggml.ErrNoMemory, size, bt.Name())
 	}
-	buf = newBuffer(c, from)
+	buf = newBuffer(c, from, nil, nil)
 	for _, t := range pending {
-		bridge.SetLease(t, buf)
+		bridge.SetLease(t, buf.life, buf)
 	}
 	return buf, nil
 }
@@ -391,10 +433,12 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 // Allocation does this already; it is for tensors whose data pointer was
 // set by other means.
 func (b *Buffer) InitTensor(t *ggml.Tensor) (err error) {
-	if err := b.usable(); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if err := b.hold(&h); err != nil {
 		return err
 	}
-	tc, err := storage(t)
+	tc, err := storage(t, &h)
 	if err != nil {
 		return err
 	}

@@ -93,10 +93,14 @@ func (bt *BufferType) AllocSize(t *ggml.Tensor) (uint64, error) {
 }
 
 // AllocBuffer allocates a buffer of size bytes of this type
-// (ggml_backend_buft_alloc_buffer). A size of 0 gives an empty buffer.
+// (ggml_backend_buft_alloc_buffer). size must be > 0: the embedded
+// provider's ggml leaks the empty buffer it makes for size 0.
 func (bt *BufferType) AllocBuffer(size uint64) (*Buffer, error) {
 	if err := bt.usable(); err != nil {
 		return nil, err
+	}
+	if size == 0 {
+		return nil, fmt.Errorf("%w: a buffer of 0 bytes holds nothing (and ggml would leak it)", ggml.ErrInvalid)
 	}
 	if size > math.MaxInt64 {
 		return nil, fmt.Errorf("%w: buffer of %d bytes", ggml.ErrNoMemory, size)
@@ -108,7 +112,7 @@ func (bt *BufferType) AllocBuffer(size uint64) (*Buffer, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: could not allocate a %s buffer of %d bytes", ggml.ErrNoMemory, bt.Name(), size)
 	}
-	return newBuffer(c, bt), nil
+	return newBuffer(c, bt, nil, nil), nil
 }
 
 // String returns the buffer type's name.

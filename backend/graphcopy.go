@@ -19,24 +19,17 @@ import (
 // ggml.ErrClosed.
 type GraphCopy struct {
 	_       noCopy
-	c       C.struct_ggml_backend_graph_copy
+	c       C.struct_ggml_backend_graph_copy // set at birth, never changed
+	life    *bridge.Life
 	graph   *ggml.Graph
 	release func()
 	cleanup runtime.Cleanup
 }
 
-// LeaseErr is ggml.ErrClosed once the copy is closed.
-func (gc *GraphCopy) LeaseErr() error {
-	if gc.c.buffer == nil {
-		return fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed)
-	}
-	return nil
-}
-
 // checkCopyable checks what ggml_backend_graph_copy asserts: every tensor
 // allocated, and (for the data copy) in a backend buffer.
 func checkCopyable(g *ggml.Graph) error {
-	_, err := bridge.GraphForCompute(g, func(p unsafe.Pointer, _ bool) error {
+	_, err := bridge.GraphForCompute(g, nil, func(p unsafe.Pointer, _ bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if t.view_src == nil && t.buffer == nil {
 			return fmt.Errorf("%w: tensor %q lives in a context's memory; graph copies need tensors in backend buffers", ErrUnsupported, C.GoString(&t.name[0]))
@@ -71,9 +64,10 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 		return nil, fmt.Errorf("%w: could not allocate the graph copy on %s", ggml.ErrNoMemory, b.Name())
 	}
 	gc = &GraphCopy{c: c}
-	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc)
+	gc.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() { C.ggml_backend_graph_copy_free(c) })
+	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
 	gc.graph, gc.release = cg.(*ggml.Graph), release
-	gc.cleanup = runtime.AddCleanup(gc, func(c C.struct_ggml_backend_graph_copy) { C.ggml_backend_graph_copy_free(c) }, c)
+	gc.cleanup = runtime.AddCleanup(gc, closeLife, gc.life)
 	return gc, nil
 }
 
@@ -88,23 +82,26 @@ func (gc *GraphCopy) Graph() *ggml.Graph {
 
 // Size returns the size of the copy's buffer in bytes.
 func (gc *GraphCopy) Size() uint64 {
-	if gc == nil || gc.c.buffer == nil {
+	if gc == nil || gc.life.Acquire() != nil {
 		return 0
 	}
+	defer gc.life.Release()
 	defer runtime.KeepAlive(gc)
 	return uint64(C.ggml_backend_buffer_get_size(gc.c.buffer))
 }
 
 // Close frees the copy (ggml_backend_graph_copy_free). It is idempotent and
-// safe on nil.
+// safe on nil. While a compute or transfer uses the copy's tensors it
+// changes nothing and returns ggml.ErrBusy.
 func (gc *GraphCopy) Close() error {
-	if gc == nil || gc.c.buffer == nil {
+	if gc == nil || gc.life.Closed() {
 		return nil
+	}
+	if err := gc.life.Close("the graph copy", true); err != nil {
+		return err
 	}
 	gc.cleanup.Stop()
 	gc.release()
-	C.ggml_backend_graph_copy_free(gc.c)
-	gc.c = C.struct_ggml_backend_graph_copy{}
 	return nil
 }
 
@@ -122,7 +119,7 @@ func CompareGraphBackend(b1, b2 *Backend, g *ggml.Graph, fn func(i int, t1, t2 *
 	if err := b2.usable(); err != nil {
 		return err
 	}
-	if _, err := b1.checkGraph(g); err != nil {
+	if _, err := b1.checkGraph(g, nil); err != nil {
 		return err
 	}
 	nodes := g.Nodes()

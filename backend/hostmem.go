@@ -114,21 +114,9 @@ func (m *HostMemory) release() {
 	m.mu.Unlock()
 }
 
-type hostBufferRes struct {
-	c   C.ggml_backend_buffer_t
-	mem *HostMemory
-}
-
 // hostBuffer wraps a buffer over m: it keeps m alive and in use until the
-// buffer is closed or collected.
-func hostBuffer(c C.ggml_backend_buffer_t, m *HostMemory) *Buffer {
-	b := &Buffer{c: c, from: m, mem: m}
-	b.cleanup = runtime.AddCleanup(b, func(r hostBufferRes) {
-		C.ggml_backend_buffer_free(r.c)
-		r.mem.release()
-	}, hostBufferRes{c: c, mem: m})
-	return b
-}
+// buffer is freed.
+func hostBuffer(c C.ggml_backend_buffer_t, m *HostMemory) *Buffer { return newBuffer(c, m, m, nil) }
 
 // BufferFromHostMemory makes a buffer of the device over size bytes of m
 // starting offset bytes in, with tensors of at most maxTensorSize bytes

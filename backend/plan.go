@@ -69,7 +69,11 @@ type planRes struct {
 // (ggml_backend_graph_plan_create). The graph is checked as Compute checks
 // it; ErrUnsupported when the backend has no plans (only the CPU has).
 func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
-	gp, err := b.checkGraph(g)
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
+	gp, err := b.checkGraph(g, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -129,10 +133,16 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	b := p.be
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	if bridge.GraphVersion(p.g) != p.version {
 		return fmt.Errorf("%w: the graph changed since the plan was made (its work memory fits the old one); make a new plan", ggml.ErrInvalid)
 	}
-	if _, err := b.checkGraph(p.g); err != nil {
+	var h bridge.Holds
+	defer h.Release()
+	if _, err := b.checkGraph(p.g, &h); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(p)

@@ -12,9 +12,10 @@ import (
 	"github.com/go-ggml/ggml/internal/bridge"
 )
 
-// storage returns the C tensor of t if its data can be accessed now.
-func storage(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorStorage(t)
+// storage returns the C tensor of t if its data can be accessed now, and
+// holds its memory in h (release h when done).
+func storage(t *ggml.Tensor, h *bridge.Holds) (*C.struct_ggml_tensor, error) {
+	p, err := bridge.TensorStorage(t, h)
 	return (*C.struct_ggml_tensor)(p), err
 }
 
@@ -40,7 +41,9 @@ func checkRange(op string, t *C.struct_ggml_tensor, offset, size uint64) error {
 // (ggml_backend_tensor_set). The bytes are written as they are, whatever
 // the tensor's layout; offset+len(data) must not pass t.Bytes().
 func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
-	tc, err := storage(t)
+	var h bridge.Holds
+	defer h.Release()
+	tc, err := storage(t, &h)
 	if err != nil {
 		return err
 	}
@@ -63,7 +66,9 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 // TensorGet copies len(dst) bytes of tensor t's memory, starting offset
 // bytes in, into dst (ggml_backend_tensor_get).
 func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
-	tc, err := storage(t)
+	var h bridge.Holds
+	defer h.Release()
+	tc, err := storage(t, &h)
 	if err != nil {
 		return err
 	}
@@ -86,7 +91,9 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 // TensorMemset sets size bytes of tensor t's memory, starting offset bytes
 // in, to value (ggml_backend_tensor_memset).
 func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
-	tc, err := storage(t)
+	var h bridge.Holds
+	defer h.Release()
+	tc, err := storage(t, &h)
 	if err != nil {
 		return err
 	}
@@ -125,11 +132,13 @@ func sameLayout(a, b *C.struct_ggml_tensor) bool {
 // context pools) (ggml_backend_tensor_copy). They must have the same type,
 // shape and strides.
 func TensorCopy(src, dst *ggml.Tensor) (err error) {
-	sc, err := storage(src)
+	var h bridge.Holds
+	defer h.Release()
+	sc, err := storage(src, &h)
 	if err != nil {
 		return fmt.Errorf("TensorCopy: src: %w", err)
 	}
-	dc, err := storage(dst)
+	dc, err := storage(dst, &h)
 	if err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 // adoptGraph wraps graph g, whose tensors live in the contexts ctxs, and
 // gives lease l to its tensors that are not views. release marks the
 // handles closed; call it before ggml frees the contexts.
-func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l bridge.Lease) (*Graph, func()) {
+func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner any) (*Graph, func()) {
 	byPtr := map[*C.struct_ggml_tensor]*Tensor{}
 	var wrappers []*Context
 	var first *Context
@@ -26,7 +26,7 @@ func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l bridge.Lease) (*Grap
 		if cc == nil {
 			continue
 		}
-		c := &Context{c: cc, noAlloc: true, borrowed: true, memSize: uint64(C.ggml_get_mem_size(cc)), graphSize: DefaultGraphSize}
+		c := &Context{c: cc, noAlloc: true, borrowed: true, memSize: uint64(C.ggml_get_mem_size(cc)), graphSize: DefaultGraphSize, life: l}
 		wrappers = append(wrappers, c)
 		if first == nil {
 			first = c
@@ -51,7 +51,7 @@ func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l bridge.Lease) (*Grap
 		if p.view_src != nil {
 			t.viewSrc = byPtr[p.view_src]
 		} else if p.data != nil {
-			t.lease = l
+			t.lease, t.leaseOwner = l, owner
 		}
 	}
 	cg := (*C.struct_ggml_cgraph)(gp)

@@ -18,9 +18,9 @@ func init() {
 		}
 		return unsafe.Pointer(t.c), nil
 	}
-	bridge.TensorStorage = func(v any) (unsafe.Pointer, error) {
+	bridge.TensorStorage = func(v any, h *bridge.Holds) (unsafe.Pointer, error) {
 		t, _ := v.(*Tensor)
-		if err := t.storageErr(); err != nil {
+		if err := t.hold(h); err != nil {
 			return nil, err
 		}
 		return unsafe.Pointer(t.c), nil
@@ -37,13 +37,13 @@ func init() {
 		}
 		return unsafe.Pointer(c.c), nil
 	}
-	bridge.SetLease = func(v any, l bridge.Lease) {
+	bridge.SetLease = func(v any, l *bridge.Life, owner any) {
 		t := v.(*Tensor)
 		if t.live() && t.c.view_src == nil && t.c.data != nil {
-			t.lease = l
+			t.lease, t.leaseOwner = l, owner
 		}
 	}
-	bridge.LeaseOf = func(v any) bridge.Lease {
+	bridge.LeaseOf = func(v any) *bridge.Life {
 		if t, _ := v.(*Tensor); t != nil {
 			return t.lease
 		}
@@ -52,7 +52,7 @@ func init() {
 	bridge.ResetStorage = func(v any) {
 		t := v.(*Tensor)
 		if t.live() {
-			t.c.data, t.c.buffer, t.lease = nil, nil, nil
+			t.c.data, t.c.buffer, t.lease, t.leaseOwner = nil, nil, nil, nil
 		}
 	}
 	bridge.GraphPtr = func(v any) (unsafe.Pointer, error) {
@@ -82,8 +82,8 @@ func init() {
 		}
 		return ts, ps
 	}
-	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l bridge.Lease) (any, func()) {
-		return adoptGraph(ctxs, g, l)
+	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l *bridge.Life, owner any) (any, func()) {
+		return adoptGraph(ctxs, g, l, owner)
 	}
 	bridge.GraphSources = func(v any) bool { return v.(*Graph).sourcesIntact() }
 	bridge.GraphVersion = func(v any) uint64 { return v.(*Graph).version }
@@ -107,14 +107,20 @@ func init() {
 			}
 		}
 	}
-	bridge.GraphStorage = func(v any) error {
+	bridge.GraphStorage = func(v any, h *bridge.Holds) error {
 		g, _ := v.(*Graph)
+		if g == nil {
+			return fmt.Errorf("%w: nil *Graph", ErrInvalid)
+		}
+		if err := h.Add(g.ctx.life); err != nil {
+			return err
+		}
 		if err := g.usable(); err != nil {
 			return err
 		}
 		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
 			for _, t := range list {
-				if err := t.storageErr(); err != nil {
+				if err := t.hold(h); err != nil {
 					return fmt.Errorf("ggml: graph tensor %s: %w", t.describe(), err)
 				}
 			}
@@ -129,13 +135,23 @@ func init() {
 	}
 }
 
-func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
+func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
 	g, _ := v.(*Graph)
+	if g == nil {
+		return nil, fmt.Errorf("%w: nil *Graph", ErrInvalid)
+	}
+	if h == nil {
+		h = new(bridge.Holds)
+		defer h.Release()
+	}
+	if err := h.Add(g.ctx.life); err != nil {
+		return nil, err
+	}
 	if err := g.usable(); err != nil {
 		return nil, err
 	}
 	for _, t := range g.leafs {
-		if err := t.storageErr(); err != nil {
+		if err := t.hold(h); err != nil {
 			return nil, fmt.Errorf("ggml: graph input %s: %w", t.describe(), err)
 		}
 		if visit != nil {
@@ -159,7 +175,7 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 				continue
 			}
 			seen[t] = true
-			if err := t.storageErr(); err != nil {
+			if err := t.hold(h); err != nil {
 				return nil, fmt.Errorf("ggml: graph input %s: %w", t.describe(), err)
 			}
 			if _, in := g.seen[t.c]; in {
@@ -173,12 +189,21 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 			stack = append(stack, t.srcs...)
 		}
 	}
+	var writers map[*C.struct_ggml_tensor]*Tensor // built on the first index-reading node
 	for _, t := range g.nodes {
-		if err := t.storageErr(); err != nil {
+		if err := t.hold(h); err != nil {
 			return nil, fmt.Errorf("ggml: graph node %s: %w", t.describe(), err)
 		}
-		if err := checkNodeData(t); err != nil {
+		if err := holdCustom(t, h); err != nil {
 			return nil, err
+		}
+		if idx, rows, op := indexSource(t); idx != nil {
+			if writers == nil {
+				writers = g.writers()
+			}
+			if err := g.checkIndices(t, idx, rows, op, writers); err != nil {
+				return nil, err
+			}
 		}
 		if visit != nil {
 			if err := visit(unsafe.Pointer(t.c), true); err != nil {
@@ -192,51 +217,172 @@ func graphForCompute(v any, visit func(t unsafe.Pointer, isNode bool) error) (un
 	return unsafe.Pointer(g.c), nil
 }
 
-// checkNodeData checks what ggml's kernels assert about the data of a node's
-// inputs, where that data is already known: inputs that are leafs in host
-// memory. (Inputs computed by the graph itself cannot be checked ahead.)
-func checkNodeData(t *Tensor) error {
-	var idx *C.struct_ggml_tensor
-	var rows int64
-	var op string
-	switch t.c.op {
-	case C.GGML_OP_GET_ROWS:
-		idx, rows, op = t.c.src[1], int64(t.c.src[0].ne[1]), "get_rows"
-	case C.GGML_OP_SET_ROWS:
-		idx, rows, op = t.c.src[1], int64(t.c.ne[1]), "set_rows"
-	case C.GGML_OP_GET_ROWS_BACK:
-		idx, rows, op = t.c.src[1], int64(t.c.ne[1]), "get_rows_back"
-	default:
-		if idx, rows, op = seqIndexSource(t); idx == nil {
-			return nil
+// hold acquires, into h, what reading or writing t's data needs alive: its
+// context, its view source's context, and the memory it lives in; then it
+// checks that the data can be used now (see storageErr).
+func (t *Tensor) hold(h *bridge.Holds) error {
+	if t == nil {
+		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+	}
+	if t.err != nil {
+		return t.err
+	}
+	if t.ctx != nil {
+		if err := h.Add(t.ctx.life); err != nil {
+			return err
 		}
 	}
-	if idx == nil || idx.op != C.GGML_OP_NONE || (idx._type != C.GGML_TYPE_I32 && idx._type != C.GGML_TYPE_I64) || idx.data == nil {
-		return nil
+	if vs := t.viewSrc; vs != nil && vs.ctx != nil {
+		if err := h.Add(vs.ctx.life); err != nil {
+			return err
+		}
 	}
+	if !t.live() {
+		return fmt.Errorf("%w: the tensor's context is closed", ErrClosed)
+	}
+	base := t
+	if t.viewSrc != nil {
+		base = t.viewSrc
+	}
+	if base.lease != nil {
+		if err := h.Add(base.lease); err != nil {
+			return err
+		}
+	}
+	return t.storageErr()
+}
+
+// indexSource returns, for a node whose kernel reads row or expert indices
+// and asserts they are in range, the index tensor, the bound (exclusive)
+// and the op's name.
+func indexSource(t *Tensor) (idx *C.struct_ggml_tensor, rows int64, op string) {
+	switch t.c.op {
+	case C.GGML_OP_GET_ROWS:
+		return t.c.src[1], int64(t.c.src[0].ne[1]), "get_rows"
+	case C.GGML_OP_SET_ROWS:
+		return t.c.src[1], int64(t.c.ne[1]), "set_rows"
+	case C.GGML_OP_GET_ROWS_BACK:
+		return t.c.src[1], int64(t.c.ne[1]), "get_rows_back"
+	}
+	return seqIndexSource(t)
+}
+
+// viewOps are the ops whose result is a view that writes nothing.
+func viewOp(op C.enum_ggml_op) bool {
+	switch op {
+	case C.GGML_OP_NONE, C.GGML_OP_VIEW, C.GGML_OP_RESHAPE, C.GGML_OP_PERMUTE, C.GGML_OP_TRANSPOSE:
+		return true
+	}
+	return false
+}
+
+func memBase(p *C.struct_ggml_tensor) *C.struct_ggml_tensor {
+	if p.view_src != nil {
+		return p.view_src
+	}
+	return p
+}
+
+// writers maps the memory (the base tensor) that nodes of g write into
+// without owning it (cpy into a tensor, in-place ops, set_rows, ...) to the
+// first such node.
+func (g *Graph) writers() map[*C.struct_ggml_tensor]*Tensor {
+	w := map[*C.struct_ggml_tensor]*Tensor{}
+	for _, n := range g.nodes {
+		if n.c.view_src != nil && !viewOp(n.c.op) {
+			if _, ok := w[n.c.view_src]; !ok {
+				w[n.c.view_src] = n
+			}
+		}
+	}
+	return w
+}
+
+// checkIndices checks, before compute, the indices that node t reads: their
+// values where they are data (inputs, in host or device memory), their
+// bound where the graph computes them (an argsort or top_k, through views
+// and copies). The checks hold only if nothing else in the graph writes the
+// indices' memory between then and the point of use: such graphs are
+// refused.
+func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, op string, writers map[*C.struct_ggml_tensor]*Tensor) error {
+	refuse := func(rule string, kind error) error {
+		var inputs []string
+		for i, s := range t.srcs {
+			if s != nil {
+				inputs = append(inputs, string(rune('a'+i))+" "+s.describe())
+			}
+		}
+		return &OpError{Op: op, Inputs: inputs, Rule: rule, Err: kind}
+	}
+	// Walk from the indices down the chain of views and copies that a
+	// bound was derived from, to the first tensor that this graph does not
+	// compute: that one's values are data.
+	for q := idx; q != nil; {
+		if w := writers[memBase(q)]; w != nil && w.c != q {
+			return refuse(fmt.Sprintf("node %s of the same graph writes into the index tensor %q, so its values cannot be checked before compute; compute the indices in a graph of their own", w.describe(), C.GoString(&q.name[0])), ErrInvalid)
+		}
+		if _, isNode := g.seen[q]; !isNode || q.op == C.GGML_OP_NONE || !g.computes(q) {
+			return checkIndexData(q, rows, refuse)
+		}
+		switch q.op {
+		case C.GGML_OP_ARGSORT, C.GGML_OP_TOP_K:
+			return nil // bounded by construction (checked when the op was built)
+		case C.GGML_OP_VIEW, C.GGML_OP_RESHAPE, C.GGML_OP_PERMUTE, C.GGML_OP_TRANSPOSE, C.GGML_OP_CONT, C.GGML_OP_CPY, C.GGML_OP_GET_ROWS:
+			q = q.src[0]
+		default:
+			return refuse(fmt.Sprintf("the index tensor %q is computed by %s, whose values cannot be checked before compute", C.GoString(&q.name[0]), C.GoString(C.ggml_op_desc(q))), ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// computes reports whether q is one of g's nodes (not a leaf or an input of
+// a node added alone).
+func (g *Graph) computes(q *C.struct_ggml_tensor) bool {
+	for _, n := range g.nodes {
+		if n.c == q {
+			return true
+		}
+	}
+	return false
+}
+
+// checkIndexData range-checks index data that is already there: an input,
+// in host memory or (copied out first) device memory.
+func checkIndexData(idx *C.struct_ggml_tensor, rows int64, refuse func(string, error) error) error {
+	if idx._type != C.GGML_TYPE_I32 && idx._type != C.GGML_TYPE_I64 {
+		return nil // the op's constructor refused other types
+	}
+	base := memBase(idx)
+	if idx.data == nil || base.data == nil {
+		return nil // not allocated: compute reports that
+	}
+	data := idx.data
 	if buf := bufferOf(idx); buf != nil && !bool(C.ggml_backend_buffer_is_host(buf)) {
-		return nil
+		n := C.ggml_nbytes(idx)
+		tmp := C.malloc(max(n, 1))
+		if tmp == nil {
+			return refuse("no memory to copy the indices out of device memory for their check", ErrNoMemory)
+		}
+		defer C.free(tmp)
+		C.ggml_backend_tensor_get(idx, tmp, 0, n)
+		data = tmp
 	}
 	ne, nb := idx.ne, idx.nb
-	for i2 := range int64(ne[2]) {
-		for i1 := range int64(ne[1]) {
-			for i0 := range int64(ne[0]) {
-				off := uintptr(i0)*uintptr(nb[0]) + uintptr(i1)*uintptr(nb[1]) + uintptr(i2)*uintptr(nb[2])
-				var v int64
-				if idx._type == C.GGML_TYPE_I32 {
-					v = int64(*(*int32)(unsafe.Add(idx.data, off)))
-				} else {
-					v = *(*int64)(unsafe.Add(idx.data, off))
-				}
-				if v < 0 || v >= rows {
-					var inputs []string
-					for i, s := range t.srcs {
-						if s != nil {
-							inputs = append(inputs, string(rune('a'+i))+" "+s.describe())
-						}
+	for i3 := range int64(ne[3]) {
+		for i2 := range int64(ne[2]) {
+			for i1 := range int64(ne[1]) {
+				for i0 := range int64(ne[0]) {
+					off := uintptr(i0)*uintptr(nb[0]) + uintptr(i1)*uintptr(nb[1]) + uintptr(i2)*uintptr(nb[2]) + uintptr(i3)*uintptr(nb[3])
+					var v int64
+					if idx._type == C.GGML_TYPE_I32 {
+						v = int64(*(*int32)(unsafe.Add(data, off)))
+					} else {
+						v = *(*int64)(unsafe.Add(data, off))
 					}
-					return &OpError{Op: op, Inputs: inputs,
-						Rule: fmt.Sprintf("index [%d,%d,%d] = %d is outside 0..%d", i0, i1, i2, v, rows-1), Err: ErrInvalid}
+					if v < 0 || v >= rows {
+						return refuse(fmt.Sprintf("index [%d,%d,%d,%d] = %d is outside 0..%d", i0, i1, i2, i3, v, rows-1), ErrInvalid)
+					}
 				}
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // DefaultGraphSize is the node capacity of a graph when none is given
@@ -62,7 +64,10 @@ type Context struct {
 	slab      []*Tensor // room for the next ops' source slices
 	used      uint64    // bytes of the pool in use, as ggml_used_mem reports them
 	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
-	cleanup   runtime.Cleanup
+	// life counts the computes and transfers in flight that read the
+	// context's tensors: Close refuses (ErrBusy) while there are any.
+	life    *bridge.Life
+	cleanup runtime.Cleanup
 	// inPlaceOf is set while an in-place op is built: its result is a
 	// view of this tensor and takes no data of its own.
 	inPlaceOf *Tensor
@@ -104,19 +109,29 @@ func NewContext(p ContextParams) (*Context, error) {
 		C.ggml_free(c)
 		return nil, fmt.Errorf("%w: cannot allocate a context pool of %d bytes", ErrNoMemory, size)
 	}
-	ctx := &Context{c: c, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize}
+	ctx := &Context{c: c, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife()}
 	ctx.cleanup = runtime.AddCleanup(ctx, freeContext, c)
 	return ctx, nil
 }
 
 func freeContext(c *C.struct_ggml_context) { C.ggml_free(c) }
 
+func newContextLife() *bridge.Life {
+	return bridge.NewLife(nil, fmt.Errorf("%w: the context is closed", ErrClosed), nil)
+}
+
 // Close frees the context and the memory of its tensors (ggml_free). Its
 // tensors and graphs become unusable: their methods report ErrClosed or
-// zero values. Close is idempotent and safe on nil.
+// zero values. Close is idempotent and safe on nil. While a compute or a
+// data transfer reads the context's tensors (on another goroutine, or the
+// compute that runs the calling custom op) Close changes nothing and
+// returns ErrBusy.
 func (c *Context) Close() error {
 	if c == nil || c.c == nil || c.borrowed {
 		return nil // a borrowed context is freed by what owns it
+	}
+	if err := c.life.Close("the context", true); err != nil {
+		return err
 	}
 	c.cleanup.Stop()
 	C.ggml_free(c.c)

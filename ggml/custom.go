@@ -2,6 +2,7 @@ package ggml
 
 /*
 #include "goggml.h"
+#include <string.h>
 
 // Trampolines with the signatures ggml calls: each passes the node and the
 // handle that ggml keeps as userdata on to goggmlCustom (custom_export.go).
@@ -39,6 +40,14 @@ static struct ggml_tensor * goggml_custom_4d(struct ggml_context * ctx, enum ggm
 		struct ggml_tensor ** args, int n_args, int n_tasks, uintptr_t h) {
 	return ggml_custom_4d(ctx, type, ne0, ne1, ne2, ne3, args, n_args, goggml_custom, n_tasks, (void *)h);
 }
+// goggml_custom_handle returns the userdata of a custom node: ggml keeps
+// {function, n_tasks, userdata} in its op_params for every custom op.
+struct goggml_custom_params { void * fun; int n_tasks; void * userdata; };
+static uintptr_t goggml_custom_handle(const struct ggml_tensor * t) {
+	struct goggml_custom_params p;
+	memcpy(&p, t->op_params, sizeof p);
+	return (uintptr_t)p.userdata;
+}
 static struct ggml_tensor * goggml_custom_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor ** args, int n_args, int n_tasks, uintptr_t h) {
 	return ggml_custom_inplace(ctx, a, args, n_args, goggml_custom, n_tasks, (void *)h);
 }
@@ -54,6 +63,8 @@ import (
 	"sync"
 	"unsafe"
 	"weak"
+
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // CustomFunc is the body of a custom op. ggml calls it during compute on
@@ -164,10 +175,12 @@ type customSet struct {
 // ops' functions may refer to the context).
 type customHandles struct{ list []cgo.Handle }
 
-// liveHandles are the handles not yet deleted: ggml may call an op whose
-// context is gone (a graph copy made before Close), and cgo.Handle.Value
-// panics on a deleted handle.
-var liveHandles sync.Map // cgo.Handle -> struct{}
+// liveHandles are the handles not yet deleted, each with the lifetime of
+// the context that owns the op: a graph copy made before that context's
+// Close still names the handle, and cgo.Handle.Value panics on a deleted
+// one. A compute holds the owning context (holdCustom), so it cannot close
+// while the op may run.
+var liveHandles sync.Map // cgo.Handle -> *bridge.Life
 
 func (s *customHandles) free() {
 	for _, h := range s.list {
@@ -186,10 +199,26 @@ func (c *Context) newCustom(fn CustomFunc, tasks int) (*customOp, cgo.Handle) {
 	}
 	op := &customOp{fn: fn, tasks: tasks}
 	h := cgo.NewHandle(weak.Make(op))
-	liveHandles.Store(h, struct{}{})
+	liveHandles.Store(h, c.life)
 	c.custom.ops = append(c.custom.ops, op)
 	c.custom.handles.list = append(c.custom.handles.list, h)
 	return op, h
+}
+
+// holdCustom adds to h the context that owns custom node t's Go function,
+// and refuses a node whose function is gone (its context was closed after a
+// graph copy took the node): ggml would skip it and leave stale data.
+func holdCustom(t *Tensor, h *bridge.Holds) error {
+	switch t.c.op {
+	case C.GGML_OP_MAP_CUSTOM1, C.GGML_OP_MAP_CUSTOM2, C.GGML_OP_MAP_CUSTOM3, C.GGML_OP_CUSTOM:
+	default:
+		return nil
+	}
+	v, ok := liveHandles.Load(cgo.Handle(C.goggml_custom_handle(t.c)))
+	if !ok {
+		return fmt.Errorf("%w: custom op %s: the context that defined its Go function is closed", ErrClosed, t.describe())
+	}
+	return h.Add(v.(*bridge.Life))
 }
 
 // customErr returns and clears the first panic of the custom ops among g's

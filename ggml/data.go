@@ -61,9 +61,10 @@ func elementTypes[T Element]() (Type, Type) {
 }
 
 // checkTransfer checks that n elements of T (or bytes when raw) can move to
-// or from t, and returns the byte count.
-func checkTransfer[T Element](op string, t *Tensor, n int, raw bool) (uint64, error) {
-	if err := t.storageErr(); err != nil {
+// or from t, and returns the byte count. It holds t's memory in h: release h
+// when the transfer is over.
+func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.Holds) (uint64, error) {
+	if err := t.hold(h); err != nil {
 		return 0, fmt.Errorf("ggml: %s: %w", op, err)
 	}
 	if !bool(C.ggml_is_contiguous(t.c)) {
@@ -92,7 +93,9 @@ func checkTransfer[T Element](op string, t *Tensor, n int, raw bool) (uint64, er
 // contiguous and allocated. It works for tensors in a context's pool and in
 // any backend buffer (ggml_backend_tensor_set).
 func SetData[T Element](t *Tensor, data []T) (err error) {
-	size, err := checkTransfer[T]("SetData", t, len(data), false)
+	var h bridge.Holds
+	defer h.Release()
+	size, err := checkTransfer[T]("SetData", t, len(data), false, &h)
 	if err != nil {
 		return err
 	}
@@ -102,7 +105,9 @@ func SetData[T Element](t *Tensor, data []T) (err error) {
 // SetBytes copies raw bytes into tensor t: len(data) must equal t.Bytes().
 // This is how quantized data is set (ggml_backend_tensor_set).
 func SetBytes(t *Tensor, data []byte) error {
-	size, err := checkTransfer[int8]("SetBytes", t, len(data), true)
+	var h bridge.Holds
+	defer h.Release()
+	size, err := checkTransfer[int8]("SetBytes", t, len(data), true, &h)
 	if err != nil {
 		return err
 	}
@@ -122,7 +127,9 @@ func Data[T Element](t *Tensor) ([]T, error) {
 // DataInto copies tensor t's data into dst, which must have exactly
 // t.Elements() elements: Data without the allocation.
 func DataInto[T Element](t *Tensor, dst []T) error {
-	size, err := checkTransfer[T]("Data", t, len(dst), false)
+	var h bridge.Holds
+	defer h.Release()
+	size, err := checkTransfer[T]("Data", t, len(dst), false, &h)
 	if err != nil {
 		return err
 	}
@@ -133,7 +140,9 @@ func DataInto[T Element](t *Tensor, dst []T) error {
 // (ggml_backend_tensor_get).
 func Bytes(t *Tensor) ([]byte, error) {
 	out := make([]byte, t.Bytes())
-	size, err := checkTransfer[int8]("Bytes", t, len(out), true)
+	var h bridge.Holds
+	defer h.Release()
+	size, err := checkTransfer[int8]("Bytes", t, len(out), true, &h)
 	if err != nil {
 		return nil, err
 	}

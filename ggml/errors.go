@@ -12,7 +12,12 @@ import (
 // test the kind with errors.Is.
 var (
 	// ErrClosed: the handle, or a parent it depends on, was closed.
-	ErrClosed = errors.New("ggml: use of closed handle")
+	ErrClosed = bridge.ErrClosed
+	// ErrBusy: the handle is in use by a compute or transfer on another
+	// goroutine, or by the compute that runs the calling callback: a second
+	// compute on a backend or scheduler while one runs, or a Close of a
+	// context, backend or scheduler that work in flight still uses.
+	ErrBusy = bridge.ErrBusy
 	// ErrNotAllocated: the tensor has no memory yet (a NoAlloc context
 	// whose tensors were not allocated in a backend buffer).
 	ErrNotAllocated = errors.New("ggml: tensor not allocated")

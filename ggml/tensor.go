@@ -26,7 +26,10 @@ type Tensor struct {
 	err     error        // set on a poisoned tensor
 	srcs    []*Tensor    // Go mirror of c.src, keeps the inputs alive
 	viewSrc *Tensor      // the tensor whose memory a view uses
-	lease   bridge.Lease // set on allocation in a buffer (not on views)
+	lease   *bridge.Life // set on allocation in a buffer (not on views)
+	// leaseOwner is the handle whose memory the lease stands for (a
+	// Buffer, a scheduler...), kept alive by the tensor.
+	leaseOwner any
 }
 
 // wrap makes the Go handle of a tensor that this context's C code created.
@@ -508,7 +511,7 @@ func (t *Tensor) storageErr() error {
 		}
 	}
 	if base.lease != nil {
-		if err := base.lease.LeaseErr(); err != nil {
+		if err := base.lease.Err(); err != nil {
 			return err
 		}
 	}

@@ -24,23 +24,6 @@ import (
 	"github.com/go-ggml/ggml/internal/bridge"
 )
 
-// schedLease is the lease of the tensors one allocation placed: dead after
-// the scheduler's next Reset, reallocation or Close.
-type schedLease struct {
-	s   *Scheduler
-	gen uint64
-}
-
-func (l *schedLease) LeaseErr() error {
-	if l.s.c == nil {
-		return fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated)
-	}
-	if l.gen != l.s.gen {
-		return fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated)
-	}
-	return nil
-}
-
 func graphPtr(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
 	p, err := bridge.GraphPtr(g)
 	return (*C.struct_ggml_cgraph)(p), err
@@ -86,11 +69,11 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 	inputs := map[unsafe.Pointer]bool{}
 	for i, t := range ts {
 		tc := (*C.struct_ggml_tensor)(ps[i])
-		if l, ok := bridge.LeaseOf(t).(*schedLease); ok && l.s == s {
+		if l := bridge.LeaseOf(t); l != nil && l.Parent() == s.life {
 			bridge.ResetStorage(t)
 		}
 		if tc.view_src != nil {
-			if vl, ok := bridge.LeaseOf(viewSource(t)).(*schedLease); ok && vl.s == s {
+			if vl := bridge.LeaseOf(viewSource(t)); vl != nil && vl.Parent() == s.life {
 				tc.buffer, tc.data = nil, nil
 			}
 		}
@@ -108,7 +91,10 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 		} else {
 			// Pre-allocated: its memory must be alive, in a buffer, and
 			// some backend must run its op where it lives.
-			if _, err := bridge.TensorStorage(t); err != nil {
+			var h bridge.Holds
+			_, err := bridge.TensorStorage(t, &h)
+			h.Release()
+			if err != nil {
 				return nil, nil, fmt.Errorf("sched: %v: %w", t, err)
 			}
 			if base.buffer == nil {
@@ -140,7 +126,14 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 	return gp, fresh, nil
 }
 
-func viewSource(t any) any { return t.(*ggml.Tensor).ViewSource() }
+// viewSource returns t's view source, or nil (a nil interface, not a nil
+// *ggml.Tensor in one) when t is not a view.
+func viewSource(t any) any {
+	if vs := t.(*ggml.Tensor).ViewSource(); vs != nil {
+		return vs
+	}
+	return nil
+}
 
 func (s *Scheduler) someBackend(ok func(C.ggml_backend_t) bool) bool {
 	for _, p := range s.ptrs {
@@ -154,7 +147,7 @@ func (s *Scheduler) someBackend(ok func(C.ggml_backend_t) bool) bool {
 // release ends the scheduler's hold on the graph it allocated: the tensors
 // it placed die, and the graph's sources point at its own tensors again.
 func (s *Scheduler) release() {
-	s.gen++
+	s.newPlacement()
 	if s.graph != nil {
 		bridge.RestoreSources(s.graph)
 		s.graph, s.limited = nil, nil
@@ -165,6 +158,10 @@ func (s *Scheduler) release() {
 // that later graphs need no reallocation (ggml_backend_sched_reserve). It
 // resets the scheduler.
 func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
 	gp, fresh, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -214,6 +211,10 @@ func resetViews(g *ggml.Graph, fresh []any) {
 // ggml's size query leaves buffers that a later compute would crash on.
 // The graph must not be split across backends yet (build it for this).
 func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
 	gp, _, err := s.prepare(g)
 	if err != nil {
 		return nil, err
@@ -242,6 +243,10 @@ func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
 // TensorBackend then describe it. Like an allocation, it ends what the
 // scheduler allocated before.
 func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
 	gp, _, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -261,6 +266,14 @@ func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
 // The scheduler must not hold another allocation: Reset first. The tensors
 // it places are valid until the next Reset, allocation or Close.
 func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return s.allocGraph(g)
+}
+
+func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 	if s != nil && s.graph != nil {
 		return fmt.Errorf("%w: the scheduler holds an allocated graph; Reset it first", ggml.ErrInvalid)
 	}
@@ -289,9 +302,8 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 		}
 		return err
 	}
-	l := &schedLease{s: s, gen: s.gen}
 	for _, t := range fresh {
-		bridge.SetLease(t, l)
+		bridge.SetLease(t, s.placed, s)
 	}
 	s.graph = g
 	s.version = bridge.GraphVersion(g)
@@ -345,9 +357,10 @@ func (s *Scheduler) checkThreads() error {
 // tensors it placed report ggml.ErrNotAllocated, and pins set with
 // SetTensorBackend are forgotten.
 func (s *Scheduler) Reset() error {
-	if err := s.usable(); err != nil {
+	if err := s.enter(); err != nil {
 		return err
 	}
+	defer s.leave()
 	defer runtime.KeepAlive(s)
 	s.release()
 	clear(s.touched) // ggml's reset empties its tensor set
@@ -371,14 +384,24 @@ func (s *Scheduler) ComputeAsync(g *ggml.Graph) error {
 }
 
 func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err error) {
-	if err := s.usable(); err != nil {
+	if err := s.enter(); err != nil {
 		return err
 	}
+	defer s.leave()
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// The backends compute one graph at a time: a compute of their own,
+	// or of another scheduler, now is ErrBusy.
+	for i, be := range s.backends {
+		leave, err := bridge.EnterBackend(be)
+		if err != nil {
+			return fmt.Errorf("scheduler backend %d: %w", i, err)
+		}
+		defer leave()
+	}
 	if s.graph == nil {
-		if err := s.AllocGraph(g); err != nil {
+		if err := s.allocGraph(g); err != nil {
 			return err
 		}
 	} else if s.graph != g {
@@ -386,8 +409,11 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	} else if bridge.GraphVersion(g) != s.version {
 		return fmt.Errorf("%w: the graph changed since it was allocated (ggml would compute the old splits); Reset and allocate it again", ggml.ErrInvalid)
 	}
-	// The allocation must still be whole: inputs from other buffers alive.
-	if err := bridge.GraphStorage(g); err != nil {
+	// The allocation must still be whole: inputs from other buffers alive,
+	// and kept alive until the compute is over.
+	var h bridge.Holds
+	defer h.Release()
+	if err := bridge.GraphStorage(g, &h); err != nil {
 		return err
 	}
 	gp, err := graphPtr(g)
@@ -472,9 +498,10 @@ func (s *Scheduler) watch(ctx context.Context) func() {
 
 // Synchronize waits for the scheduler's backends (ggml_backend_sched_synchronize).
 func (s *Scheduler) Synchronize() error {
-	if err := s.usable(); err != nil {
+	if err := s.enter(); err != nil {
 		return err
 	}
+	defer s.leave()
 	defer runtime.KeepAlive(s)
 	C.ggml_backend_sched_synchronize(s.c)
 	return nil
@@ -553,6 +580,10 @@ func goggmlSchedEval(t *C.struct_ggml_tensor, ask C.bool, h C.uintptr_t) (ret C.
 			e.mu.Lock()
 			e.panicV, e.halted = r, true
 			e.mu.Unlock()
+			// Stop the rest of the compute, as for a false return: this
+			// split through ggml's answer, the next splits through the
+			// cancel flag that the C side checks first.
+			atomic.StoreInt32((*int32)(unsafe.Pointer(&e.state.cancel)), 1)
 			ret = C.bool(bool(ask))
 		}
 	}()

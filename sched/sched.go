@@ -94,7 +94,9 @@ type Options struct {
 // Scheduler is ggml_backend_sched_t. See the package documentation.
 type Scheduler struct {
 	_         [0]func()
-	c         C.ggml_backend_sched_t
+	c         C.ggml_backend_sched_t // set at birth, never changed
+	life      *bridge.Life           // computes and allocations are exclusive work
+	placed    *bridge.Life           // the lifetime of what the current allocation placed: a child of life
 	backends  []*backend.Backend
 	bts       []*backend.BufferType
 	ptrs      []unsafe.Pointer // the backends' ggml_backend_t, in order
@@ -102,7 +104,6 @@ type Scheduler struct {
 	parallel  bool
 	state     *C.goggml_sched_state
 	eval      *evalState
-	gen       uint64
 	graph     *ggml.Graph             // the graph allocated now, if any
 	failed    bool                    // the last allocation failed: ggml left a buffer NULL
 	version   uint64                  // of the graph when allocated
@@ -213,15 +214,44 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
 	s.res = schedRes{c: c, state: st, releases: releases}
-	s.cleanup = runtime.AddCleanup(s, freeSched, s.res)
+	res := s.res
+	s.life = bridge.NewLife(nil, fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated), func() { freeSched(res) })
+	s.newPlacement()
+	s.cleanup = runtime.AddCleanup(s, closeLife, s.life)
+	bridge.Leaks.Opened("Scheduler", s.life)
 	return s, nil
 }
+
+func closeLife(l *bridge.Life) {
+	bridge.Leaks.Collected(l)
+	l.Close("", false)
+}
+
+// newPlacement ends what the scheduler placed so far and starts the
+// lifetime of what it places next.
+func (s *Scheduler) newPlacement() {
+	if s.placed != nil {
+		s.placed.Close("", false)
+	}
+	s.placed = bridge.NewLife(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated), nil)
+}
+
+// enter starts exclusive work on the scheduler: ErrBusy while a compute
+// runs (on another goroutine, or the one whose eval callback calls).
+func (s *Scheduler) enter() error {
+	if err := s.usable(); err != nil {
+		return err
+	}
+	return s.life.Enter("the scheduler")
+}
+
+func (s *Scheduler) leave() { s.life.Leave() }
 
 func (s *Scheduler) usable() error {
 	if s == nil {
 		return fmt.Errorf("%w: nil *Scheduler", ggml.ErrInvalid)
 	}
-	if s.c == nil {
+	if s.life.Closed() {
 		return fmt.Errorf("%w: the scheduler is closed", ggml.ErrClosed)
 	}
 	for i, be := range s.backends {
@@ -233,16 +263,21 @@ func (s *Scheduler) usable() error {
 }
 
 // Close frees the scheduler and its compute buffers (ggml_backend_sched_free);
-// tensors it allocated report ggml.ErrNotAllocated. Close the scheduler
-// before its backends. It is idempotent and safe on nil.
+// tensors it allocated report ggml.ErrNotAllocated, and the graph it held
+// may be allocated again by another scheduler or allocator. It is
+// idempotent and safe on nil. While a compute runs on the scheduler, or a
+// transfer reads a tensor it placed (on another goroutine, or from the eval
+// callback), it changes nothing and returns ggml.ErrBusy.
 func (s *Scheduler) Close() error {
-	if s == nil || s.c == nil {
+	if s == nil || s.life.Closed() {
 		return nil
 	}
+	if err := s.life.Close("the scheduler", true); err != nil {
+		return err
+	}
 	s.cleanup.Stop()
+	bridge.Leaks.Closed(s.life)
 	s.release()
-	freeSched(s.res)
-	s.c, s.state = nil, nil
 	return nil
 }
 

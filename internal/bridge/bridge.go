@@ -10,14 +10,6 @@ import (
 	"unsafe"
 )
 
-// Lease tells whether the memory behind allocated tensors is still usable.
-// A buffer (or an allocation made by a scheduler) hands one lease to every
-// tensor it placed, so tensors keep it alive and can tell when it is gone.
-type Lease interface {
-	// LeaseErr is nil while the memory is usable, else why it is not.
-	LeaseErr() error
-}
-
 // AssertError is a GGML_ASSERT (or GGML_ABORT) raised in ggml on the calling
 // goroutine's thread, caught by go-ggml's abort callback.
 type AssertError struct {
@@ -76,6 +68,9 @@ var (
 	// AcquireBackend keeps backend be's C object alive, even past its
 	// Close, until release is called (a scheduler frees after its backends).
 	AcquireBackend func(be any) (release func(), err error)
+	// EnterBackend starts exclusive work on backend be (a scheduler's
+	// compute): ErrBusy while another compute runs on it.
+	EnterBackend func(be any) (leave func(), err error)
 	// Watch arms backend be's abort flag for ctx (see Backend.Compute);
 	// the returned stop must be called when the compute is over.
 	Watch func(be any, ctx context.Context) (stop func())
@@ -87,15 +82,19 @@ var (
 	// TensorPtr returns the *C.struct_ggml_tensor of a usable tensor.
 	TensorPtr func(t any) (unsafe.Pointer, error)
 	// TensorStorage returns the *C.struct_ggml_tensor of a tensor whose
-	// data can be read and written now (allocated, its memory alive).
-	TensorStorage func(t any) (unsafe.Pointer, error)
+	// data can be read and written now (allocated, its memory alive), and
+	// holds that memory in h: release h when done with the data.
+	TensorStorage func(t any, h *Holds) (unsafe.Pointer, error)
 	// ContextPtr returns the *C.struct_ggml_context of an open context
 	// whose sticky error is nil.
 	ContextPtr func(c any) (unsafe.Pointer, error)
-	// SetLease gives lease l to tensor t (not a view) once it has memory.
-	SetLease func(t any, l Lease)
+	// SetLease gives tensor t (not a view) the lifetime l of the memory it
+	// was placed in (a buffer, or one allocation of a scheduler or graph
+	// allocator), and keeps owner (the handle whose cleanup ends l) alive
+	// as long as t.
+	SetLease func(t any, l *Life, owner any)
 	// LeaseOf returns tensor t's lease, or nil.
-	LeaseOf func(t any) Lease
+	LeaseOf func(t any) *Life
 	// ResetStorage forgets where tensor t's data lives (data, buffer,
 	// lease), so an allocator can place it anew.
 	ResetStorage func(t any)
@@ -107,7 +106,7 @@ var (
 	// AdoptGraph wraps a graph ggml built in contexts it owns
 	// (ggml_backend_graph_copy) as a *ggml.Graph whose allocated tensors
 	// carry lease l; release marks the handles closed before ggml frees them.
-	AdoptGraph func(ctxs []unsafe.Pointer, graph unsafe.Pointer, l Lease) (g any, release func())
+	AdoptGraph func(ctxs []unsafe.Pointer, graph unsafe.Pointer, l *Life, owner any) (g any, release func())
 	// GraphSources reports whether every node's C sources are still the
 	// tensors Go knows (a scheduler redirects them to its copies when it
 	// splits a graph across backends).
@@ -118,13 +117,17 @@ var (
 	// knows, undoing a scheduler's redirection.
 	RestoreSources func(g any)
 	// GraphStorage checks that every tensor of graph g is allocated and its
-	// memory alive (GraphForCompute without the visit and source checks).
-	GraphStorage func(g any) error
+	// memory alive (GraphForCompute without the visit and source checks),
+	// and holds what the compute reads: release h when it is over.
+	GraphStorage func(g any, h *Holds) error
 	// GraphForCompute checks that graph g can be computed (context open, no
 	// sticky error, every tensor allocated and its memory alive), calls
 	// visit for each leaf and then each node (isNode set), and returns the
-	// *C.struct_ggml_cgraph.
-	GraphForCompute func(g any, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
+	// *C.struct_ggml_cgraph. It adds to h the lifetimes of what the compute
+	// reads (contexts, buffers, allocations, custom ops' contexts), acquired
+	// (h may be nil for a check alone); the caller releases h when the
+	// compute is over, also on error.
+	GraphForCompute func(g any, h *Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
 	// NodeThreadLimit returns the most CPU threads ggml's kernel computes
 	// node t correctly with, or 0 for no limit.
 	NodeThreadLimit func(t unsafe.Pointer) int64

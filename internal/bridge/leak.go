@@ -1,0 +1,75 @@
+package bridge
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+// Leaks is the opt-in leak report: with the environment variable
+// GOGGML_LEAKS set (to anything but "" or "0") when the program starts, every
+// Buffer, Backend and Scheduler remembers where it was opened, and one that
+// the garbage collector frees (it was never closed) is logged with that
+// place, at slog's warning level. GPU memory freed only by the collector is
+// invisible to it (the collector sees a few Go bytes and does not hurry),
+// so the report is how to find handles a program forgets to close.
+var Leaks = &leakReport{on: os.Getenv("GOGGML_LEAKS") != "" && os.Getenv("GOGGML_LEAKS") != "0"}
+
+type leakReport struct {
+	on    bool
+	sites sync.Map // *Life -> string
+}
+
+// Enabled reports whether the leak report is on.
+func (r *leakReport) Enabled() bool { return r.on }
+
+// SetEnabled turns the report on or off (tests; programs use GOGGML_LEAKS).
+func (r *leakReport) SetEnabled(on bool) { r.on = on }
+
+// Opened records that a handle of kind, whose lifetime is l, was opened by
+// the caller of the caller of Opened's caller (the user's code).
+func (r *leakReport) Opened(kind string, l *Life) {
+	if !r.on {
+		return
+	}
+	var pcs [12]uintptr
+	n := runtime.Callers(3, pcs[:])
+	frames := runtime.CallersFrames(pcs[:n])
+	site := "unknown place"
+	for {
+		f, more := frames.Next()
+		if !strings.HasPrefix(f.Function, "github.com/go-ggml/ggml/") || strings.HasSuffix(f.File, "_test.go") {
+			site = fmt.Sprintf("%s (%s:%d)", f.Function, f.File, f.Line)
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	r.sites.Store(l, kind+" opened by "+site)
+}
+
+// Closed forgets l: its handle was closed explicitly.
+func (r *leakReport) Closed(l *Life) {
+	if r.on {
+		r.sites.Delete(l)
+	}
+}
+
+// Collected reports l's handle, freed by the garbage collector, if it was
+// recorded; it returns the message (for tests).
+func (r *leakReport) Collected(l *Life) string {
+	if !r.on {
+		return ""
+	}
+	v, ok := r.sites.LoadAndDelete(l)
+	if !ok {
+		return ""
+	}
+	msg := "go-ggml: a " + v.(string) + " was never closed; the garbage collector freed it"
+	slog.Warn(msg)
+	return msg
+}

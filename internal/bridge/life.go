@@ -1,0 +1,240 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+)
+
+// The error kinds that lifetimes report; package ggml exports them as
+// ggml.ErrClosed and ggml.ErrBusy.
+var (
+	ErrClosed = errors.New("ggml: use of closed handle")
+	ErrBusy   = errors.New("ggml: handle in use")
+)
+
+// Life is the lifetime of a C object that work in flight may use: a
+// compute, a transfer, a read of tensor data. Work acquires the Life for as
+// long as it touches the object; Close marks the Life closed, so that no new
+// work starts, and the object is freed (free runs) once the last work in
+// flight has released it — at Close when there is none. The state is one
+// atomic word, so acquiring costs no lock.
+//
+// Exclusive work (Enter/Leave) is a compute on a handle that ggml lets only
+// one caller use at a time (a backend's work buffer, a scheduler): a second
+// Enter while one runs is ErrBusy, never a silent overlap.
+//
+// A child Life (an allocation of a scheduler or graph allocator) acquires its
+// parent too, and reports the parent's error once the parent is closed.
+type Life struct {
+	state     atomic.Uint64
+	parent    *Life // set at birth, or by Reparent before the Life is shared
+	closedErr error
+	free      func()
+}
+
+const (
+	lifeClosed = 1 << 63
+	lifeBusy   = 1 << 62
+	lifeUsers  = lifeBusy - 1
+)
+
+// NewLife returns an open Life. closedErr is what Err reports once it is
+// closed (it should wrap ErrClosed or another kind); free, if not nil, runs
+// once, when the Life is closed and has no users.
+func NewLife(parent *Life, closedErr error, free func()) *Life {
+	return &Life{parent: parent, closedErr: closedErr, free: free}
+}
+
+// Err returns nil while the Life (and its parent) is open, else why not.
+func (l *Life) Err() error {
+	if l.state.Load()&lifeClosed != 0 {
+		return l.closedErr
+	}
+	if l.parent != nil {
+		return l.parent.Err()
+	}
+	return nil
+}
+
+// Closed reports whether Close took effect.
+func (l *Life) Closed() bool { return l.state.Load()&lifeClosed != 0 }
+
+// Acquire registers a user: the object stays alive until Release. It fails
+// with Err's error once the Life or its parent is closed.
+func (l *Life) Acquire() error {
+	if l.parent != nil {
+		if err := l.parent.Acquire(); err != nil {
+			return err
+		}
+	}
+	for {
+		s := l.state.Load()
+		if s&lifeClosed != 0 {
+			if l.parent != nil {
+				l.parent.Release()
+			}
+			return l.closedErr
+		}
+		if s&lifeUsers == lifeUsers {
+			panic("go-ggml: too many users of one handle")
+		}
+		if l.state.CompareAndSwap(s, s+1) {
+			return nil
+		}
+	}
+}
+
+// Release ends a use that Acquire started.
+func (l *Life) Release() {
+	s := l.state.Add(^uint64(0)) // -1
+	if s&lifeUsers == lifeUsers {
+		panic("go-ggml: Life released more often than acquired")
+	}
+	if s&lifeClosed != 0 && s&lifeUsers == 0 {
+		l.runFree()
+	}
+	if l.parent != nil {
+		l.parent.Release()
+	}
+}
+
+// Enter starts exclusive work: ErrBusy while other exclusive work runs,
+// Err's error once closed. It counts as a user until Leave.
+func (l *Life) Enter(what string) error {
+	if l.parent != nil {
+		if err := l.parent.Acquire(); err != nil {
+			return err
+		}
+	}
+	for {
+		s := l.state.Load()
+		var err error
+		switch {
+		case s&lifeClosed != 0:
+			err = l.closedErr
+		case s&lifeBusy != 0:
+			err = fmt.Errorf("%w: %s is computing on another goroutine (or in a callback of its own compute); it runs one compute at a time", ErrBusy, what)
+		}
+		if err != nil {
+			if l.parent != nil {
+				l.parent.Release()
+			}
+			return err
+		}
+		if l.state.CompareAndSwap(s, (s|lifeBusy)+1) {
+			return nil
+		}
+	}
+}
+
+// Leave ends exclusive work that Enter started.
+func (l *Life) Leave() {
+	for {
+		s := l.state.Load()
+		n := (s &^ lifeBusy) - 1
+		if l.state.CompareAndSwap(s, n) {
+			if n&lifeClosed != 0 && n&lifeUsers == 0 {
+				l.runFree()
+			}
+			break
+		}
+	}
+	if l.parent != nil {
+		l.parent.Release()
+	}
+}
+
+// Busy reports whether exclusive work is running.
+func (l *Life) Busy() bool { return l.state.Load()&lifeBusy != 0 }
+
+// Close marks the Life closed: no new work starts, and the object is freed
+// once the work in flight is over (at once when there is none). While
+// exclusive work runs, or with refuseInUse while any work does, it changes
+// nothing and returns ErrBusy naming what. Closing again is a no-op.
+func (l *Life) Close(what string, refuseInUse bool) error {
+	for {
+		s := l.state.Load()
+		if s&lifeClosed != 0 {
+			return nil
+		}
+		if s&lifeBusy != 0 || (refuseInUse && s&lifeUsers != 0) {
+			return fmt.Errorf("%w: %s cannot be closed while a compute or transfer uses it; close it when that is over", ErrBusy, what)
+		}
+		if l.state.CompareAndSwap(s, s|lifeClosed) {
+			if s&lifeUsers == 0 {
+				l.runFree()
+			}
+			return nil
+		}
+	}
+}
+
+func (l *Life) runFree() {
+	if f := l.free; f != nil {
+		l.free = nil // exactly one transition reaches here
+		f()
+	}
+}
+
+// Parent returns the Life a child Life was made under, or nil.
+func (l *Life) Parent() *Life { return l.parent }
+
+// Reparent makes l a child of parent that frees nothing itself: what it
+// stood for is now owned by parent (a buffer joined into a multi-buffer).
+// Call it only while no work uses l.
+func (l *Life) Reparent(parent *Life) {
+	l.parent, l.free = parent, nil
+}
+
+// Holds is a set of acquired Lives, released together: the handles that one
+// compute or transfer keeps alive. Its zero value is an empty set; the first
+// few Lives take no allocation.
+type Holds struct {
+	small [4]*Life
+	n     int
+	more  []*Life
+}
+
+func (h *Holds) has(l *Life) bool {
+	for _, m := range h.small[:h.n] {
+		if m == l {
+			return true
+		}
+	}
+	for _, m := range h.more {
+		if m == l {
+			return true
+		}
+	}
+	return false
+}
+
+// Add acquires l unless the set holds it already (nil is ignored).
+func (h *Holds) Add(l *Life) error {
+	if l == nil || h.has(l) {
+		return nil
+	}
+	if err := l.Acquire(); err != nil {
+		return err
+	}
+	if h.n < len(h.small) {
+		h.small[h.n] = l
+		h.n++
+	} else {
+		h.more = append(h.more, l)
+	}
+	return nil
+}
+
+// Release releases every Life of the set, once.
+func (h *Holds) Release() {
+	for i := len(h.more) - 1; i >= 0; i-- {
+		h.more[i].Release()
+	}
+	for i := h.n - 1; i >= 0; i-- {
+		h.small[i].Release()
+		h.small[i] = nil
+	}
+	h.n, h.more = 0, nil
+}
