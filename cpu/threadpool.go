@@ -126,6 +126,9 @@ func (tp *ThreadPool) usable() error {
 // Pause makes the pool's threads sleep until Resume or the next compute
 // (ggml_threadpool_pause).
 func (tp *ThreadPool) Pause() error {
+	if tp == nil {
+		return fmt.Errorf("%w: nil *ThreadPool", ggml.ErrInvalid)
+	}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if err := tp.usable(); err != nil {
@@ -137,6 +140,9 @@ func (tp *ThreadPool) Pause() error {
 
 // Resume wakes the pool's threads (ggml_threadpool_resume).
 func (tp *ThreadPool) Resume() error {
+	if tp == nil {
+		return fmt.Errorf("%w: nil *ThreadPool", ggml.ErrInvalid)
+	}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if err := tp.usable(); err != nil {
