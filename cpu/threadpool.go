@@ -115,7 +115,7 @@ func NewThreadPool(p ThreadPoolParams) (*ThreadPool, error) {
 	}
 	tp := &ThreadPool{c: c, id: poolIDs.Add(1), threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0,
 		running: make(chan struct{}, 1)}
-	tp.cleanup = runtime.AddCleanup(tp, func(c *C.struct_ggml_threadpool) { C.ggml_threadpool_free(c) }, c)
+	tp.cleanup = runtime.AddCleanup(tp, freeLater, c)
 	return tp, nil
 }
 
@@ -193,9 +193,65 @@ func (tp *ThreadPool) Close() error {
 		return fmt.Errorf("%w: the thread pool is used by %d backend(s) or plan(s); detach them first (SetThreadPool(be, nil))", ggml.ErrInvalid, tp.users)
 	}
 	tp.cleanup.Stop()
-	C.ggml_threadpool_free(tp.c)
+	freePool(tp.c)
 	tp.c = nil
 	return nil
+}
+
+// poolsFreed counts the pools freed, by Close or by a cleanup (for tests).
+var poolsFreed atomic.Int64
+
+// freePool stops the pool's threads, waiting for each to end, and frees it
+// (ggml_threadpool_free).
+func freePool(c *C.struct_ggml_threadpool) {
+	C.ggml_threadpool_free(c)
+	poolsFreed.Add(1)
+}
+
+// Dropped pools are freed off the cleanup goroutine (runtime cleanups run
+// one at a time, and freeing a pool waits for its threads to end), by at
+// most maxFreers goroutines at once.
+const maxFreers = 8
+
+var freeQueue struct {
+	mu      sync.Mutex
+	pools   []*C.struct_ggml_threadpool
+	freeing int // goroutines draining pools
+}
+
+// freeLater is the cleanup of a dropped pool. It pauses the pool at once
+// (ggml_threadpool_pause: its threads stop polling for work, which they do
+// by spinning, and sleep) and hands the free to a freeing goroutine.
+// Without the pause, a few hundred dropped pools kept every CPU busy
+// spinning, and each free waited for a spinning thread to be scheduled.
+func freeLater(c *C.struct_ggml_threadpool) {
+	C.ggml_threadpool_pause(c)
+	q := &freeQueue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pools = append(q.pools, c)
+	if q.freeing < maxFreers {
+		q.freeing++
+		go drainFrees()
+	}
+}
+
+func drainFrees() {
+	q := &freeQueue
+	for {
+		q.mu.Lock()
+		n := len(q.pools)
+		if n == 0 {
+			q.freeing--
+			q.mu.Unlock()
+			return
+		}
+		c := q.pools[n-1]
+		q.pools[n-1] = nil
+		q.pools = q.pools[:n-1]
+		q.mu.Unlock()
+		freePool(c)
+	}
 }
 
 // poolRef lets package backend count the pool's users (bridge.PoolRef).

@@ -182,6 +182,23 @@ func TestSharedThreadPoolConcurrentCompute(t *testing.T) {
 	require.NoError(t, tp.Close())
 }
 
+// Pools dropped without Close are freed by their cleanups, in parallel
+// (ggml_threadpool_free joins each pool's threads): all of them, in time.
+func TestDroppedThreadPoolsAreFreed(t *testing.T) {
+	const n = 200
+	before := cpu.PoolsFreed()
+	for range n {
+		_, err := cpu.NewThreadPool(cpu.DefaultThreadPoolParams(2))
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for cpu.PoolsFreed()-before < n && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, int64(n), cpu.PoolsFreed()-before, "dropped pools freed within 30 s")
+}
+
 // Every method of a nil *ThreadPool returns an error or a zero value.
 func TestNilThreadPool(t *testing.T) {
 	var tp *cpu.ThreadPool
