@@ -13,10 +13,12 @@ static void goggml_call_set_abort(void *fn, ggml_backend_t be, int *flag) {
 import "C"
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -355,6 +357,11 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(b)
+	end, err := b.beginPool(ctx)
+	if err != nil {
+		return err
+	}
+	defer end()
 	stop := b.watch(ctx)
 	defer stop()
 	err = b.onThread(func() (err error) {
@@ -578,6 +585,11 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	if b.abort != nil {
 		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 0)
 	}
+	end, err := b.beginPool(context.Background()) // the CPU computes before returning
+	if err != nil {
+		return err
+	}
+	defer end()
 	b.pending = append(b.pending, g)
 	defer runtime.KeepAlive(b)
 	return b.onThread(func() (err error) {
@@ -586,25 +598,25 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	})
 }
 
-// onThread runs a compute. When the backend's thread pool changes the
-// priority or affinity of the computing thread (ggml applies them to the
-// caller, which computes too), it runs on an OS thread of its own that is
-// discarded afterwards, so no goroutine inherits them.
-func (b *Backend) onThread(f func() error) error { return onThread(b.pool.isolate, f) }
+// onThread runs a compute, on a thread of its own if the backend's thread
+// pool changes the computing thread (bridge.OnThread).
+func (b *Backend) onThread(f func() error) error { return bridge.OnThread(b.pool.isolate, f) }
 
-func onThread(isolate bool, f func() error) error {
-	if !isolate {
-		return f()
+// beginPool waits until the backend's thread pool, if any, runs no other
+// compute and marks this one running (ggml's pool runs one graph at a time);
+// end marks it over.
+func (b *Backend) beginPool(ctx context.Context) (end func(), err error) {
+	return beginPool(ctx, b.pool.ref)
+}
+
+func beginPool(ctx context.Context, ref bridge.PoolRef) (end func(), err error) {
+	if ref == nil {
+		return func() {}, nil
 	}
-	var err error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		err = f()
-	}()
-	<-done
-	return err
+	if err := ref.Begin(ctx); err != nil {
+		return nil, err
+	}
+	return ref.End, nil
 }
 
 func init() {
@@ -663,6 +675,31 @@ func init() {
 		defer registryMu.Unlock()
 		C.ggml_backend_register(C.ggml_backend_reg_t(p))
 	}
+	bridge.BeginPools = func(ctx context.Context, bes []any) (end func(), isolate bool, err error) {
+		var refs []bridge.PoolRef
+		for _, v := range bes {
+			b, _ := v.(*Backend)
+			if b == nil || b.pool.ref == nil || slices.Contains(refs, b.pool.ref) {
+				continue
+			}
+			refs = append(refs, b.pool.ref)
+			isolate = isolate || b.pool.isolate
+		}
+		slices.SortFunc(refs, func(a, b bridge.PoolRef) int { return cmp.Compare(a.ID(), b.ID()) })
+		for i, r := range refs {
+			if err := r.Begin(ctx); err != nil {
+				for _, r := range refs[:i] {
+					r.End()
+				}
+				return nil, false, err
+			}
+		}
+		return func() {
+			for _, r := range refs {
+				r.End()
+			}
+		}, isolate, nil
+	}
 	bridge.AttachThreadPool = func(v any, pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
 		b, _ := v.(*Backend)
 		if err := b.usable(); err != nil {
@@ -676,8 +713,15 @@ func init() {
 				return err
 			}
 		}
+		// ggml pauses the pool it replaces: not while another backend
+		// computes on it.
+		end := func() {}
+		if old := b.pool.ref; old != nil && old != ref {
+			end, _ = beginPool(context.Background(), old)
+		}
 		C.ggml_backend_cpu_set_threadpool(b.c, (C.ggml_threadpool_t)(pool))
 		runtime.KeepAlive(b)
+		end()
 		b.pool.release()
 		b.pool.ref, b.pool.isolate = ref, isolate
 		if ref != nil {

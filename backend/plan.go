@@ -54,8 +54,9 @@ type Plan struct {
 	c       C.ggml_backend_graph_plan_t
 	be      *Backend
 	g       *ggml.Graph
-	isolate bool   // its captured thread pool needs a thread of its own
-	version uint64 // of the graph when planned
+	pool    bridge.PoolRef // the thread pool it captured, if any
+	isolate bool           // its captured thread pool needs a thread of its own
+	version uint64         // of the graph when planned
 	cleanup runtime.Cleanup
 }
 
@@ -104,7 +105,7 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	b.plans.mu.Lock()
 	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
-	p = &Plan{c: c, be: b, g: g, isolate: b.pool.isolate, version: bridge.GraphVersion(g)}
+	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.isolate, version: bridge.GraphVersion(g)}
 	p.cleanup = runtime.AddCleanup(p, func(r planRes) { r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
 	return p, nil
 }
@@ -146,9 +147,14 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer runtime.KeepAlive(p)
+	end, err := beginPool(ctx, p.pool)
+	if err != nil {
+		return err
+	}
+	defer end()
 	stop := b.watch(ctx)
 	defer stop()
-	err = onThread(p.isolate, func() (err error) {
+	err = bridge.OnThread(p.isolate, func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_plan_compute(b.c, p.c)
 		if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {

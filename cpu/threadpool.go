@@ -4,9 +4,11 @@ package cpu
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/backend"
@@ -71,17 +73,29 @@ func (p ThreadPoolParams) toC() (C.struct_ggml_threadpool_params, error) {
 
 // ThreadPool is a set of CPU threads that computes graphs for CPU backends
 // attached to it (struct ggml_threadpool), instead of threads started for
-// each compute. It cannot be closed while a backend or plan uses it. A
-// ThreadPool runs one compute at a time.
+// each compute. It cannot be closed while a backend or plan uses it.
+//
+// ggml's pool runs one graph at a time: computes on backends (and plans,
+// and schedulers) that share a pool wait for each other, so a pool may be
+// shared by backends used on different goroutines. A compute started from
+// within a compute on the same pool (a custom op, a scheduler's eval
+// callback) waits for ever, unless its context is cancelled.
 type ThreadPool struct {
 	_       [0]func()
-	mu      sync.Mutex
-	c       *C.struct_ggml_threadpool
+	id      uint64
 	threads int
 	isolate bool
-	users   int
-	cleanup runtime.Cleanup
+	running chan struct{} // holds a token while a compute runs on the pool
+
+	mu         sync.Mutex
+	c          *C.struct_ggml_threadpool
+	users      int
+	busy       bool // a compute runs (it holds the token)
+	pauseAfter bool // Pause was called during a compute
+	cleanup    runtime.Cleanup
 }
+
+var poolIDs atomic.Uint64
 
 // NewThreadPool starts a pool (ggml_threadpool_new). The pool is created
 // paused and then resumed unless p.Paused, so that ggml does not change the
@@ -99,8 +113,9 @@ func NewThreadPool(p ThreadPoolParams) (*ThreadPool, error) {
 	if !p.Paused {
 		C.ggml_threadpool_resume(c)
 	}
-	tp := &ThreadPool{c: c, threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0}
-	tp.cleanup = runtime.AddCleanup(tp, func(c *C.struct_ggml_threadpool) { C.ggml_threadpool_free(c) }, c)
+	tp := &ThreadPool{c: c, id: poolIDs.Add(1), threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0,
+		running: make(chan struct{}, 1)}
+	tp.cleanup = runtime.AddCleanup(tp, freeLater, c)
 	return tp, nil
 }
 
@@ -124,25 +139,42 @@ func (tp *ThreadPool) usable() error {
 }
 
 // Pause makes the pool's threads sleep until Resume or the next compute
-// (ggml_threadpool_pause).
+// (ggml_threadpool_pause). During a compute on the pool, the threads go to
+// sleep when it ends (pausing ggml's pool in the middle of a compute can
+// leave the compute waiting for ever).
 func (tp *ThreadPool) Pause() error {
+	if tp == nil {
+		return fmt.Errorf("%w: nil *ThreadPool", ggml.ErrInvalid)
+	}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if err := tp.usable(); err != nil {
 		return err
+	}
+	if tp.busy {
+		tp.pauseAfter = true
+		return nil
 	}
 	C.ggml_threadpool_pause(tp.c)
 	return nil
 }
 
-// Resume wakes the pool's threads (ggml_threadpool_resume).
+// Resume wakes the pool's threads (ggml_threadpool_resume). During a
+// compute on the pool they are awake; Resume then cancels a Pause made
+// during it.
 func (tp *ThreadPool) Resume() error {
+	if tp == nil {
+		return fmt.Errorf("%w: nil *ThreadPool", ggml.ErrInvalid)
+	}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
 	if err := tp.usable(); err != nil {
 		return err
 	}
-	C.ggml_threadpool_resume(tp.c)
+	tp.pauseAfter = false
+	if !tp.busy {
+		C.ggml_threadpool_resume(tp.c)
+	}
 	return nil
 }
 
@@ -161,9 +193,65 @@ func (tp *ThreadPool) Close() error {
 		return fmt.Errorf("%w: the thread pool is used by %d backend(s) or plan(s); detach them first (SetThreadPool(be, nil))", ggml.ErrInvalid, tp.users)
 	}
 	tp.cleanup.Stop()
-	C.ggml_threadpool_free(tp.c)
+	freePool(tp.c)
 	tp.c = nil
 	return nil
+}
+
+// poolsFreed counts the pools freed, by Close or by a cleanup (for tests).
+var poolsFreed atomic.Int64
+
+// freePool stops the pool's threads, waiting for each to end, and frees it
+// (ggml_threadpool_free).
+func freePool(c *C.struct_ggml_threadpool) {
+	C.ggml_threadpool_free(c)
+	poolsFreed.Add(1)
+}
+
+// Dropped pools are freed off the cleanup goroutine (runtime cleanups run
+// one at a time, and freeing a pool waits for its threads to end), by at
+// most maxFreers goroutines at once.
+const maxFreers = 8
+
+var freeQueue struct {
+	mu      sync.Mutex
+	pools   []*C.struct_ggml_threadpool
+	freeing int // goroutines draining pools
+}
+
+// freeLater is the cleanup of a dropped pool. It pauses the pool at once
+// (ggml_threadpool_pause: its threads stop polling for work, which they do
+// by spinning, and sleep) and hands the free to a freeing goroutine.
+// Without the pause, a few hundred dropped pools kept every CPU busy
+// spinning, and each free waited for a spinning thread to be scheduled.
+func freeLater(c *C.struct_ggml_threadpool) {
+	C.ggml_threadpool_pause(c)
+	q := &freeQueue
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pools = append(q.pools, c)
+	if q.freeing < maxFreers {
+		q.freeing++
+		go drainFrees()
+	}
+}
+
+func drainFrees() {
+	q := &freeQueue
+	for {
+		q.mu.Lock()
+		n := len(q.pools)
+		if n == 0 {
+			q.freeing--
+			q.mu.Unlock()
+			return
+		}
+		c := q.pools[n-1]
+		q.pools[n-1] = nil
+		q.pools = q.pools[:n-1]
+		q.mu.Unlock()
+		freePool(c)
+	}
 }
 
 // poolRef lets package backend count the pool's users (bridge.PoolRef).
@@ -180,6 +268,35 @@ func (r poolRef) Acquire() error {
 }
 
 func (r poolRef) Threads() int { return r.tp.threads }
+
+func (r poolRef) ID() uint64 { return r.tp.id }
+
+func (r poolRef) Begin(ctx context.Context) error {
+	if done := ctx.Done(); done == nil {
+		r.tp.running <- struct{}{}
+	} else {
+		select {
+		case r.tp.running <- struct{}{}:
+		case <-done:
+			return ctx.Err()
+		}
+	}
+	r.tp.mu.Lock()
+	r.tp.busy = true
+	r.tp.mu.Unlock()
+	return nil
+}
+
+func (r poolRef) End() {
+	r.tp.mu.Lock()
+	r.tp.busy = false
+	if r.tp.pauseAfter {
+		r.tp.pauseAfter = false
+		C.ggml_threadpool_pause(r.tp.c) // a user holds the pool: it is open
+	}
+	r.tp.mu.Unlock()
+	<-r.tp.running
+}
 
 func (r poolRef) Release() {
 	r.tp.mu.Lock()

@@ -445,7 +445,17 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	} else {
 		C.ggml_backend_sched_set_eval_callback(s.c, nil, nil)
 	}
-	err = func() (err error) {
+	// The CPU backends' thread pools run one graph at a time: wait for
+	// computes on them elsewhere.
+	bes := make([]any, len(s.backends))
+	for i, be := range s.backends {
+		bes[i] = be
+	}
+	end, isolate, err := bridge.BeginPools(ctx, bes)
+	if err != nil {
+		return err
+	}
+	err = bridge.OnThread(isolate, func() (err error) {
 		defer bridge.Catch(&err)
 		var st C.enum_ggml_status
 		if wait {
@@ -465,7 +475,8 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 		default:
 			return fmt.Errorf("%w: %s", backend.ErrComputeFailed, C.GoString(C.ggml_status_to_string(st)))
 		}
-	}()
+	})
+	end()
 	if perr := s.eval.takePanic(); perr != nil {
 		panic(perr)
 	}

@@ -6,6 +6,7 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 )
@@ -42,7 +43,23 @@ type PoolRef interface {
 	Acquire() error
 	Release()
 	Threads() int // the pool's thread count
+	ID() uint64   // unique to the pool, for the order of BeginPools
+	// Begin waits until no compute runs on the pool (ggml's pool runs one
+	// graph at a time; two at once deadlock or mix their work), then marks
+	// one running, or returns ctx.Err() if ctx is done first. End marks it
+	// over. Whatever calls into C with the pool (a compute, a plan compute,
+	// ggml_backend_cpu_set_threadpool, which pauses the pool it replaces)
+	// runs between them.
+	Begin(ctx context.Context) error
+	End()
 }
+
+// BeginPools calls Begin on the distinct thread pools of the CPU backends
+// bes (*backend.Backend), in one global order so that two callers never
+// wait on each other's pools; end calls End on them. isolate says a pool
+// changes the priority or affinity of the thread that computes. Installed
+// by package backend.
+var BeginPools func(ctx context.Context, bes []any) (end func(), isolate bool, err error)
 
 // AttachThreadPool makes CPU backend be compute on thread pool pool (nil to
 // detach); isolate says the pool changes the priority or affinity of the
@@ -135,6 +152,25 @@ var (
 	// op's Go function, and clears it.
 	GraphDone func(g any) error
 )
+
+// OnThread runs f, a compute. When isolate is set (the backend's thread
+// pool changes the priority or affinity of the computing thread: ggml
+// applies them to the caller, which computes too), it runs on an OS thread
+// of its own that is discarded afterwards, so no goroutine inherits them.
+func OnThread(isolate bool, f func() error) error {
+	if !isolate {
+		return f()
+	}
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		err = f()
+	}()
+	<-done
+	return err
+}
 
 // SetOnDone clears the int32 flag at p (C memory that C reads) and, if ctx
 // can be cancelled, starts a goroutine that sets it to 1 when ctx is done.

@@ -1,0 +1,217 @@
+package cpu_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/cpu"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/sched"
+)
+
+// testSeed returns a seed that changes each run; it is logged, and
+// GGML_TEST_SEED=<seed> replays a run.
+func testSeed(t testing.TB) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("GGML_TEST_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		seed = v
+	}
+	t.Logf("seed %d (GGML_TEST_SEED=%d replays it)", seed, seed)
+	return seed
+}
+
+// mulMatJob is a small mul_mat graph on one backend: y = a·bᵀ with a of
+// shape [k, m] and b of [k, n] (ggml's order, dimension 0 first).
+type mulMatJob struct {
+	k, m, n int
+	a, b, y *ggml.Tensor
+	g       *ggml.Graph
+	buf     *backend.Buffer
+}
+
+func newMulMatJob(be *backend.Backend, k, m, n int) (*mulMatJob, error) {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+	if err != nil {
+		return nil, err
+	}
+	j := &mulMatJob{k: k, m: m, n: n}
+	j.a = c.NewTensor(ggml.TypeF32, int64(k), int64(m))
+	j.b = c.NewTensor(ggml.TypeF32, int64(k), int64(n))
+	j.y = c.MulMat(j.a, j.b)
+	if j.g, err = c.BuildGraph(j.y); err != nil {
+		return nil, err
+	}
+	if j.buf, err = backend.AllocContextTensors(c, be); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// run sets random inputs, computes with compute and checks y against a
+// float64 reference computed in Go.
+func (j *mulMatJob) run(rng *rand.Rand, compute func(*ggml.Graph) error) error {
+	av, bv := make([]float32, j.k*j.m), make([]float32, j.k*j.n)
+	for i := range av {
+		av[i] = float32(rng.NormFloat64())
+	}
+	for i := range bv {
+		bv[i] = float32(rng.NormFloat64())
+	}
+	if err := ggml.SetData(j.a, av); err != nil {
+		return err
+	}
+	if err := ggml.SetData(j.b, bv); err != nil {
+		return err
+	}
+	if err := compute(j.g); err != nil {
+		return err
+	}
+	got, err := ggml.Data[float32](j.y)
+	if err != nil {
+		return err
+	}
+	for r := range j.n {
+		for c := range j.m {
+			var want, mag float64
+			for i := range j.k {
+				p := float64(av[c*j.k+i]) * float64(bv[r*j.k+i])
+				want += p
+				mag += math.Abs(p)
+			}
+			if d := math.Abs(float64(got[r*j.m+c]) - want); d > 1e-5*mag+1e-6 {
+				return fmt.Errorf("y[%d][%d] = %g, want %g (|diff| %g)", r, c, got[r*j.m+c], want, d)
+			}
+		}
+	}
+	return nil
+}
+
+// Three CPU backends that share a pool, each computing on its own
+// goroutine (one by Compute, one through a plan, one through a scheduler),
+// while another goroutine pauses and resumes the pool: ggml's pool runs one
+// graph at a time, so go-ggml serializes them. Before, two backends alone
+// deadlocked in 1 of 3 to 8 runs or computed wrong results.
+func TestSharedThreadPoolConcurrentCompute(t *testing.T) {
+	const iters = 200
+	seed := testSeed(t)
+	tp, err := cpu.NewThreadPool(cpu.DefaultThreadPoolParams(2))
+	require.NoError(t, err)
+	var bes [3]*backend.Backend
+	var jobs [3]*mulMatJob
+	for i := range bes {
+		be, err := cpu.New(2)
+		require.NoError(t, err)
+		bes[i] = be
+		require.NoError(t, cpu.SetThreadPool(be, tp))
+		jobs[i], err = newMulMatJob(be, 64, 24+8*i, 16)
+		require.NoError(t, err)
+	}
+	ctx := context.Background()
+	plan, err := bes[1].NewPlan(jobs[1].g)
+	require.NoError(t, err)
+	s, err := sched.New(bes[2:], sched.Options{})
+	require.NoError(t, err)
+	computes := []func(*ggml.Graph) error{
+		func(g *ggml.Graph) error { return bes[0].Compute(ctx, g) },
+		func(*ggml.Graph) error { return plan.Compute(ctx) },
+		func(g *ggml.Graph) error { return s.Compute(ctx, g) },
+	}
+	errs := make(chan error, len(bes))
+	for i := range bes {
+		go func() {
+			rng := rand.New(rand.NewPCG(seed, uint64(i)))
+			for it := range iters {
+				if err := jobs[i].run(rng, computes[i]); err != nil {
+					errs <- fmt.Errorf("compute %d, iteration %d: %w", i, it, err)
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	stop, paused := make(chan struct{}), make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				paused <- nil
+				return
+			default:
+			}
+			if err := tp.Pause(); err != nil {
+				paused <- err
+				return
+			}
+			runtime.Gosched()
+			if err := tp.Resume(); err != nil {
+				paused <- err
+				return
+			}
+		}
+	}()
+	timeout := time.After(2 * time.Minute)
+	for range bes {
+		select {
+		case err := <-errs:
+			require.NoError(t, err)
+		case <-timeout:
+			t.Fatal("computes on a shared thread pool did not finish in 2 minutes: deadlock")
+		}
+	}
+	close(stop)
+	require.NoError(t, <-paused)
+	require.NoError(t, s.Close())
+	require.NoError(t, plan.Close())
+	for i := range bes {
+		require.NoError(t, jobs[i].buf.Close())
+		require.NoError(t, bes[i].Close())
+	}
+	require.NoError(t, tp.Close())
+}
+
+// Pools dropped without Close are freed by their cleanups, in parallel
+// (ggml_threadpool_free joins each pool's threads): all of them, in time.
+func TestDroppedThreadPoolsAreFreed(t *testing.T) {
+	const n = 200
+	before := cpu.PoolsFreed()
+	for range n {
+		_, err := cpu.NewThreadPool(cpu.DefaultThreadPoolParams(2))
+		require.NoError(t, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for cpu.PoolsFreed()-before < n && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, int64(n), cpu.PoolsFreed()-before, "dropped pools freed within 30 s")
+}
+
+// Every method of a nil *ThreadPool returns an error or a zero value.
+func TestNilThreadPool(t *testing.T) {
+	var tp *cpu.ThreadPool
+	for name, call := range map[string]func() error{
+		"Pause":  tp.Pause,
+		"Resume": tp.Resume,
+	} {
+		require.NotPanics(t, func() { require.ErrorIs(t, call(), ggml.ErrInvalid, name) }, name)
+	}
+	require.NotPanics(t, func() { require.NoError(t, tp.Close()) })
+	require.NotPanics(t, func() { require.Zero(t, tp.Threads()) })
+	be, err := cpu.New(1)
+	require.NoError(t, err)
+	defer be.Close()
+	require.NoError(t, cpu.SetThreadPool(be, tp), "a nil pool detaches")
+}
