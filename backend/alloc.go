@@ -183,7 +183,7 @@ func (a *Gallocr) newPlacement() {
 	if a.placed != nil {
 		a.placed.Close("", false)
 	}
-	a.placed = bridge.NewLife(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed), nil)
+	a.placed = bridge.NewPlacement(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed))
 }
 
 // NewGallocr creates a graph allocator over one or more buffer types; with
@@ -320,7 +320,9 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	ts, ps := bridge.GraphTensors(g)
 	reset := map[unsafe.Pointer]bool{}
 	for i, t := range ts {
-		if l := bridge.LeaseOf(t); l != nil && l.Parent() == a.life {
+		// Placed by this allocator before, or by an allocation that ended
+		// (a scheduler's that was reset, say): placed anew.
+		if l := bridge.LeaseOf(t); l != nil && (l.Parent() == a.life || l.Ended()) {
 			bridge.ResetStorage(t)
 			reset[ps[i]] = true
 		}

@@ -69,11 +69,13 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 	inputs := map[unsafe.Pointer]bool{}
 	for i, t := range ts {
 		tc := (*C.struct_ggml_tensor)(ps[i])
-		if l := bridge.LeaseOf(t); l != nil && l.Parent() == s.life {
+		// Placed by this scheduler before, or by an allocation that ended
+		// (another scheduler's, reset since): placed anew.
+		if l := bridge.LeaseOf(t); l != nil && (l.Parent() == s.life || l.Ended()) {
 			bridge.ResetStorage(t)
 		}
 		if tc.view_src != nil {
-			if vl := bridge.LeaseOf(viewSource(t)); vl != nil && vl.Parent() == s.life {
+			if vl := bridge.LeaseOf(viewSource(t)); vl != nil && (vl.Parent() == s.life || vl.Ended()) {
 				tc.buffer, tc.data = nil, nil
 			}
 		}

@@ -233,7 +233,7 @@ func (s *Scheduler) newPlacement() {
 	if s.placed != nil {
 		s.placed.Close("", false)
 	}
-	s.placed = bridge.NewLife(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated), nil)
+	s.placed = bridge.NewPlacement(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated))
 }
 
 // enter starts exclusive work on the scheduler: ErrBusy while a compute

@@ -31,6 +31,7 @@ type Life struct {
 	parent    *Life // set at birth, or by Reparent before the Life is shared
 	closedErr error
 	free      func()
+	placement bool // one allocation of a scheduler or graph allocator
 }
 
 const (
@@ -45,6 +46,19 @@ const (
 func NewLife(parent *Life, closedErr error, free func()) *Life {
 	return &Life{parent: parent, closedErr: closedErr, free: free}
 }
+
+// NewPlacement returns the Life of the tensors one allocation of a
+// scheduler or graph allocator (parent) places: it is closed when that
+// allocation ends (a reset, another allocation), after which the tensors are
+// simply unplaced, free to be placed again by anyone.
+func NewPlacement(parent *Life, closedErr error) *Life {
+	return &Life{parent: parent, closedErr: closedErr, placement: true}
+}
+
+// Ended reports whether l is a placement whose allocation is over (or
+// whose allocator is closed): its tensors have no memory any more, and may
+// be placed anew.
+func (l *Life) Ended() bool { return l != nil && l.placement && l.Err() != nil }
 
 // Err returns nil while the Life (and its parent) is open, else why not.
 func (l *Life) Err() error {
