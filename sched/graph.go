@@ -140,7 +140,14 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 	return gp, fresh, nil
 }
 
-func viewSource(t any) any { return t.(*ggml.Tensor).ViewSource() }
+// viewSource returns the tensor whose memory view t uses, or nil: a nil
+// any, not a nil *ggml.Tensor in an any, which would compare != nil.
+func viewSource(t any) any {
+	if vs := t.(*ggml.Tensor).ViewSource(); vs != nil {
+		return vs
+	}
+	return nil
+}
 
 func (s *Scheduler) someBackend(ok func(C.ggml_backend_t) bool) bool {
 	for _, p := range s.ptrs {
