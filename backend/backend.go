@@ -247,7 +247,7 @@ func (b *Backend) IsCPU() bool {
 
 // MaxThreads is the most threads a CPU backend or thread pool takes
 // (GGML_MAX_N_THREADS).
-const MaxThreads = C.GGML_MAX_N_THREADS
+const MaxThreads = 512
 
 // SetThreads sets the number of threads the backend computes with
 // (ggml_backend_set_n_threads, through the registry). Backends created by

@@ -298,11 +298,11 @@ func (b *Buffer) Reset() error {
 // ggml_backend_buffer_usage).
 type BufferUsage int
 
-// Buffer usages.
+// Buffer usages (GGML_BACKEND_BUFFER_USAGE_*).
 const (
-	UsageAny     BufferUsage = C.GGML_BACKEND_BUFFER_USAGE_ANY
-	UsageWeights BufferUsage = C.GGML_BACKEND_BUFFER_USAGE_WEIGHTS // ops reading it run on its backend
-	UsageCompute BufferUsage = C.GGML_BACKEND_BUFFER_USAGE_COMPUTE
+	UsageAny     BufferUsage = 0
+	UsageWeights BufferUsage = 1 // ops reading it run on its backend
+	UsageCompute BufferUsage = 2
 )
 
 // String returns "any", "weights" or "compute".

@@ -15,7 +15,9 @@ import (
 // DeviceType is the kind of a device (enum ggml_backend_dev_type).
 type DeviceType int
 
-// Device types.
+// Device types. The numbers come from the linked provider's
+// ggml-backend.h through cgo: ggml renumbered GGML_BACKEND_DEVICE_TYPE_ACCEL
+// when it added the IGPU type.
 const (
 	DeviceCPU   DeviceType = C.GGML_BACKEND_DEVICE_TYPE_CPU   // the CPU, system memory
 	DeviceGPU   DeviceType = C.GGML_BACKEND_DEVICE_TYPE_GPU   // a GPU with its own memory

@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
@@ -321,6 +324,56 @@ func BenchmarkSched(b *testing.B) {
 				b.Fatal(st)
 			}
 		}
+	})
+}
+
+// ---- 5a. cancellation -----------------------------------------------------
+
+// BenchmarkCancel measures how soon a CPU compute returns after its context
+// is cancelled: a custom op early in a long chain of 128×128 products
+// cancels, the abort flag stops the compute between nodes, and
+// ns-after-cancel is the mean time from the cancel to Compute's return
+// (ns/op is the whole call). backend's TestCancelStopsCompute checks that a
+// cancel stops a compute; how fast belongs here.
+func BenchmarkCancel(b *testing.B) {
+	be := cpuBackend(b)
+	const n, k, m = 2000, 128, 64 // ~4 GFLOP if the cancel were ignored
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: n + 8, NoAlloc: true, Graph: true})
+	require.NoError(b, err)
+	defer c.Close()
+	w := c.NewTensor(ggml.TypeF32, k, k)
+	x := c.NewTensor(ggml.TypeF32, k, m)
+	var cancel atomic.Pointer[context.CancelFunc]
+	var at atomic.Int64 // when the custom op cancelled, in ns since start
+	start := time.Now()
+	y := c.MapCustom1InPlace(c.MulMat(w, x), func(_ ggml.CustomView, _ []ggml.CustomView, ith, _ int) {
+		if ith == 0 {
+			at.Store(int64(time.Since(start)))
+			(*cancel.Load())()
+		}
+	}, 0)
+	for range n {
+		y = c.MulMat(w, y)
+	}
+	g, err := c.BuildGraph(y)
+	require.NoError(b, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(b, err)
+	defer buf.Close()
+	require.NoError(b, buf.Clear(0))
+	b.Run("latency/go", func(b *testing.B) {
+		var after time.Duration
+		for range b.N {
+			ctx, cf := context.WithCancel(context.Background())
+			cancel.Store(&cf)
+			err := be.Compute(ctx, g)
+			after += time.Since(start) - time.Duration(at.Load())
+			cf()
+			if !errors.Is(err, context.Canceled) {
+				b.Fatalf("Compute returned %v, want context.Canceled", err)
+			}
+		}
+		b.ReportMetric(float64(after.Nanoseconds())/float64(b.N), "ns-after-cancel")
 	})
 }
 

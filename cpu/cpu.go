@@ -61,13 +61,13 @@ func Has() map[string]bool { return ggml.CPUFeatures() }
 // ggml_numa_strategy).
 type NUMAStrategy int
 
-// NUMA strategies.
+// NUMA strategies (GGML_NUMA_STRATEGY_*).
 const (
-	NUMADisabled   NUMAStrategy = C.GGML_NUMA_STRATEGY_DISABLED
-	NUMADistribute NUMAStrategy = C.GGML_NUMA_STRATEGY_DISTRIBUTE // thread i on node i % n
-	NUMAIsolate    NUMAStrategy = C.GGML_NUMA_STRATEGY_ISOLATE    // threads on the current node
-	NUMANumactl    NUMAStrategy = C.GGML_NUMA_STRATEGY_NUMACTL    // the inherited cpuset
-	NUMAMirror     NUMAStrategy = C.GGML_NUMA_STRATEGY_MIRROR
+	NUMADisabled   NUMAStrategy = 0
+	NUMADistribute NUMAStrategy = 1 // thread i on node i % n
+	NUMAIsolate    NUMAStrategy = 2 // threads on the current node
+	NUMANumactl    NUMAStrategy = 3 // the inherited cpuset
+	NUMAMirror     NUMAStrategy = 4
 )
 
 // NUMAInit detects the NUMA nodes and sets the strategy, once per process,

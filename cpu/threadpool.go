@@ -21,13 +21,13 @@ import (
 // on without them.
 type Priority int
 
-// Priorities.
+// Priorities (GGML_SCHED_PRIO_*).
 const (
-	PriorityLow      Priority = C.GGML_SCHED_PRIO_LOW
-	PriorityNormal   Priority = C.GGML_SCHED_PRIO_NORMAL
-	PriorityMedium   Priority = C.GGML_SCHED_PRIO_MEDIUM
-	PriorityHigh     Priority = C.GGML_SCHED_PRIO_HIGH
-	PriorityRealtime Priority = C.GGML_SCHED_PRIO_REALTIME
+	PriorityLow      Priority = -1
+	PriorityNormal   Priority = 0
+	PriorityMedium   Priority = 1
+	PriorityHigh     Priority = 2
+	PriorityRealtime Priority = 3
 )
 
 // ThreadPoolParams configure a thread pool (struct ggml_threadpool_params).

@@ -20,11 +20,11 @@ func (*noCopy) Lock()   {}
 func (*noCopy) Unlock() {}
 
 // MaxDims is the number of dimensions of every ggml tensor (GGML_MAX_DIMS).
-const MaxDims = C.GGML_MAX_DIMS
+const MaxDims = 4
 
 // MaxNameLen is the longest tensor name ggml stores, in bytes
 // (GGML_MAX_NAME less the terminating NUL).
-const MaxNameLen = C.GGML_MAX_NAME - 1
+const MaxNameLen = 63
 
 // memAlign is GGML_MEM_ALIGN: ggml pads every object in a context to it.
 const memAlign = 16

@@ -14,7 +14,7 @@ import (
 
 // DefaultGraphSize is the node capacity of a graph when none is given
 // (GGML_DEFAULT_GRAPH_SIZE).
-const DefaultGraphSize = C.GGML_DEFAULT_GRAPH_SIZE
+const DefaultGraphSize = 2048
 
 var (
 	tensorOverhead = uint64(C.ggml_tensor_overhead())

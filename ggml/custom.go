@@ -349,7 +349,7 @@ func (c *Context) mapCustom(op string, in []*Tensor, fn CustomFunc, tasks int, i
 }
 
 // MaxCustomArgs is the most inputs Custom4D takes (GGML_MAX_SRC - 1).
-const MaxCustomArgs = C.GGML_MAX_SRC - 1
+const MaxCustomArgs = 9
 
 // Custom4D is a custom op that makes a new tensor of type t and shape ne
 // from up to MaxCustomArgs inputs, which fn sees as src (ggml_custom_4d).

@@ -114,7 +114,7 @@
 //   - ggml_opt_* (the optimization loop of ggml-opt.h): a training driver
 //     around the graph API, not an op; OptStepAdamW and OptStepSGD are the
 //     ops it runs.
-
+//
 // # Quantization
 //
 // Quantize converts float32 rows to any type ggml can produce

@@ -14,16 +14,16 @@ type RopeMode int
 // Rope modes (GGML_ROPE_TYPE_*). The multi-section modes take the angle of
 // each pair from one of four position components (RopeParams.Sections).
 const (
-	RopeNormal RopeMode = C.GGML_ROPE_TYPE_NORMAL // pairs (x[2i], x[2i+1]), as LLaMA
-	RopeNeoX   RopeMode = C.GGML_ROPE_TYPE_NEOX   // pairs (x[i], x[i+dims/2]), as GPT-NeoX
+	RopeNormal RopeMode = 0 // pairs (x[2i], x[2i+1]), as LLaMA
+	RopeNeoX   RopeMode = 2 // pairs (x[i], x[i+dims/2]), as GPT-NeoX
 	// RopeMRope pairs as NeoX; pair i turns by position component s, the
 	// section that i mod sum(Sections) falls in (Qwen2-VL's M-RoPE).
-	RopeMRope RopeMode = C.GGML_ROPE_TYPE_MROPE
+	RopeMRope RopeMode = 8
 	// RopeIMRope is RopeMRope with the sections interleaved (Qwen3-VL).
-	RopeIMRope RopeMode = C.GGML_ROPE_TYPE_IMROPE
+	RopeIMRope RopeMode = 40
 	// RopeVision rotates pairs (x[i], x[i+dims]) over the whole row, with
 	// Dims = ne0/2; each section restarts its frequencies (vision encoders).
-	RopeVision RopeMode = C.GGML_ROPE_TYPE_VISION
+	RopeVision RopeMode = 24
 )
 
 // multi reports whether the mode is one of the multi-section modes.
@@ -152,7 +152,8 @@ func (c *Context) rope(op string, a, pos *Tensor, p RopeParams, inPlace bool) *T
 // GLUOp is the activation of a gated linear unit (enum ggml_glu_op).
 type GLUOp int
 
-// GLU activations.
+// GLU activations. The numbers come from the linked provider's ggml.h
+// through cgo: enum ggml_glu_op grows with ggml's op set.
 const (
 	GLUReglu      GLUOp = C.GGML_GLU_OP_REGLU       // relu
 	GLUGeglu      GLUOp = C.GGML_GLU_OP_GEGLU       // gelu (tanh approximation, ggml's f16 table)

@@ -149,12 +149,12 @@ func (c *Context) Diag(a *Tensor) *Tensor {
 type TriType int
 
 // Triangles: element (i0, i1) is kept where i0 < i1 (TriLower), i0 <= i1,
-// i0 > i1, or i0 >= i1; the rest become 0.
+// i0 > i1, or i0 >= i1; the rest become 0 (GGML_TRI_TYPE_*).
 const (
-	TriLower     TriType = C.GGML_TRI_TYPE_LOWER
-	TriLowerDiag TriType = C.GGML_TRI_TYPE_LOWER_DIAG
-	TriUpper     TriType = C.GGML_TRI_TYPE_UPPER
-	TriUpperDiag TriType = C.GGML_TRI_TYPE_UPPER_DIAG
+	TriLower     TriType = 3
+	TriLowerDiag TriType = 2
+	TriUpper     TriType = 1
+	TriUpperDiag TriType = 0
 )
 
 // Tri keeps one triangle of each square matrix of a and zeroes the rest

@@ -912,10 +912,10 @@ func (c *Context) Conv3DDirect(a, b *Tensor, s0, s1, s2, p0, p1, p2, d0, d1, d2,
 // PoolOp is the reduction of a pooling op (enum ggml_op_pool).
 type PoolOp int
 
-// Pooling reductions.
+// Pooling reductions (GGML_OP_POOL_*).
 const (
-	PoolMax PoolOp = C.GGML_OP_POOL_MAX // the largest element of each window
-	PoolAvg PoolOp = C.GGML_OP_POOL_AVG // the window's sum divided by its full size, padding included
+	PoolMax PoolOp = 0 // the largest element of each window
+	PoolAvg PoolOp = 1 // the window's sum divided by its full size, padding included
 )
 
 // poolOut is ggml_calc_pool_output_size, (in + 2p - k)/s + 1, computed in
@@ -1072,23 +1072,24 @@ func (c *Context) Pool2DBack(grad, af *Tensor, op PoolOp, k0, k1, s0, s1, p0, p1
 type ScaleMode uint32
 
 // Scale modes and flags. Bilinear and bicubic apply to dimensions 0 and 1;
-// dimensions 2 and 3 are always resized by nearest neighbour.
+// dimensions 2 and 3 are always resized by nearest neighbour
+// (GGML_SCALE_MODE_*, GGML_SCALE_FLAG_*).
 const (
 	// ScaleNearest takes the source element floor(i / scale).
-	ScaleNearest ScaleMode = C.GGML_SCALE_MODE_NEAREST
+	ScaleNearest ScaleMode = 0
 	// ScaleBilinear interpolates between the 2x2 nearest sources, half-pixel
 	// centred, clamped at the edges.
-	ScaleBilinear ScaleMode = C.GGML_SCALE_MODE_BILINEAR
+	ScaleBilinear ScaleMode = 1
 	// ScaleBicubic interpolates over the 4x4 nearest sources (cubic
 	// convolution with a = -0.75, as PyTorch), clamped at the edges.
-	ScaleBicubic ScaleMode = C.GGML_SCALE_MODE_BICUBIC
+	ScaleBicubic ScaleMode = 2
 	// ScaleAlignCorners maps the corner samples of the input and the
 	// result onto each other (PyTorch's align_corners=True).
-	ScaleAlignCorners ScaleMode = C.GGML_SCALE_FLAG_ALIGN_CORNERS
+	ScaleAlignCorners ScaleMode = 1 << 8
 	// ScaleAntialias makes bilinear downsampling average over the whole
 	// footprint of each result sample (PyTorch's antialias=True); bilinear
 	// only.
-	ScaleAntialias ScaleMode = C.GGML_SCALE_FLAG_ANTIALIAS
+	ScaleAntialias ScaleMode = 1 << 9
 )
 
 // maxResized is the largest size of a dimension that interpolation resizes

@@ -13,10 +13,10 @@ import (
 // backends may use f16 by default.
 type Precision int
 
-// Precisions.
+// Precisions (GGML_PREC_*).
 const (
-	PrecDefault Precision = C.GGML_PREC_DEFAULT // the backend's choice
-	PrecF32     Precision = C.GGML_PREC_F32     // f32 accumulators
+	PrecDefault Precision = 0  // the backend's choice
+	PrecF32     Precision = 10 // f32 accumulators
 )
 
 func (p Precision) valid() bool { return p == PrecDefault || p == PrecF32 }

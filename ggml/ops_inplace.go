@@ -108,7 +108,9 @@ type UnaryOp int
 
 // The unary functions. Each has its own method too (Abs, Relu, ...);
 // Unary and UnaryInPlace take one as a value. UnaryXIELU needs its
-// parameters: use XIELU.
+// parameters: use XIELU. The numbers come from the linked provider's ggml.h
+// through cgo: ggml has inserted functions in the middle of enum
+// ggml_unary_op from one version to the next.
 const (
 	UnaryAbs         UnaryOp = C.GGML_UNARY_OP_ABS
 	UnarySgn         UnaryOp = C.GGML_UNARY_OP_SGN

@@ -65,10 +65,10 @@ func (c *Context) leakyRelu(a *Tensor, slope float32, inPlace bool) *Tensor {
 // SortOrder is the order of Argsort (enum ggml_sort_order).
 type SortOrder int
 
-// Sort orders.
+// Sort orders (GGML_SORT_ORDER_*).
 const (
-	SortAsc  SortOrder = C.GGML_SORT_ORDER_ASC
-	SortDesc SortOrder = C.GGML_SORT_ORDER_DESC
+	SortAsc  SortOrder = 0
+	SortDesc SortOrder = 1
 )
 
 // Argsort returns, for each row of a, the indices that sort it: i32 of a's

@@ -10,7 +10,11 @@ import (
 // Type is a ggml tensor element type (enum ggml_type).
 type Type int32
 
-// The ggml types. Numbers are ggml's; gaps are types ggml removed.
+// The ggml types. Numbers are ggml's; gaps are types ggml removed. They
+// come from the linked provider's ggml.h through cgo, because ggml adds types
+// with each version (TypeCount is 40 with the embedded provider, 43 with
+// upstream v0.21.0); so go doc shows C names. Type.String gives a type's
+// name and int(t) its number, the one GGUF files store.
 const (
 	TypeF32     Type = C.GGML_TYPE_F32
 	TypeF16     Type = C.GGML_TYPE_F16

@@ -128,8 +128,8 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 	return gp, fresh, nil
 }
 
-// viewSource returns t's view source, or nil (a nil interface, not a nil
-// *ggml.Tensor in one) when t is not a view.
+// viewSource returns the tensor whose memory view t uses, or nil: a nil
+// any, not a nil *ggml.Tensor in an any, which would compare != nil.
 func viewSource(t any) any {
 	if vs := t.(*ggml.Tensor).ViewSource(); vs != nil {
 		return vs

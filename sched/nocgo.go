@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package sched_test
+package sched
 
 // go-ggml calls ggml's C code through cgo: without it nothing builds. This
 // line fails to compile with the reason in its text.

@@ -70,7 +70,7 @@ func main() {
 			switch unit := f[j+1]; unit {
 			case "ns/op":
 				s.ns = append(s.ns, v)
-			case "GFLOPS", "GB/s", "ns/node", "lanes":
+			case "GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel":
 				s.extra[unit] = append(s.extra[unit], v)
 			}
 		}
@@ -89,7 +89,7 @@ func main() {
 			ratio = fmt.Sprintf("%.3f", median(g.ns)/median(c.ns))
 		}
 		var units []string
-		for _, u := range []string{"GFLOPS", "GB/s", "ns/node", "lanes"} {
+		for _, u := range []string{"GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel"} {
 			var parts []string
 			for _, p := range []struct {
 				who string
