@@ -13,13 +13,11 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
-func newRNG(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 7))
-}
+// newRNG is the shared replayable generator (GGML_TEST_SEED).
+func newRNG(t *testing.T) *rand.Rand { return testutil.NewRNG(t) }
 
 func randBytes(rng *rand.Rand, n int) []byte {
 	b := make([]byte, n)

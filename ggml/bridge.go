@@ -4,6 +4,7 @@ package ggml
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"unsafe"
 
@@ -121,7 +122,7 @@ func init() {
 		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
 			for _, t := range list {
 				if err := t.hold(h); err != nil {
-					return fmt.Errorf("ggml: graph tensor %s: %w", t.describe(), err)
+					return holdErr("tensor", t, err)
 				}
 			}
 		}
@@ -152,7 +153,7 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 	}
 	for _, t := range g.leafs {
 		if err := t.hold(h); err != nil {
-			return nil, fmt.Errorf("ggml: graph input %s: %w", t.describe(), err)
+			return nil, holdErr("input", t, err)
 		}
 		if visit != nil {
 			if err := visit(unsafe.Pointer(t.c), false); err != nil {
@@ -176,7 +177,7 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 			}
 			seen[t] = true
 			if err := t.hold(h); err != nil {
-				return nil, fmt.Errorf("ggml: graph input %s: %w", t.describe(), err)
+				return nil, holdErr("input", t, err)
 			}
 			if _, in := g.seen[t.c]; in {
 				continue
@@ -192,7 +193,7 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 	var writers map[*C.struct_ggml_tensor]*Tensor // built on the first index-reading node
 	for _, t := range g.nodes {
 		if err := t.hold(h); err != nil {
-			return nil, fmt.Errorf("ggml: graph node %s: %w", t.describe(), err)
+			return nil, holdErr("node", t, err)
 		}
 		if err := holdCustom(t, h); err != nil {
 			return nil, err
@@ -250,6 +251,16 @@ func (t *Tensor) hold(h *bridge.Holds) error {
 		}
 	}
 	return t.storageErr()
+}
+
+// holdErr describes a failed hold of a graph tensor. A tensor whose context
+// is closed is not described: a Close on another goroutine may be clearing
+// it.
+func holdErr(what string, t *Tensor, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return fmt.Errorf("ggml: graph %s: %w", what, err)
+	}
+	return fmt.Errorf("ggml: graph %s %s: %w", what, t.describe(), err)
 }
 
 // indexSource returns, for a node whose kernel reads row or expert indices

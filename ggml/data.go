@@ -117,6 +117,11 @@ func SetBytes(t *Tensor, data []byte) error {
 // Data returns a copy of tensor t's data as a new slice of T
 // (ggml_backend_tensor_get). The same rules as SetData apply.
 func Data[T Element](t *Tensor) ([]T, error) {
+	var h bridge.Holds
+	defer h.Release()
+	if err := t.hold(&h); err != nil { // before reading t: a Close may be racing
+		return nil, fmt.Errorf("ggml: Data: %w", err)
+	}
 	out := make([]T, max(t.Elements(), 0))
 	if err := DataInto(t, out); err != nil {
 		return nil, err
@@ -139,9 +144,12 @@ func DataInto[T Element](t *Tensor, dst []T) error {
 // Bytes returns a copy of tensor t's data as raw bytes
 // (ggml_backend_tensor_get).
 func Bytes(t *Tensor) ([]byte, error) {
-	out := make([]byte, t.Bytes())
 	var h bridge.Holds
 	defer h.Release()
+	if err := t.hold(&h); err != nil { // before reading t: a Close may be racing
+		return nil, fmt.Errorf("ggml: Bytes: %w", err)
+	}
+	out := make([]byte, t.Bytes())
 	size, err := checkTransfer[int8]("Bytes", t, len(out), true, &h)
 	if err != nil {
 		return nil, err

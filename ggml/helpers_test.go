@@ -5,30 +5,17 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
-// newRNG returns a generator seeded afresh each run; the seed is logged, and
-// GGML_TEST_SEED=<seed> replays a run.
-func newRNG(t testing.TB) *rand.Rand {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("GGML_TEST_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-		seed = v
-	}
-	t.Logf("seed %d (GGML_TEST_SEED=%d replays it)", seed, seed)
-	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
+// newRNG is the shared replayable generator (GGML_TEST_SEED).
+func newRNG(t testing.TB) *rand.Rand { return testutil.NewRNG(t) }
 
 func randF32(rng *rand.Rand, n int) []float32 {
 	v := make([]float32, n)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
 
@@ -24,11 +25,8 @@ func cpu(t *testing.T) *backend.Backend {
 	return be
 }
 
-func newRNG(t *testing.T) *rand.Rand {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	return rand.New(rand.NewPCG(seed, 11))
-}
+// newRNG is the shared replayable generator (GGML_TEST_SEED).
+func newRNG(t *testing.T) *rand.Rand { return testutil.NewRNG(t) }
 
 func randF32(rng *rand.Rand, n int) []float32 {
 	v := make([]float32, n)

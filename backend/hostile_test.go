@@ -1,0 +1,278 @@
+package backend_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// Close racing compute, transfers and a second compute (issue #17). These
+// tests also run under -race and -asan (make test-asan): a use after free
+// that happens not to crash shows there.
+
+// products is a graph of count products ys[i] = w·x, all outputs, with w in
+// a buffer of its own and the rest in a compute buffer.
+type products struct {
+	be         *backend.Backend
+	wctx, cctx *ggml.Context
+	wbuf, cbuf *backend.Buffer
+	w, x       *ggml.Tensor
+	ys         []*ggml.Tensor
+	g          *ggml.Graph
+	xv         []float32
+	ref        []float64
+	k, m, n    int
+}
+
+func newProducts(t *testing.T, rng *rand.Rand, be *backend.Backend, k, m, n, count int) *products {
+	t.Helper()
+	p := &products{be: be, k: k, m: m, n: n}
+	var err error
+	p.wctx, err = ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+	require.NoError(t, err)
+	p.w = p.wctx.NewTensor(ggml.TypeF32, int64(k), int64(m))
+	p.wbuf, err = backend.AllocContextTensors(p.wctx, be)
+	require.NoError(t, err)
+	wv := randF32s(rng, k*m)
+	require.NoError(t, ggml.SetData(p.w, wv))
+	p.cctx, err = ggml.NewContext(ggml.ContextParams{MaxTensors: count + 1, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	p.x = p.cctx.NewTensor(ggml.TypeF32, int64(k), int64(n)).SetInput()
+	for range count {
+		p.ys = append(p.ys, p.cctx.MulMat(p.w, p.x).SetOutput())
+	}
+	p.g, err = p.cctx.BuildGraph(p.ys...)
+	require.NoError(t, err)
+	p.cbuf, err = backend.AllocContextTensors(p.cctx, be)
+	require.NoError(t, err)
+	p.xv = randF32s(rng, k*n)
+	require.NoError(t, ggml.SetData(p.x, p.xv))
+	p.ref = make([]float64, m*n)
+	for j := range n {
+		for i := range m {
+			s := 0.0
+			for l := range k {
+				s += float64(wv[i*k+l]) * float64(p.xv[j*k+l])
+			}
+			p.ref[j*m+i] = s
+		}
+	}
+	t.Cleanup(func() {
+		p.cbuf.Close()
+		p.wbuf.Close()
+		p.cctx.Close()
+		p.wctx.Close()
+	})
+	return p
+}
+
+func randF32s(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+// check returns an error unless got is w·x within float32 rounding.
+func (p *products) check(got []float32) error {
+	for i, r := range p.ref {
+		if math.Abs(float64(got[i])-r) > 1e-4*float64(p.k)*(1+math.Abs(r)) {
+			return fmt.Errorf("wrong product at %d: %v, want %v", i, got[i], r)
+		}
+	}
+	return nil
+}
+
+// allowed reports whether err is one of the kinds a close race may give.
+func allowed(err error) bool {
+	return err == nil || errors.Is(err, ggml.ErrClosed) || errors.Is(err, ggml.ErrBusy) || errors.Is(err, ggml.ErrNotAllocated)
+}
+
+// A buffer closed while a compute reads it is freed when the compute is
+// over: the compute's results are right.
+func TestBufferCloseDuringCompute(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	for i := range 20 {
+		p := newProducts(t, rng, be, 128, 128, 32, 24)
+		done := make(chan error, 1)
+		go func() { done <- be.Compute(context.Background(), p.g) }()
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		require.NoError(t, p.wbuf.Close())
+		err := <-done
+		if err != nil {
+			require.ErrorIs(t, err, ggml.ErrClosed, "round %d", i)
+			continue
+		}
+		for _, y := range p.ys {
+			got, err := ggml.Data[float32](y)
+			require.NoError(t, err)
+			require.NoError(t, p.check(got), "round %d", i)
+		}
+		_, err = ggml.Data[float32](p.w)
+		require.ErrorIs(t, err, ggml.ErrClosed)
+	}
+}
+
+// One backend, two goroutines computing on it: one of them is refused
+// (ErrBusy) while the other runs; no compute returns wrong numbers.
+func TestBackendComputeFromTwoGoroutines(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	ps := []*products{newProducts(t, rng, be, 64, 64, 16, 4), newProducts(t, rng, be, 64, 48, 8, 4)}
+	var busy atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 150 {
+				err := be.Compute(context.Background(), p.g)
+				if errors.Is(err, ggml.ErrBusy) {
+					busy.Add(1)
+					continue
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := ggml.Data[float32](p.ys[0])
+				if err == nil {
+					err = p.check(got)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	t.Logf("%d computes refused with ErrBusy", busy.Load())
+}
+
+// Backend and context Close from another goroutine during a compute: ErrBusy
+// until the compute is over, then they close.
+func TestCloseBackendAndContextDuringCompute(t *testing.T) {
+	rng := newRNG(t)
+	for range 10 {
+		be, err := backend.InitByName("CPU", "")
+		require.NoError(t, err)
+		p := newProducts(t, rng, be, 128, 128, 32, 32)
+		done := make(chan error, 1)
+		go func() { done <- be.Compute(context.Background(), p.g) }()
+		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
+		var beErr, ctxErr error
+		for {
+			ctxErr = p.cctx.Close()
+			if ctxErr == nil {
+				break
+			}
+			require.ErrorIs(t, ctxErr, ggml.ErrBusy)
+			runtime_Gosched()
+		}
+		beErr = be.Close()
+		err = <-done
+		require.True(t, allowed(err), "compute: %v", err)
+		require.True(t, allowed(beErr), "backend close: %v", beErr)
+		require.NoError(t, be.Close()) // the compute is over: closes now
+		require.ErrorIs(t, be.Compute(context.Background(), p.g), ggml.ErrClosed)
+	}
+}
+
+func runtime_Gosched() { time.Sleep(50 * time.Microsecond) }
+
+// A bounded stress run: goroutines compute, read, write and close the
+// handles of one set of products in random order. Every call returns nil or
+// an error of a documented kind; every read that succeeds sees right
+// numbers; nothing crashes (run it under -race and -asan too).
+func TestCloseRacesComputeAndData(t *testing.T) {
+	rng := newRNG(t)
+	be := cpu(t)
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	rounds := 0
+	for time.Now().Before(deadline) {
+		rounds++
+		p := newProducts(t, rng, be, 48, 32, 8, 6)
+		// The outputs hold the products before the race starts; computes
+		// during it write the same values again.
+		require.NoError(t, be.Compute(context.Background(), p.g))
+		seed := rng.Uint64()
+		var wg sync.WaitGroup
+		bad := make(chan error, 8)
+		report := func(what string, err error) {
+			if !allowed(err) {
+				select {
+				case bad <- errors.Join(errors.New(what), err):
+				default:
+				}
+			}
+		}
+		stop := make(chan struct{})
+		run := func(f func()) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					f()
+				}
+			}()
+		}
+		run(func() { report("compute", be.Compute(context.Background(), p.g)) })
+		var next atomic.Int64
+		run(func() {
+			got, err := ggml.Data[float32](p.ys[int(next.Add(1))%len(p.ys)])
+			report("data", err)
+			if err == nil {
+				report("values", p.check(got))
+			}
+		})
+		run(func() { report("set data", ggml.SetData(p.x, p.xv)) })
+		closers := []func() error{p.wbuf.Close, p.cbuf.Close, p.cctx.Close, p.wctx.Close}
+		order := rand.New(rand.NewPCG(seed, 1)).Perm(len(closers))
+		for _, i := range order {
+			time.Sleep(time.Duration(seed%500) * time.Microsecond)
+			for {
+				err := closers[i]()
+				if err == nil {
+					break
+				}
+				report("close", err)
+				require.ErrorIs(t, err, ggml.ErrBusy)
+				runtime_Gosched()
+			}
+		}
+		time.Sleep(200 * time.Microsecond)
+		close(stop)
+		wg.Wait()
+		close(bad)
+		for err := range bad {
+			require.NoError(t, err, "round %d", rounds)
+		}
+	}
+	t.Logf("%d rounds", rounds)
+	assert.Positive(t, rounds)
+}
