@@ -2,6 +2,7 @@ package ggml_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,6 +84,30 @@ func TestMisuse(t *testing.T) {
 		{"view 4d negative", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.View4D(f32(c, 16), 4, -1, 1, 1, 16, 16, 16, 0) }},
 		{"view of view past base", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			return c.View1D(c.View1D(f32(c, 8), 4, 16), 4, 4)
+		}},
+		// Strides and offsets whose sums overflow 64 bits: unchecked, they
+		// wrap to a small extent that passes the bounds check, and compute
+		// reads far outside the tensor (or just before it).
+		{"view stride times count overflows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(f32(c, 64), 1, 3, 1<<63, 0)
+		}},
+		{"view stride wraps to -4", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(f32(c, 64), 1, 2, math.MaxUint64-3, 0)
+		}},
+		{"view stride wraps to -4 from offset 4", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(f32(c, 64), 1, 2, math.MaxUint64-3, 4)
+		}},
+		{"view 3d strides sum overflows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View3D(f32(c, 64), 1, 2, 2, 1<<63, 1<<63, 0)
+		}},
+		{"view 4d nb3 wraps", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View4D(f32(c, 64), 1, 1, 1, 2, 4, 4, math.MaxUint64-3, 4)
+		}},
+		{"view offset overflows with the source's offset", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View1D(c.View1D(f32(c, 8), 4, 16), 0, math.MaxUint64-7)
+		}},
+		{"view of view stride wraps", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(c.View1D(f32(c, 8), 4, 16), 1, 2, math.MaxUint64-3, 0)
 		}},
 		{"permute repeated axis", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Permute(f32(c, 4), 0, 0, 1, 2) }},
 		{"permute axis range", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Permute(f32(c, 4), 0, 1, 2, 4) }},
