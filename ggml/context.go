@@ -35,8 +35,8 @@ type ContextParams struct {
 	NoAlloc bool
 	// Graph reserves room for one graph of GraphSize nodes, for BuildGraph.
 	Graph bool
-	// GraphSize is the node capacity of graphs built in this context;
-	// 0 means DefaultGraphSize.
+	// GraphSize is the node capacity of graphs built in this context,
+	// at most MaxGraphSize; 0 means DefaultGraphSize.
 	GraphSize int
 }
 
@@ -76,8 +76,8 @@ func NewContext(p ContextParams) (*Context, error) {
 	if p.MaxTensors <= 0 {
 		return nil, fmt.Errorf("%w: ContextParams.MaxTensors must be > 0, got %d", ErrInvalid, p.MaxTensors)
 	}
-	if p.GraphSize < 0 {
-		return nil, fmt.Errorf("%w: ContextParams.GraphSize must be >= 0, got %d", ErrInvalid, p.GraphSize)
+	if p.GraphSize < 0 || p.GraphSize > MaxGraphSize {
+		return nil, fmt.Errorf("%w: ContextParams.GraphSize must be 0 to %d, got %d", ErrInvalid, MaxGraphSize, p.GraphSize)
 	}
 	if p.NoAlloc && p.MemSize != 0 {
 		return nil, fmt.Errorf("%w: ContextParams.MemSize must be 0 with NoAlloc (data lives in backend buffers)", ErrInvalid)
@@ -94,7 +94,13 @@ func NewContext(p ContextParams) (*Context, error) {
 		return nil, fmt.Errorf("%w: context of %d tensors and %d bytes is too large", ErrNoMemory, p.MaxTensors, p.MemSize)
 	}
 	if p.Graph {
-		size += uint64(C.ggml_graph_overhead_custom(C.size_t(graphSize), false))
+		g, err := GraphOverhead(graphSize)
+		if err != nil {
+			return nil, err
+		}
+		if size += g; size > math.MaxInt64/2 {
+			return nil, fmt.Errorf("%w: context of %d tensors, %d bytes and a graph of %d nodes is too large", ErrNoMemory, p.MaxTensors, p.MemSize, graphSize)
+		}
 	}
 	c := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(size), no_alloc: C.bool(p.NoAlloc)})
 	if c == nil {

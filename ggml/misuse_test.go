@@ -221,6 +221,32 @@ func TestMisuse(t *testing.T) {
 			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, GraphSize: -1})
 			return err
 		}},
+		// ggml_graph_overhead_custom wraps for such sizes (to ~100 bytes):
+		// the graph used to be made, and Expand wrote past the pool.
+		{"graph size MaxInt64", ggml.ErrInvalid, func(t *testing.T) error {
+			_, err := newCtx(t).NewGraph(math.MaxInt64)
+			return err
+		}},
+		{"graph size above MaxGraphSize", ggml.ErrInvalid, func(t *testing.T) error {
+			_, err := newCtx(t).NewGraph(ggml.MaxGraphSize + 1)
+			return err
+		}},
+		{"graph of MaxGraphSize in a small pool", ggml.ErrNoMemory, func(t *testing.T) error {
+			_, err := newCtx(t).NewGraph(ggml.MaxGraphSize)
+			return err
+		}},
+		{"context GraphSize MaxInt64", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true, Graph: true, GraphSize: math.MaxInt64})
+			return err
+		}},
+		{"context GraphSize MaxInt64 without Graph", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true, GraphSize: math.MaxInt64})
+			return err
+		}},
+		{"graph overhead of MaxInt64", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.GraphOverhead(math.MaxInt64)
+			return err
+		}},
 		{"graph without room", ggml.ErrNoMemory, func(t *testing.T) error {
 			c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, NoAlloc: true})
 			defer c.Close()
