@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/hashsize"
 )
 
 // MaxGraphSize is the largest node capacity of a graph: ggml keeps it in an
@@ -19,25 +21,6 @@ type cgraph struct {
 	nodes, grads, gradAccs, leafs, useCnts uintptr
 	hashSize, hashUsed, hashKeys           uintptr
 	order                                  int32
-}
-
-// hashPrimes are ggml_hash_size's primes: the next after each power of two.
-var hashPrimes = [...]uint64{
-	2, 3, 5, 11, 17, 37, 67, 131, 257, 521, 1031,
-	2053, 4099, 8209, 16411, 32771, 65537, 131101,
-	262147, 524309, 1048583, 2097169, 4194319, 8388617,
-	16777259, 33554467, 67108879, 134217757, 268435459,
-	536870923, 1073741827, 2147483659,
-}
-
-// hashSize is ggml_hash_size: the slots of a hash set for n tensors.
-func hashSize(n uint64) uint64 {
-	for _, p := range hashPrimes {
-		if p >= n {
-			return p
-		}
-	}
-	return n | 1
 }
 
 // bytesAdder sums sizes with ggml's alignment steps (incr_ptr_aligned),
@@ -75,7 +58,7 @@ func graphNBytes(size uint64, grads bool) (n uint64, ok bool) {
 		return 0, false
 	}
 	const ptr = uint64(unsafe.Sizeof(uintptr(0)))
-	h := hashSize(2 * size)
+	h := hashsize.Of(2 * size)
 	var b bytesAdder
 	b.add(1, uint64(unsafe.Sizeof(cgraph{})), 1)
 	b.add(size, ptr, ptr) // nodes

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/internal/hashsize"
 )
 
 // A ggml assert on the calling goroutine's thread comes back as an
@@ -138,7 +140,7 @@ func TestGraphOverhead(t *testing.T) {
 	for s := uint64(1); s <= 5000; s++ {
 		sizes = append(sizes, s)
 	}
-	for _, p := range hashPrimes {
+	for _, p := range hashsize.Primes() {
 		sizes = append(sizes, p/2-1, p/2, p/2+1, p-1, p, p+1)
 	}
 	sizes = append(sizes, MaxGraphSize-1, MaxGraphSize, 1<<40, 1<<50)
