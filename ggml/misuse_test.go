@@ -217,6 +217,25 @@ func TestMisuse(t *testing.T) {
 			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 1 << 62})
 			return err
 		}},
+		// ggml_init asserted when its malloc of the pool failed.
+		{"context of 1<<40 tensors", ggml.ErrNoMemory, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1 << 40, NoAlloc: true})
+			return err
+		}},
+		{"context of 1<<46 bytes", ggml.ErrNoMemory, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 1 << 46})
+			return err
+		}},
+		{"context whose malloc fails", ggml.ErrNoMemory, func(t *testing.T) error {
+			ggml.SetAvailableMemory(t, math.MaxUint64) // past the memory check: malloc of 384 TB fails
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1 << 40, NoAlloc: true})
+			return err
+		}},
+		{"context larger than the memory available", ggml.ErrNoMemory, func(t *testing.T) error {
+			ggml.SetAvailableMemory(t, 1<<20)
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 2 << 20})
+			return err
+		}},
 		{"context negative graph size", ggml.ErrInvalid, func(*testing.T) error {
 			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, GraphSize: -1})
 			return err
