@@ -6,11 +6,14 @@ import "C"
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/hashsize"
+	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
 // GraphCopy is a copy of a graph, with the data of its tensors, on another
@@ -55,6 +58,9 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 	}
 	if g.NumNodes() == 0 {
 		return nil, fmt.Errorf("%w: the graph has no nodes to copy", ggml.ErrInvalid)
+	}
+	if err := copyFits(g); err != nil {
+		return nil, err
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(b)
@@ -197,4 +203,32 @@ func isViewOp(t *ggml.Tensor) bool {
 		return true
 	}
 	return false
+}
+
+// availableMemory is sysmem.Available; tests replace it.
+var availableMemory = sysmem.Available
+
+// copyFits checks the host memory ggml_backend_graph_copy takes before it
+// copies anything, which it sizes from the graph's capacity, not its node
+// count: a hash set of the graph's hash size h, h tensor pointers and h
+// flags, and two contexts of h tensors and a graph each (ggml aborts when
+// one of these mallocs fails). About 750 bytes per slot, some 37 times what
+// the graph itself takes.
+func copyFits(g *ggml.Graph) error {
+	h := hashsize.Of(2 * uint64(g.Size())) // the graph's visited_hash_set.size
+	graph, err := ggml.GraphOverhead(g.Size())
+	if err != nil {
+		return err
+	}
+	perSlot := uint64(C.sizeof_uintptr_t)*2 + 1 + 1 + 2*uint64(C.ggml_tensor_overhead())
+	hi, need := bits.Mul64(h, perSlot)
+	need, carry := bits.Add64(need, 2*graph, 0)
+	if hi != 0 || carry != 0 {
+		return fmt.Errorf("%w: copying a graph of size %d needs more than 2^64 bytes", ggml.ErrNoMemory, g.Size())
+	}
+	if avail, known := availableMemory(); known && need > avail {
+		return fmt.Errorf("%w: copying a graph of size %d needs %d bytes of host memory for ggml's tables, %d are available; build it with a smaller size",
+			ggml.ErrNoMemory, g.Size(), need, avail)
+	}
+	return nil
 }

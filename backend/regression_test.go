@@ -2,6 +2,7 @@ package backend_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -145,4 +146,44 @@ func TestCopyGraphChecksAncestors(t *testing.T) {
 	require.NoError(t, backend.TensorAlloc(buf, mid, 256))
 	_, err = be.CopyGraph(g)
 	require.ErrorIs(t, err, ggml.ErrNotAllocated)
+}
+
+// ggml_backend_graph_copy sizes its tables from the graph's capacity, some
+// 37 times the graph itself: a graph of 2^26 nodes (2.7 GB, lazily touched)
+// needs about 100 GB to copy, and ggml asserted when its malloc failed. The
+// copy is ErrNoMemory before ggml is asked.
+func TestCopyGraphBoundedByMemory(t *testing.T) {
+	be := cpu(t)
+	copyOf := func(t *testing.T, size int) error {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true, GraphSize: size})
+		require.NoError(t, err)
+		defer c.Close()
+		g, err := c.BuildGraph(c.Relu(c.NewTensor(ggml.TypeF32, 4)))
+		require.NoError(t, err)
+		buf, err := backend.AllocContextTensors(c, be)
+		require.NoError(t, err)
+		defer buf.Close()
+		gc, err := be.CopyGraph(g)
+		if err == nil {
+			gc.Close()
+		}
+		return err
+	}
+	t.Run("default size, little memory", func(t *testing.T) {
+		require.NoError(t, copyOf(t, 0))
+		backend.SetAvailableMemory(t, 1<<20) // the copy's tables take 3 MB
+		require.ErrorIs(t, copyOf(t, 0), ggml.ErrNoMemory)
+	})
+	t.Run("2^26 nodes", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("maps a 2.7 GB graph")
+		}
+		err := copyOf(t, 1<<26)
+		var ae *ggml.AssertError
+		require.False(t, errors.As(err, &ae), "ggml asserted: %v", err)
+		if err == nil {
+			t.Skip("this machine has the 100 GB the copy takes")
+		}
+		require.ErrorIs(t, err, ggml.ErrNoMemory)
+	})
 }

@@ -8,8 +8,10 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
 // DefaultGraphSize is the node capacity of a graph when none is given
@@ -37,8 +39,8 @@ type ContextParams struct {
 	NoAlloc bool
 	// Graph reserves room for one graph of GraphSize nodes, for BuildGraph.
 	Graph bool
-	// GraphSize is the node capacity of graphs built in this context;
-	// 0 means DefaultGraphSize.
+	// GraphSize is the node capacity of graphs built in this context,
+	// at most MaxGraphSize; 0 means DefaultGraphSize.
 	GraphSize int
 }
 
@@ -56,6 +58,7 @@ type ContextParams struct {
 type Context struct {
 	_         noCopy
 	c         *C.struct_ggml_context
+	pool      unsafe.Pointer // the memory pool lent to ggml (C memory); nil if borrowed
 	err       error
 	noAlloc   bool
 	memSize   uint64
@@ -76,13 +79,16 @@ type Context struct {
 	customCleanup runtime.Cleanup
 }
 
-// NewContext creates a context sized by p (ggml_init).
+// NewContext creates a context sized by p (ggml_init). Its pool is
+// allocated in C memory by go-ggml and lent to ggml; a pool that cannot be
+// allocated, or is larger than the machine's memory (on Linux, RAM plus
+// swap, or the cgroup's limit), is ErrNoMemory.
 func NewContext(p ContextParams) (*Context, error) {
 	if p.MaxTensors <= 0 {
 		return nil, fmt.Errorf("%w: ContextParams.MaxTensors must be > 0, got %d", ErrInvalid, p.MaxTensors)
 	}
-	if p.GraphSize < 0 {
-		return nil, fmt.Errorf("%w: ContextParams.GraphSize must be >= 0, got %d", ErrInvalid, p.GraphSize)
+	if p.GraphSize < 0 || p.GraphSize > MaxGraphSize {
+		return nil, fmt.Errorf("%w: ContextParams.GraphSize must be 0 to %d, got %d", ErrInvalid, MaxGraphSize, p.GraphSize)
 	}
 	if p.NoAlloc && p.MemSize != 0 {
 		return nil, fmt.Errorf("%w: ContextParams.MemSize must be 0 with NoAlloc (data lives in backend buffers)", ErrInvalid)
@@ -99,22 +105,63 @@ func NewContext(p ContextParams) (*Context, error) {
 		return nil, fmt.Errorf("%w: context of %d tensors and %d bytes is too large", ErrNoMemory, p.MaxTensors, p.MemSize)
 	}
 	if p.Graph {
-		size += uint64(C.ggml_graph_overhead_custom(C.size_t(graphSize), false))
+		g, err := GraphOverhead(graphSize)
+		if err != nil {
+			return nil, err
+		}
+		if size += g; size > math.MaxInt64/2 {
+			return nil, fmt.Errorf("%w: context of %d tensors, %d bytes and a graph of %d nodes is too large", ErrNoMemory, p.MaxTensors, p.MemSize, graphSize)
+		}
 	}
-	c := C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(size), no_alloc: C.bool(p.NoAlloc)})
-	if c == nil {
-		return nil, fmt.Errorf("%w: ggml_init of %d bytes failed", ErrNoMemory, size)
+	size = pad(size, memAlign) // what ggml_init would make of it
+	// The pool is allocated here and lent to ggml (mem_buffer: ggml does
+	// not own it), so that a failed allocation is an error: ggml asserts
+	// on it. A pool larger than the machine's memory is refused too: on
+	// Linux its malloc may succeed and the process be killed when it is
+	// used.
+	if avail, known := availableMemory(); known && size > avail {
+		return nil, fmt.Errorf("%w: a context pool of %d bytes, %d are available", ErrNoMemory, size, avail)
 	}
-	if C.ggml_get_mem_buffer(c) == nil {
-		C.ggml_free(c)
+	buf := C.aligned_alloc(poolAlign, C.size_t(pad(size, poolAlign)))
+	if buf == nil {
 		return nil, fmt.Errorf("%w: cannot allocate a context pool of %d bytes", ErrNoMemory, size)
 	}
-	ctx := &Context{c: c, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife()}
-	ctx.cleanup = runtime.AddCleanup(ctx, freeContext, c)
+	var c *C.struct_ggml_context
+	err := func() (err error) {
+		defer bridge.Catch(&err) // a check missing here: an error, not an abort
+		c = C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(size), mem_buffer: buf, no_alloc: C.bool(p.NoAlloc)})
+		return nil
+	}()
+	if err == nil && c == nil {
+		err = fmt.Errorf("%w: ggml_init failed", ErrNoMemory)
+	}
+	if err != nil {
+		C.free(buf)
+		return nil, err
+	}
+	ctx := &Context{c: c, pool: buf, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife()}
+	ctx.cleanup = runtime.AddCleanup(ctx, freeContext, contextRes{c: c, pool: buf})
 	return ctx, nil
 }
 
-func freeContext(c *C.struct_ggml_context) { C.ggml_free(c) }
+// poolAlign is the alignment of a context's pool, ggml_aligned_malloc's
+// (ggml asserts GGML_MEM_ALIGN).
+const poolAlign = 64
+
+// availableMemory is sysmem.Available; tests replace it.
+var availableMemory = sysmem.Available
+
+// contextRes is what the cleanup of a context frees; no Go pointers.
+type contextRes struct {
+	c    *C.struct_ggml_context
+	pool unsafe.Pointer
+}
+
+// freeContext frees a context and then its pool, which ggml does not own.
+func freeContext(r contextRes) {
+	C.ggml_free(r.c)
+	C.free(r.pool)
+}
 
 func newContextLife() *bridge.Life {
 	return bridge.NewLife(nil, fmt.Errorf("%w: the context is closed", ErrClosed), nil)
@@ -134,8 +181,8 @@ func (c *Context) Close() error {
 		return err
 	}
 	c.cleanup.Stop()
-	C.ggml_free(c.c)
-	c.c = nil
+	freeContext(contextRes{c: c.c, pool: c.pool})
+	c.c, c.pool = nil, nil
 	if c.custom != nil {
 		c.customCleanup.Stop()
 		c.custom.handles.free()

@@ -7,3 +7,11 @@ func LiveCustomOps() int {
 	liveHandles.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// SetAvailableMemory makes NewContext see n bytes of memory available
+// until the test ends.
+func SetAvailableMemory(t interface{ Cleanup(func()) }, n uint64) {
+	old := availableMemory
+	availableMemory = func() (uint64, bool) { return n, true }
+	t.Cleanup(func() { availableMemory = old })
+}

@@ -26,8 +26,9 @@ type Graph struct {
 }
 
 // NewGraph creates an empty graph with room for size nodes and size leafs
-// (ggml_new_graph_custom, without gradients). The context needs the room
-// for it: ContextParams.Graph reserves one graph of ContextParams.GraphSize.
+// (ggml_new_graph_custom, without gradients); size is 1 to MaxGraphSize.
+// The context needs the room for it (GraphOverhead):
+// ContextParams.Graph reserves one graph of ContextParams.GraphSize.
 func (c *Context) NewGraph(size int) (*Graph, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil *Context", ErrInvalid)
@@ -41,11 +42,11 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	if c.borrowed {
 		return nil, fmt.Errorf("%w: this context belongs to a graph copy; make graphs in a context of your own", ErrInvalid)
 	}
-	if size <= 0 {
-		return nil, fmt.Errorf("%w: graph size must be > 0, got %d", ErrInvalid, size)
+	need, err := GraphOverhead(size)
+	if err != nil {
+		return nil, err
 	}
-	need := uint64(C.ggml_graph_overhead_custom(C.size_t(size), false))
-	if c.used+need > c.memSize {
+	if c.used > c.memSize || need > c.memSize-c.used {
 		return nil, fmt.Errorf("%w: a graph of %d nodes needs %d bytes, the context has %d of %d free; set ContextParams.Graph (and GraphSize)",
 			ErrNoMemory, size, need, c.memSize-c.used, c.memSize)
 	}

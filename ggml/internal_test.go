@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/internal/hashsize"
 )
 
 // A ggml assert on the calling goroutine's thread comes back as an
@@ -126,5 +129,37 @@ func TestUsedMemTracking(t *testing.T) {
 		check("graph")
 		require.NoError(t, c.Err())
 		c.Close()
+	}
+}
+
+// graphOverhead, computed in Go with overflow checks, is ggml's
+// ggml_graph_overhead_custom for every size ggml can take, and reports the
+// sizes whose bytes overflow 64 bits instead of wrapping as C does.
+func TestGraphOverhead(t *testing.T) {
+	sizes := []uint64{}
+	for s := uint64(1); s <= 5000; s++ {
+		sizes = append(sizes, s)
+	}
+	for _, p := range hashsize.Primes() {
+		sizes = append(sizes, p/2-1, p/2, p/2+1, p-1, p, p+1)
+	}
+	sizes = append(sizes, MaxGraphSize-1, MaxGraphSize, 1<<40, 1<<50)
+	for _, s := range sizes {
+		for _, grads := range []bool{false, true} {
+			got, ok := graphOverhead(s, grads)
+			require.True(t, ok, "size %d", s)
+			require.Equal(t, cGraphOverhead(s, grads), got, "size %d grads %v", s, grads)
+		}
+	}
+	for _, s := range []uint64{1 << 60, 1 << 62, math.MaxInt64, math.MaxUint64} {
+		_, ok := graphOverhead(s, false)
+		require.False(t, ok, "size %d", s)
+	}
+	n, err := GraphOverhead(DefaultGraphSize)
+	require.NoError(t, err)
+	require.Equal(t, cGraphOverhead(DefaultGraphSize, false), n)
+	for _, s := range []int{0, -1, MaxGraphSize + 1, math.MaxInt64} {
+		_, err := GraphOverhead(s)
+		require.ErrorIs(t, err, ErrInvalid, "size %d", s)
 	}
 }

@@ -2,6 +2,7 @@ package ggml_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,6 +84,30 @@ func TestMisuse(t *testing.T) {
 		{"view 4d negative", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.View4D(f32(c, 16), 4, -1, 1, 1, 16, 16, 16, 0) }},
 		{"view of view past base", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			return c.View1D(c.View1D(f32(c, 8), 4, 16), 4, 4)
+		}},
+		// Strides and offsets whose sums overflow 64 bits: unchecked, they
+		// wrap to a small extent that passes the bounds check, and compute
+		// reads far outside the tensor (or just before it).
+		{"view stride times count overflows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(f32(c, 64), 1, 3, 1<<63, 0)
+		}},
+		{"view stride wraps to -4", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(f32(c, 64), 1, 2, math.MaxUint64-3, 0)
+		}},
+		{"view stride wraps to -4 from offset 4", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(f32(c, 64), 1, 2, math.MaxUint64-3, 4)
+		}},
+		{"view 3d strides sum overflows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View3D(f32(c, 64), 1, 2, 2, 1<<63, 1<<63, 0)
+		}},
+		{"view 4d nb3 wraps", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View4D(f32(c, 64), 1, 1, 1, 2, 4, 4, math.MaxUint64-3, 4)
+		}},
+		{"view offset overflows with the source's offset", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View1D(c.View1D(f32(c, 8), 4, 16), 0, math.MaxUint64-7)
+		}},
+		{"view of view stride wraps", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.View2D(c.View1D(f32(c, 8), 4, 16), 1, 2, math.MaxUint64-3, 0)
 		}},
 		{"permute repeated axis", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Permute(f32(c, 4), 0, 0, 1, 2) }},
 		{"permute axis range", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Permute(f32(c, 4), 0, 1, 2, 4) }},
@@ -192,8 +217,53 @@ func TestMisuse(t *testing.T) {
 			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 1 << 62})
 			return err
 		}},
+		// ggml_init asserted when its malloc of the pool failed.
+		{"context of 1<<40 tensors", ggml.ErrNoMemory, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1 << 40, NoAlloc: true})
+			return err
+		}},
+		{"context of 1<<46 bytes", ggml.ErrNoMemory, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 1 << 46})
+			return err
+		}},
+		{"context whose malloc fails", ggml.ErrNoMemory, func(t *testing.T) error {
+			ggml.SetAvailableMemory(t, math.MaxUint64) // past the memory check: malloc of 384 TB fails
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1 << 40, NoAlloc: true})
+			return err
+		}},
+		{"context larger than the memory available", ggml.ErrNoMemory, func(t *testing.T) error {
+			ggml.SetAvailableMemory(t, 1<<20)
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, MemSize: 2 << 20})
+			return err
+		}},
 		{"context negative graph size", ggml.ErrInvalid, func(*testing.T) error {
 			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, GraphSize: -1})
+			return err
+		}},
+		// ggml_graph_overhead_custom wraps for such sizes (to ~100 bytes):
+		// the graph used to be made, and Expand wrote past the pool.
+		{"graph size MaxInt64", ggml.ErrInvalid, func(t *testing.T) error {
+			_, err := newCtx(t).NewGraph(math.MaxInt64)
+			return err
+		}},
+		{"graph size above MaxGraphSize", ggml.ErrInvalid, func(t *testing.T) error {
+			_, err := newCtx(t).NewGraph(ggml.MaxGraphSize + 1)
+			return err
+		}},
+		{"graph of MaxGraphSize in a small pool", ggml.ErrNoMemory, func(t *testing.T) error {
+			_, err := newCtx(t).NewGraph(ggml.MaxGraphSize)
+			return err
+		}},
+		{"context GraphSize MaxInt64", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true, Graph: true, GraphSize: math.MaxInt64})
+			return err
+		}},
+		{"context GraphSize MaxInt64 without Graph", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true, GraphSize: math.MaxInt64})
+			return err
+		}},
+		{"graph overhead of MaxInt64", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := ggml.GraphOverhead(math.MaxInt64)
 			return err
 		}},
 		{"graph without room", ggml.ErrNoMemory, func(t *testing.T) error {

@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"math/bits"
 )
 
 // This file holds the initial op set. Each op checks in Go what ggml's
@@ -364,21 +365,26 @@ func (c *Context) view(op string, a *Tensor, dims int, ne [MaxDims]int64, nb [Ma
 	}
 	base, offs := a, offset
 	if a.viewSrc != nil {
-		base, offs = a.viewSrc, offset+a.ViewOffset()
-	}
-	// The bytes the view reaches, with its strides (ggml_nbytes).
-	span := uint64(0)
-	if size > 0 {
-		row, _ := a.Type().RowSize(ne[0])
-		span = row
-		for i := 1; i < MaxDims; i++ {
-			span += uint64(ne[i]-1) * nb[i]
+		var carry uint64
+		base = a.viewSrc
+		if offs, carry = bits.Add64(offset, a.ViewOffset(), 0); carry != 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("offset %d past a's own offset %d overflows 64 bits", offset, a.ViewOffset()), a)
 		}
 	}
+	// The bytes the view reaches with its strides (ggml_nbytes), and those
+	// ggml_new_tensor_impl checks (the dense size), both from offs; every
+	// sum is checked for overflow, so a stride that wraps is out of range.
 	limit := base.Bytes()
-	if offs > limit || size > limit-offs || span > limit-offs {
-		return c.fail(op, ErrShape, fmt.Sprintf("view of %v with strides %v at offset %d reaches byte %d of a source of %d bytes",
-			ne[:dims], nb[1:dims], offset, offs+max(size, span), limit), a)
+	end, ok := extent(a.Type(), ne, nb, offs)
+	if !ok || end > limit || offs > limit || size > limit-offs {
+		reach := "past 2^64"
+		if ok && end > limit {
+			reach = fmt.Sprintf("byte %d", end)
+		} else if ok {
+			reach = fmt.Sprintf("%d bytes from byte %d (its dense size)", size, offs)
+		}
+		return c.fail(op, ErrShape, fmt.Sprintf("view of %v with strides %v at offset %d reaches %s of a source of %d bytes",
+			ne[:dims], nb[1:dims], offset, reach, limit), a)
 	}
 	if p := c.ensure(op, a.Type(), ne, a, a); p != nil {
 		return p
@@ -390,7 +396,7 @@ func (c *Context) view(op string, a *Tensor, dims int, ne [MaxDims]int64, nb [Ma
 // a's data (ggml_view_1d).
 func (c *Context) View1D(a *Tensor, ne0 int64, offset uint64) *Tensor {
 	ne := [MaxDims]int64{ne0, 1, 1, 1}
-	return c.view("view", a, 1, ne, viewStrides(a, ne, 0, 0, 0), offset, func() *C.struct_ggml_tensor {
+	return c.view("view", a, 1, ne, viewStrides(a, ne, 1, 0, 0, 0), offset, func() *C.struct_ggml_tensor {
 		return C.ggml_view_1d(c.c, a.c, C.int64_t(ne0), C.size_t(offset))
 	})
 }
@@ -399,7 +405,7 @@ func (c *Context) View1D(a *Tensor, ne0 int64, offset uint64) *Tensor {
 // starting offset bytes into a's data (ggml_view_2d).
 func (c *Context) View2D(a *Tensor, ne0, ne1 int64, nb1, offset uint64) *Tensor {
 	ne := [MaxDims]int64{ne0, ne1, 1, 1}
-	return c.view("view", a, 2, ne, viewStrides(a, ne, nb1, 0, 0), offset, func() *C.struct_ggml_tensor {
+	return c.view("view", a, 2, ne, viewStrides(a, ne, 2, nb1, 0, 0), offset, func() *C.struct_ggml_tensor {
 		return C.ggml_view_2d(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.size_t(nb1), C.size_t(offset))
 	})
 }
@@ -408,7 +414,7 @@ func (c *Context) View2D(a *Tensor, ne0, ne1 int64, nb1, offset uint64) *Tensor 
 // bytes, starting offset bytes into a's data (ggml_view_3d).
 func (c *Context) View3D(a *Tensor, ne0, ne1, ne2 int64, nb1, nb2, offset uint64) *Tensor {
 	ne := [MaxDims]int64{ne0, ne1, ne2, 1}
-	return c.view("view", a, 3, ne, viewStrides(a, ne, nb1, nb2, 0), offset, func() *C.struct_ggml_tensor {
+	return c.view("view", a, 3, ne, viewStrides(a, ne, 3, nb1, nb2, 0), offset, func() *C.struct_ggml_tensor {
 		return C.ggml_view_3d(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.int64_t(ne2), C.size_t(nb1), C.size_t(nb2), C.size_t(offset))
 	})
 }
@@ -417,30 +423,26 @@ func (c *Context) View3D(a *Tensor, ne0, ne1, ne2 int64, nb1, nb2, offset uint64
 // nb3 bytes, starting offset bytes into a's data (ggml_view_4d).
 func (c *Context) View4D(a *Tensor, ne0, ne1, ne2, ne3 int64, nb1, nb2, nb3, offset uint64) *Tensor {
 	ne := [MaxDims]int64{ne0, ne1, ne2, ne3}
-	return c.view("view", a, 4, ne, viewStrides(a, ne, nb1, nb2, nb3), offset, func() *C.struct_ggml_tensor {
+	return c.view("view", a, 4, ne, viewStrides(a, ne, 4, nb1, nb2, nb3), offset, func() *C.struct_ggml_tensor {
 		return C.ggml_view_4d(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.int64_t(ne2), C.int64_t(ne3),
 			C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
 	})
 }
 
-// viewStrides fills in the strides ggml derives for dimensions a view call
-// does not take (dense after the last given one).
-func viewStrides(a *Tensor, ne [MaxDims]int64, nb1, nb2, nb3 uint64) [MaxDims]uint64 {
+// viewStrides returns the strides ggml gives a view of dims dimensions:
+// those given, and for the dimensions the call does not take, what
+// ggml_new_tensor_impl and ggml_view_2d/3d derive (size_t arithmetic, as in
+// C; such a dimension has size 1, so its stride adds nothing to the view's
+// extent).
+func viewStrides(a *Tensor, ne [MaxDims]int64, dims int, nb1, nb2, nb3 uint64) [MaxDims]uint64 {
 	t := a.Type()
-	var nb [MaxDims]uint64
-	nb[0] = t.Size()
-	if bs := t.BlockSize(); bs > 0 && nb1 == 0 {
-		nb1 = nb[0] * uint64(ne[0]/bs)
+	nb := [MaxDims]uint64{t.Size(), nb1, nb2, nb3}
+	if dims < 2 {
+		nb[1] = nb[0] * uint64(ne[0]/t.BlockSize())
 	}
-	nb[1] = nb1
-	if nb2 == 0 {
-		nb2 = nb[1] * uint64(ne[1])
+	for i := max(dims, 2); i < MaxDims; i++ {
+		nb[i] = nb[i-1] * uint64(ne[i-1])
 	}
-	nb[2] = nb2
-	if nb3 == 0 {
-		nb3 = nb[2] * uint64(ne[2])
-	}
-	nb[3] = nb3
 	return nb
 }
 

@@ -6,7 +6,6 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"math/bits"
 )
 
 // This file holds the copy, set and rearranging ops: clamp, top_k, repeat_4d,
@@ -371,14 +370,13 @@ func (c *Context) setRules(op string, a, b *Tensor, nb1, nb2, nb3, offset uint64
 	last := offset
 	for i, nb := range [MaxDims]uint64{es, nb1, nb2, nb3} {
 		if bn[i] > 1 {
-			hi, lo := bits.Mul64(uint64(bn[i]-1), nb)
-			if hi != 0 || lo > a.Bytes() {
+			var ok bool
+			if last, ok = mulAdd(last, uint64(bn[i]-1), nb); !ok || last > a.Bytes() {
 				return c.fail(op, ErrShape, fmt.Sprintf("b's dimension %d (%d elements, %d bytes apart) reaches past a's %d bytes", i, bn[i], nb, a.Bytes()), a, b)
 			}
-			last += lo
 		}
 	}
-	if last+es > a.Bytes() {
+	if last > a.Bytes() || es > a.Bytes()-last {
 		return c.fail(op, ErrShape, fmt.Sprintf("b's last element would land at byte %d, past a's %d bytes", last, a.Bytes()), a, b)
 	}
 	return nil

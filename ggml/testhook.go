@@ -46,3 +46,9 @@ func feedLog(pieces []logPiece) {
 		C.free(unsafe.Pointer(cs))
 	}
 }
+
+// cGraphOverhead is ggml_graph_overhead_custom, for comparing with
+// graphOverhead.
+func cGraphOverhead(size uint64, grads bool) uint64 {
+	return uint64(C.ggml_graph_overhead_custom(C.size_t(size), C.bool(grads)))
+}

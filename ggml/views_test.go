@@ -172,3 +172,54 @@ func readFloat(t *testing.T, x *ggml.Tensor) []float64 {
 	}
 	return out
 }
+
+// A view's extent is offset + row + sum((ne_i-1)*nb_i), each step checked
+// for 64-bit overflow: the hostile strides that used to wrap to a small
+// extent (and Cont then read far outside, or 4 bytes before, the tensor)
+// are ErrShape, while the views at the edge, and a huge stride of a
+// dimension of size 1 (never stepped), still compute.
+func TestViewExtentOverflow(t *testing.T) {
+	vals := make([]float32, 64)
+	for i := range vals {
+		vals[i] = float32(i)
+	}
+	refused := []struct {
+		name string
+		f    func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor
+	}{
+		{"nb1 2^63", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.View2D(x, 1, 3, 1<<63, 0) }},
+		{"nb1 -4", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.View2D(x, 1, 2, math.MaxUint64-3, 0) }},
+		{"nb2 -4", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+			return c.View3D(x, 1, 1, 2, 4, math.MaxUint64-3, 4)
+		}},
+		{"nb1 one past the end", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.View2D(x, 1, 3, 128, 0) }},
+	}
+	for _, tc := range refused {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			v := tc.f(e.ctx, e.input(ggml.TypeF32, vals, 64))
+			require.ErrorIs(t, v.Err(), ggml.ErrShape)
+			require.ErrorIs(t, e.ctx.Err(), ggml.ErrShape)
+		})
+	}
+	accepted := []struct {
+		name string
+		f    func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor
+		want []float32
+	}{
+		{"last byte", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.View2D(x, 1, 3, 124, 4) }, []float32{1, 32, 63}},
+		{"nb1 2^63 of one row", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.View2D(x, 2, 1, 1<<63, 8) }, []float32{2, 3}},
+	}
+	for _, tc := range accepted {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			v := tc.f(e.ctx, e.input(ggml.TypeF32, vals, 64))
+			require.NoError(t, v.Err())
+			out := e.ctx.Cont(v)
+			e.compute(out)
+			got, err := ggml.Data[float32](out)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+}

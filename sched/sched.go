@@ -58,12 +58,16 @@ import "C"
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"runtime"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/hashsize"
+	"github.com/go-ggml/ggml/internal/sysmem"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
@@ -74,6 +78,55 @@ const MaxBackends = 16
 // this many tensors marked as inputs may feed the graph.
 const maxGraphInputs = 30
 
+// maxCopies is GGML_SCHED_MAX_COPIES, the copies of the inputs with Parallel.
+const maxCopies = 4
+
+// MaxGraphSize is the largest Options.GraphSize: ggml compares the size of
+// the scheduler's hash set, a prime above GraphSize, as an int.
+const MaxGraphSize = 1 << 30
+
+// availableMemory is sysmem.Available; tests replace it.
+var availableMemory = sysmem.Available
+
+// tablesSize returns the bytes ggml_backend_sched_new allocates for a
+// scheduler of graphSize over n backends with copies copies of the inputs,
+// as it computes them: a hash set of ggml_hash_size(graphSize) slots with
+// a backend id and n·copies tensor pointers each, four arrays of node and
+// leaf backend ids of graphSize·(1 + 2·GGML_SCHED_MAX_SPLIT_INPUTS)
+// entries, and a context with room for one split per node, each with
+// 2·GGML_SCHED_MAX_SPLIT_INPUTS input copies, and for a graph of
+// graphSize. About 21 KB per node. ok is false on overflow.
+func tablesSize(graphSize, n, copies int) (uint64, bool) {
+	graph, err := ggml.GraphOverhead(graphSize)
+	if err != nil {
+		return 0, false
+	}
+	gs := uint64(graphSize)
+	h := hashsize.Of(gs)
+	const ptr = uint64(unsafe.Sizeof(uintptr(0)))
+	var sum uint64
+	ok := true
+	add := func(factors ...uint64) {
+		p := uint64(1)
+		for _, f := range factors {
+			hi, lo := bits.Mul64(p, f)
+			ok = ok && hi == 0
+			p = lo
+		}
+		var carry uint64
+		sum, carry = bits.Add64(sum, p, 0)
+		ok = ok && carry == 0
+	}
+	add(h, ptr)                            // the hash set's keys
+	add((h+31)/32, 4)                      // and its bitset
+	add(h, 4)                              // hv_tensor_backend_ids
+	add(h, uint64(n), uint64(copies), ptr) // hv_tensor_copies
+	add(4, gs, 1+2*maxGraphInputs, 4)      // node and leaf backend ids, and the previous ones
+	add(gs, 2*maxGraphInputs, C.sizeof_struct_ggml_tensor)
+	add(graph)
+	return sum, ok
+}
+
 // Options configure a Scheduler.
 type Options struct {
 	// BufferTypes gives, per backend, the buffer type of its compute
@@ -81,7 +134,11 @@ type Options struct {
 	// its backend.
 	BufferTypes []*backend.BufferType
 	// GraphSize is the most nodes plus leafs of a graph the scheduler
-	// takes; 0 means ggml.DefaultGraphSize.
+	// takes, at most MaxGraphSize; 0 means ggml.DefaultGraphSize. ggml
+	// sizes the scheduler's tables for one split per node: about 21 KB
+	// per unit of GraphSize (plus 8·backends·copies bytes), allocated in
+	// New, which returns ggml.ErrNoMemory when they exceed the memory
+	// available (on Linux, RAM plus swap, or the cgroup's limit).
 	GraphSize int
 	// Parallel pipelines copies between backends over several copies of
 	// the inputs (GGML_SCHED_MAX_COPIES).
@@ -139,12 +196,26 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	if opts.BufferTypes != nil && len(opts.BufferTypes) != n {
 		return nil, fmt.Errorf("%w: %d buffer types for %d backends", ggml.ErrInvalid, len(opts.BufferTypes), n)
 	}
-	if opts.GraphSize < 0 {
-		return nil, fmt.Errorf("%w: graph size %d", ggml.ErrInvalid, opts.GraphSize)
+	if opts.GraphSize < 0 || opts.GraphSize > MaxGraphSize {
+		return nil, fmt.Errorf("%w: Options.GraphSize must be 0 to %d, got %d", ggml.ErrInvalid, MaxGraphSize, opts.GraphSize)
 	}
 	graphSize := opts.GraphSize
 	if graphSize == 0 {
 		graphSize = ggml.DefaultGraphSize
+	}
+	copies := 1
+	if opts.Parallel {
+		copies = maxCopies
+	}
+	// ggml aborts when one of these mallocs fails; on Linux a large one
+	// succeeds and the process is killed once ggml clears the tables.
+	need, ok := tablesSize(graphSize, n, copies)
+	if !ok {
+		return nil, fmt.Errorf("%w: a scheduler of graph size %d needs more than 2^64 bytes", ggml.ErrNoMemory, graphSize)
+	}
+	if avail, known := availableMemory(); known && need > avail {
+		return nil, fmt.Errorf("%w: a scheduler of graph size %d over %d backends needs %d bytes of tables, %d are available; lower Options.GraphSize",
+			ggml.ErrNoMemory, graphSize, n, need, avail)
 	}
 	ptrs := make([]unsafe.Pointer, n)
 	for i, be := range backends {
@@ -197,12 +268,20 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 		}
 		releases = append(releases, rel)
 	}
-	c := C.ggml_backend_sched_new(cb, cbt, C.int(n), C.size_t(graphSize), C.bool(opts.Parallel), C.bool(opts.OpOffload))
-	if c == nil {
+	var c C.ggml_backend_sched_t
+	err := func() (err error) {
+		defer bridge.Catch(&err) // a check missing here: an error, not an abort
+		c = C.ggml_backend_sched_new(cb, cbt, C.int(n), C.size_t(graphSize), C.bool(opts.Parallel), C.bool(opts.OpOffload))
+		return nil
+	}()
+	if err == nil && c == nil {
+		err = fmt.Errorf("%w: ggml_backend_sched_new", ggml.ErrNoMemory)
+	}
+	if err != nil {
 		for _, f := range releases {
 			f()
 		}
-		return nil, fmt.Errorf("%w: ggml_backend_sched_new", ggml.ErrNoMemory)
+		return nil, err
 	}
 	st := (*C.goggml_sched_state)(C.calloc(1, C.sizeof_goggml_sched_state))
 	bts := opts.BufferTypes
@@ -377,10 +456,14 @@ func (s *Scheduler) AttemptedBufferSize(be *backend.Backend) (uint64, error) {
 
 // SetBatchSize gives the scheduler a hint of the batch size the graphs
 // process, which the embedded provider's ggml uses to decide on op offload
-// (ggml_backend_sched_set_batch_size); -1 means guess.
+// (ggml_backend_sched_set_batch_size); -1 means guess. ggml keeps it in an
+// int: n is -1 to math.MaxInt32.
 func (s *Scheduler) SetBatchSize(n int) error {
 	if err := s.usable(); err != nil {
 		return err
+	}
+	if n < -1 || n > math.MaxInt32 {
+		return fmt.Errorf("%w: batch size must be -1 (guess) to %d, got %d", ggml.ErrInvalid, math.MaxInt32, n)
 	}
 	defer runtime.KeepAlive(s)
 	C.ggml_backend_sched_set_batch_size(s.c, C.int(n))

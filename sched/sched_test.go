@@ -416,6 +416,32 @@ func TestMisuse(t *testing.T) {
 			_, err := sched.New([]*backend.Backend{be}, sched.Options{GraphSize: -1})
 			return err
 		}},
+		// ggml_backend_sched_new sizes its tables from GraphSize (about
+		// 21 KB a node): 1<<40 aborted in ggml_malloc, 1<<31 touched 17 GB
+		// before the process was killed.
+		{"graph size 1<<40", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := sched.New([]*backend.Backend{be}, sched.Options{GraphSize: 1 << 40})
+			return err
+		}},
+		{"graph size 1<<31", ggml.ErrInvalid, func(*testing.T) error {
+			_, err := sched.New([]*backend.Backend{be}, sched.Options{GraphSize: 1 << 31})
+			return err
+		}},
+		{"graph size MaxGraphSize (22 TB of tables)", ggml.ErrNoMemory, func(*testing.T) error {
+			_, err := sched.New([]*backend.Backend{be}, sched.Options{GraphSize: sched.MaxGraphSize, Parallel: true})
+			return err
+		}},
+		{"graph size beyond the memory available", ggml.ErrNoMemory, func(t *testing.T) error {
+			sched.SetAvailableMemory(t, 40<<20) // the default graph size needs about 43 MB
+			_, err := sched.New([]*backend.Backend{be}, sched.Options{})
+			return err
+		}},
+		{"batch size beyond int32", ggml.ErrInvalid, func(t *testing.T) error {
+			return newSched(t).SetBatchSize(1 << 32)
+		}},
+		{"batch size below -1", ggml.ErrInvalid, func(t *testing.T) error {
+			return newSched(t).SetBatchSize(-2)
+		}},
 		{"graph too large", ggml.ErrGraphFull, func(t *testing.T) error {
 			s, err := sched.New([]*backend.Backend{be}, sched.Options{GraphSize: 4})
 			require.NoError(t, err)
@@ -600,4 +626,24 @@ func TestPinsBoundedByGraphSize(t *testing.T) {
 	assert.Same(t, be, s.TensorBackend(ts[0]))
 	require.NoError(t, s.Reset())
 	require.NoError(t, s.SetTensorBackend(ts[4], be))
+}
+
+// The scheduler's tables grow about 21 KB a node; the default graph size
+// fits in the memory New is given, and one byte less than the tables is
+// refused.
+func TestNewBoundedByMemory(t *testing.T) {
+	be := cpu(t)
+	need, ok := sched.TablesSize(ggml.DefaultGraphSize, 1, 1)
+	require.True(t, ok)
+	t.Logf("tables of the default graph size: %d bytes", need)
+	require.InDelta(t, 21<<10*ggml.DefaultGraphSize, float64(need), float64(need)/10)
+	sched.SetAvailableMemory(t, need)
+	s, err := sched.New([]*backend.Backend{be}, sched.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	sched.SetAvailableMemory(t, need-1)
+	_, err = sched.New([]*backend.Backend{be}, sched.Options{})
+	require.ErrorIs(t, err, ggml.ErrNoMemory)
+	_, ok = sched.TablesSize(sched.MaxGraphSize, sched.MaxBackends, 4)
+	require.True(t, ok, "the largest scheduler's size fits in 64 bits")
 }
