@@ -45,7 +45,22 @@ func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Bu
 			mems = append(mems, p.mem)
 		}
 	}
-	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() { freeBuffer(c, mems) })
+	// The registry entry of the buffer's device counts its live buffers:
+	// Unload refuses while a buffer of the library is alive.
+	reg := regOfBuffer(c)
+	if reg != nil {
+		regs.Lock()
+		reg.buffers++
+		regs.Unlock()
+	}
+	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
+		freeBuffer(c, mems)
+		if reg != nil {
+			regs.Lock()
+			reg.buffers--
+			regs.Unlock()
+		}
+	})
 	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
 	bridge.Leaks.Opened("Buffer", b.life)
 	return b
@@ -55,6 +70,16 @@ func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Bu
 func closeLife(l *bridge.Life) {
 	bridge.Leaks.Collected(l)
 	l.Close("", false)
+}
+
+// regOfBuffer returns the registry entry of the device whose buffer type c
+// has, or nil (host buffers of no device).
+func regOfBuffer(c C.ggml_backend_buffer_t) *Reg {
+	dev := C.ggml_backend_buft_get_device(C.ggml_backend_buffer_get_type(c))
+	if dev == nil {
+		return nil
+	}
+	return regFromC(C.ggml_backend_dev_backend_reg(dev))
 }
 
 func freeBuffer(c C.ggml_backend_buffer_t, mems []*HostMemory) {

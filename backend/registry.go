@@ -28,6 +28,7 @@ type Reg struct {
 	loaded   bool // by Load: Unload may remove it
 	unloaded bool
 	backends int // live backends on its devices
+	buffers  int // live buffers of its devices' buffer types
 }
 
 // registryMu guards ggml's registry, a plain std::vector: loading and
@@ -216,10 +217,10 @@ func Unload(r *Reg) error {
 		return err
 	}
 	regs.Lock()
-	loaded, live := r.loaded, r.backends
+	loaded, live, bufs := r.loaded, r.backends, r.buffers
 	regs.Unlock()
-	if live > 0 {
-		return fmt.Errorf("%w: %d backend(s) of %s are still open: close them (and their buffers) first", ggml.ErrInvalid, live, r.Name())
+	if live > 0 || bufs > 0 {
+		return fmt.Errorf("%w: %d backend(s) and %d buffer(s) of %s are still open: close them first (their code goes with the library)", ggml.ErrInvalid, live, bufs, r.Name())
 	}
 	if !loaded {
 		return fmt.Errorf("%w: backend %s was not loaded with Load; built-in backends stay", ggml.ErrInvalid, r.Name())

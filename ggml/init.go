@@ -10,6 +10,7 @@ static void goggml_log_cb(enum ggml_log_level level, const char *text, void *ud)
 	goggmlLog((int)level, (char *)text);
 }
 static void goggml_abort_cb(const char *message) { goggmlAbort((char *)message); }
+int goggml_cxx_has_simd(void); // simd_cxx.cpp
 
 static void goggml_install_callbacks(void) {
 	ggml_log_set(goggml_log_cb, NULL);
@@ -32,30 +33,42 @@ func init() {
 }
 
 // checkSIMD logs one warning when the CPU can do more than ggml was
-// compiled for: without -march ggml runs its scalar code, ~40x slower.
+// compiled for: without -march ggml runs its scalar code, ~40x slower. The C
+// half (ggml-cpu.c: ggml_cpu_has_*) and the C++ half (llamafile's sgemm,
+// the repacked kernels: CGO_CXXFLAGS) are checked apart, since the flags of
+// one can be set without the other's.
 func checkSIMD() {
-	var cpuHas, built bool
+	var cpuHas, builtC bool
 	switch runtime.GOARCH {
 	case "amd64":
-		cpuHas, built = cpu.X86.HasAVX2, C.ggml_cpu_has_avx2() != 0
+		cpuHas, builtC = cpu.X86.HasAVX2, C.ggml_cpu_has_avx2() != 0
 	case "arm64":
-		cpuHas, built = cpu.ARM64.HasASIMD, C.ggml_cpu_has_neon() != 0
+		cpuHas, builtC = cpu.ARM64.HasASIMD, C.ggml_cpu_has_neon() != 0
 	}
-	if msg := simdWarning(runtime.GOARCH, cpuHas, built); msg != "" {
+	if msg := simdWarning(runtime.GOARCH, cpuHas, builtC, C.goggml_cxx_has_simd() != 0); msg != "" {
 		currentLogger().Warn(msg)
 	}
 }
 
 // simdWarning returns the start-up warning for a CPU that has the SIMD
-// extension ggml needs for speed (AVX2 on amd64, NEON on arm64) when ggml
-// was compiled without it, else "".
-func simdWarning(goarch string, cpuHas, built bool) string {
+// extension ggml needs for speed (AVX2 on amd64, NEON on arm64) when ggml's
+// C half (builtC) or C++ half (builtCXX) was compiled without it, else "".
+func simdWarning(goarch string, cpuHas, builtC, builtCXX bool) string {
 	ext := map[string]string{"amd64": "AVX2", "arm64": "NEON"}[goarch]
-	if ext == "" || !cpuHas || built {
+	if ext == "" || !cpuHas || (builtC && builtCXX) {
 		return ""
 	}
-	return "go-ggml: this CPU has " + ext + " but ggml was compiled without it, so it runs its slow scalar code. " +
-		"Build with the CPU flags: run `make` in a go-ggml checkout, or apply the lines printed by `go run github.com/go-ggml/ggml/build/cgoenv`."
+	var what string
+	switch {
+	case !builtC && !builtCXX:
+		what = "ggml was compiled without it, so it runs its slow scalar code"
+	case !builtC:
+		what = "ggml's C code was compiled without it (CGO_CFLAGS), so it runs its slow scalar code"
+	default:
+		what = "ggml's C++ code (llamafile's matrix products, repacked kernels) was compiled without it (CGO_CXXFLAGS), so its matrix products run slow scalar code"
+	}
+	return "go-ggml: this CPU has " + ext + " but " + what + ". " +
+		"Build with the CPU flags in both CGO_CFLAGS and CGO_CXXFLAGS: run `make` in a go-ggml checkout, or apply the lines printed by `go run github.com/go-ggml/ggml/build/cgoenv`."
 }
 
 // CPUFeatures reports what ggml's CPU code was compiled to use

@@ -82,12 +82,14 @@ func TestLogLineAssembly(t *testing.T) {
 }
 
 func TestSIMDWarning(t *testing.T) {
-	require.Contains(t, simdWarning("amd64", true, false), "AVX2")
-	require.Contains(t, simdWarning("amd64", true, false), "build/cgoenv")
-	require.Contains(t, simdWarning("arm64", true, false), "NEON")
-	require.Empty(t, simdWarning("amd64", true, true), "built with it")
-	require.Empty(t, simdWarning("amd64", false, false), "the CPU lacks it")
-	require.Empty(t, simdWarning("riscv64", true, false))
+	require.Contains(t, simdWarning("amd64", true, false, false), "AVX2")
+	require.Contains(t, simdWarning("amd64", true, false, false), "build/cgoenv")
+	require.Contains(t, simdWarning("arm64", true, false, false), "NEON")
+	require.Contains(t, simdWarning("amd64", true, false, true), "CGO_CFLAGS", "C half without it")
+	require.Contains(t, simdWarning("amd64", true, true, false), "CGO_CXXFLAGS", "C++ half without it")
+	require.Empty(t, simdWarning("amd64", true, true, true), "built with it")
+	require.Empty(t, simdWarning("amd64", false, false, false), "the CPU lacks it")
+	require.Empty(t, simdWarning("riscv64", true, false, false))
 }
 
 // The pool use go-ggml counts (so that ops need no cgo call to check room)
