@@ -340,7 +340,12 @@ func (b *Backend) checkTensor(t *C.struct_ggml_tensor) error {
 // where the backend can use it, and the backend must support every op.
 // When ctx is cancelled, a backend with an abort hook (the CPU) stops between
 // nodes and Compute returns ctx.Err(); other backends finish the graph. A ctx
-// that can never be cancelled costs nothing.
+// that can never be cancelled costs nothing. Cancellation acts between
+// nodes only: one long node (a large mul_mat) runs to its end first, and a
+// custom op runs until its function returns (it can poll
+// ggml.CustomView.Cancelled). Compute holds what the graph reads (contexts,
+// buffers, allocations) until it returns: a Close of one of them in the
+// meantime waits for it or returns ggml.ErrBusy (see each Close).
 func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	if err := b.enter(); err != nil {
 		return err
@@ -364,6 +369,7 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	defer end()
 	stop := b.watch(ctx)
 	defer stop()
+	bridge.ArmCustom(g, unsafe.Pointer(b.abort))
 	err = b.onThread(func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_compute(b.c, gp)

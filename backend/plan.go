@@ -154,6 +154,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 	defer end()
 	stop := b.watch(ctx)
 	defer stop()
+	bridge.ArmCustom(p.g, unsafe.Pointer(b.abort))
 	err = bridge.OnThread(p.isolate, func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_plan_compute(b.c, p.c)

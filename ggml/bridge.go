@@ -130,6 +130,11 @@ func init() {
 	}
 	bridge.GraphForCompute = graphForCompute
 	bridge.NodeThreadLimit = func(p unsafe.Pointer) int64 { return seqThreadLimit((*C.struct_ggml_tensor)(p)) }
+	bridge.ArmCustom = func(v any, cancel unsafe.Pointer) {
+		if g, _ := v.(*Graph); g != nil {
+			armCustom(g, cancel)
+		}
+	}
 	bridge.GraphDone = func(v any) error {
 		g, _ := v.(*Graph)
 		return g.CustomError()

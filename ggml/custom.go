@@ -61,6 +61,7 @@ import (
 	"runtime"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 	"weak"
 
@@ -73,21 +74,36 @@ import (
 // rest alone. src are the op's inputs. The views are valid only during the
 // call.
 //
-// The function runs on ggml's threads while the goroutine that called
-// Compute waits in C: it must not wait for that goroutine, nor build or
-// compute graphs of the same backend. A panic is recovered; the compute
-// finishes (dst holds whatever was written) and Compute returns a
-// *CustomPanicError. Custom ops run on the CPU backend only.
+// The function runs on a goroutine of its own for each of ggml's threads,
+// while ggml's thread and the goroutine that called Compute wait: it must
+// not wait for that goroutine, nor compute graphs on the same backend (that
+// is ggml.ErrBusy). A panic is recovered, and so is runtime.Goexit (what
+// t.FailNow calls); the compute finishes (dst holds whatever was written)
+// and Compute returns a *CustomPanicError. A function that works long
+// should poll dst.Cancelled. Closing, from the function, the context that
+// holds the running graph is ErrBusy; closing a buffer takes effect when the
+// compute is over. Custom ops run on the CPU backend only.
 type CustomFunc func(dst CustomView, src []CustomView, ith, nth int)
 
 // CustomView is a tensor as a custom op's function sees it: its type,
 // shape, strides and memory.
 type CustomView struct {
-	Type Type
-	Ne   [MaxDims]int64
-	Nb   [MaxDims]uint64
-	data unsafe.Pointer
-	size uint64
+	Type   Type
+	Ne     [MaxDims]int64
+	Nb     [MaxDims]uint64
+	data   unsafe.Pointer
+	size   uint64
+	cancel *int32 // the running compute's cancel flag (C memory), or nil
+}
+
+// Cancelled reports whether the context of the compute that runs the op
+// was cancelled. ggml checks cancellation only between nodes: a custom op
+// that works long (or waits) should poll Cancelled and return early, leaving
+// dst incomplete; Compute then returns the context's error. It is false for
+// computes whose context cannot be cancelled and on backends without an
+// abort hook.
+func (v CustomView) Cancelled() bool {
+	return v.cancel != nil && atomic.LoadInt32(v.cancel) != 0
 }
 
 // Bytes returns the tensor's memory (ggml_nbytes bytes from its data).
@@ -157,8 +173,9 @@ func (e *CustomPanicError) Unwrap() error { return ErrCustomOp }
 // long as the context, and a function that refers back to the context does
 // not keep it alive (the handle table roots only the weak pointer).
 type customOp struct {
-	fn    CustomFunc
-	tasks int // threads to run fn on; 0: all
+	fn     CustomFunc
+	tasks  int                   // threads to run fn on; 0: all
+	cancel atomic.Pointer[int32] // the cancel flag of the compute that runs it now
 	mu    sync.Mutex
 	panic *CustomPanicError // the first panic since the last report
 }
@@ -203,6 +220,30 @@ func (c *Context) newCustom(fn CustomFunc, tasks int) (*customOp, cgo.Handle) {
 	c.custom.ops = append(c.custom.ops, op)
 	c.custom.handles.list = append(c.custom.handles.list, h)
 	return op, h
+}
+
+// armCustom gives the custom ops among g's nodes the cancel flag (C memory)
+// of the compute about to run them, so that CustomView.Cancelled can read it.
+func armCustom(g *Graph, cancel unsafe.Pointer) {
+	for _, t := range g.nodes {
+		if t.c == nil {
+			continue
+		}
+		switch t.c.op {
+		case C.GGML_OP_MAP_CUSTOM1, C.GGML_OP_MAP_CUSTOM2, C.GGML_OP_MAP_CUSTOM3, C.GGML_OP_CUSTOM:
+		default:
+			continue
+		}
+		h := cgo.Handle(C.goggml_custom_handle(t.c))
+		if _, ok := liveHandles.Load(h); !ok {
+			continue
+		}
+		if wp, ok := h.Value().(weak.Pointer[customOp]); ok {
+			if op := wp.Value(); op != nil {
+				op.cancel.Store((*int32)(cancel))
+			}
+		}
+	}
 }
 
 // holdCustom adds to h the context that owns custom node t's Go function,

@@ -32,6 +32,8 @@ func goggmlCustom(dst *C.struct_ggml_tensor, ith, nth C.int, hv C.uintptr_t) {
 			n = i + 1
 		}
 	}
+	dv := viewOf(dst)
+	dv.cancel = op.cancel.Load()
 	if op.tasks > 0 {
 		if int(ith) >= op.tasks {
 			return
@@ -61,7 +63,7 @@ func goggmlCustom(dst *C.struct_ggml_tensor, ith, nth C.int, hv C.uintptr_t) {
 			}
 			close(done)
 		}()
-		op.fn(viewOf(dst), srcs[:n:n], int(ith), int(nth))
+		op.fn(dv, srcs[:n:n], int(ith), int(nth))
 		returned = true
 	}()
 	<-done

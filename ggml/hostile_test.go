@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -224,4 +226,35 @@ func TestGraphCopyCustomOpAfterClose(t *testing.T) {
 	err = be.Compute(context.Background(), cp.Graph())
 	require.ErrorIs(t, err, ggml.ErrClosed)
 	assert.Contains(t, err.Error(), "custom op")
+}
+
+// A custom op that waits can see its compute's cancellation and return:
+// ggml itself checks only between nodes.
+func TestCustomOpSeesCancel(t *testing.T) {
+	be := cpuBackend(t)
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	x := c.NewTensor(ggml.TypeF32, 16).SetInput()
+	var sawCancel atomic.Bool
+	y := c.MapCustom1(x, func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
+		deadline := time.Now().Add(time.Minute) // a bound, should Cancelled never turn true
+		for !dst.Cancelled() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		sawCancel.Store(dst.Cancelled())
+	}, 0)
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	require.NoError(t, ggml.SetData(x, make([]float32, 16)))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		cancel()
+	}()
+	require.ErrorIs(t, be.Compute(ctx, g), context.Canceled)
+	require.True(t, sawCancel.Load(), "the op returned before it saw the cancel")
 }

@@ -374,7 +374,9 @@ func (s *Scheduler) Reset() error {
 // (ggml_backend_sched_graph_compute), allocating it first unless it is the
 // graph allocated now. A cancelled ctx stops the compute between nodes:
 // CPU backends through their abort flag, others through the eval callback;
-// Compute then returns ctx.Err().
+// Compute then returns ctx.Err(). One long node runs to its end first, and
+// a custom op until its function returns (it can poll
+// ggml.CustomView.Cancelled).
 func (s *Scheduler) Compute(ctx context.Context, g *ggml.Graph) error {
 	return s.compute(ctx, g, true)
 }
@@ -429,6 +431,7 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	defer runtime.KeepAlive(s)
 	stop := s.watch(ctx)
 	defer stop()
+	bridge.ArmCustom(g, unsafe.Pointer(&s.state.cancel))
 	// The Go callback is reachable from C through a handle only during the
 	// compute: a handle kept between computes would keep the scheduler (and
 	// all the callback captures) reachable for ever.

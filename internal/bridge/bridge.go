@@ -148,6 +148,9 @@ var (
 	// NodeThreadLimit returns the most CPU threads ggml's kernel computes
 	// node t correctly with, or 0 for no limit.
 	NodeThreadLimit func(t unsafe.Pointer) int64
+	// ArmCustom gives the custom ops of graph g the cancel flag (an int32
+	// in C memory) of the compute about to run them.
+	ArmCustom func(g any, cancel unsafe.Pointer)
 	// GraphDone reports, after a compute of g, the first panic of a custom
 	// op's Go function, and clears it.
 	GraphDone func(g any) error
