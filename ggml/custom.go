@@ -176,8 +176,8 @@ type customOp struct {
 	fn     CustomFunc
 	tasks  int                   // threads to run fn on; 0: all
 	cancel atomic.Pointer[int32] // the cancel flag of the compute that runs it now
-	mu    sync.Mutex
-	panic *CustomPanicError // the first panic since the last report
+	mu     sync.Mutex
+	panic  *CustomPanicError // the first panic since the last report
 }
 
 // customSet is a context's custom ops.
