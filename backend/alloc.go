@@ -157,7 +157,8 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 
 // Gallocr allocates the tensors of graphs in buffers it owns, one per buffer
 // type, reusing memory between tensors whose lifetimes do not overlap
-// (ggml_gallocr_t). It is used by one goroutine at a time. Close frees it
+// (ggml_gallocr_t). It allocates one graph at a time: an allocation or
+// reservation started while another runs is ggml.ErrBusy. Close frees it
 // and its buffers; an unreachable Gallocr is freed by the garbage collector
 // once no tensor it placed is reachable.
 //
@@ -252,10 +253,14 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 	if err := a.usable(); err != nil {
 		return err
 	}
-	if err := a.life.Acquire(); err != nil {
+	if err := a.life.Enter("the graph allocator"); err != nil {
 		return err
 	}
-	defer a.life.Release()
+	defer a.life.Leave()
+	return a.reserveN(g, nodeBuffers, leafBuffers)
+}
+
+func (a *Gallocr) reserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err error) {
 	gp, err := graphPtr(g)
 	if err != nil {
 		return err
@@ -307,10 +312,10 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	if err := a.usable(); err != nil {
 		return err
 	}
-	if err := a.life.Acquire(); err != nil {
+	if err := a.life.Enter("the graph allocator"); err != nil {
 		return err
 	}
-	defer a.life.Release()
+	defer a.life.Leave()
 	gp, err := graphPtr(g)
 	if err != nil {
 		return err
@@ -356,7 +361,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		if len(a.bts) > 1 {
 			return fmt.Errorf("%w: the last reservation failed; call ReserveN again before allocating", ggml.ErrNoMemory)
 		}
-		if err := a.Reserve(g); err != nil {
+		if err := a.reserveN(g, nil, nil); err != nil {
 			return err
 		}
 		// The reservation bumped the generation; place the tensors now.

@@ -254,9 +254,10 @@ const MaxThreads = 512
 // this package start with one per CPU. ErrUnsupported when the backend has
 // no thread setting.
 func (b *Backend) SetThreads(n int) error {
-	if err := b.usable(); err != nil {
+	if err := b.enter(); err != nil { // not while a compute plans with the old count
 		return err
 	}
+	defer b.leave()
 	if n < 1 || n > MaxThreads {
 		return fmt.Errorf("%w: thread count must be 1 to %d, got %d", ggml.ErrInvalid, MaxThreads, n)
 	}

@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -170,11 +171,22 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 }
 
 // Close frees the plan (ggml_backend_graph_plan_free). It is idempotent
-// and safe on nil.
+// and safe on nil. While the plan's backend computes (this plan or another
+// graph) it changes nothing and returns ggml.ErrBusy.
 func (p *Plan) Close() error {
 	if p == nil || p.c == nil {
 		return nil
 	}
+	if err := p.be.enter(); err != nil {
+		if !errors.Is(err, ggml.ErrClosed) {
+			return err
+		}
+		// The backend is closed: it freed its plans, this one too.
+		p.cleanup.Stop()
+		p.c = nil
+		return nil
+	}
+	defer p.be.leave()
 	p.cleanup.Stop()
 	p.be.plans.free(p.be.c, p.c)
 	p.c = nil

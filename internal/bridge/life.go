@@ -128,7 +128,7 @@ func (l *Life) Enter(what string) error {
 		case s&lifeClosed != 0:
 			err = l.closedErr
 		case s&lifeBusy != 0:
-			err = fmt.Errorf("%w: %s is computing on another goroutine (or in a callback of its own compute); it runs one compute at a time", ErrBusy, what)
+			err = fmt.Errorf("%w: %s is in use by other work (on another goroutine, or the compute whose callback this is); it does one thing at a time", ErrBusy, what)
 		}
 		if err != nil {
 			if l.parent != nil {
