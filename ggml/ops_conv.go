@@ -323,10 +323,14 @@ func (c *Context) Im2ColBack(grad, kernel *Tensor, ne [MaxDims]int64, s0, s1, p0
 //
 // ggml computes it as an f16 Im2Col and a matrix product: a must be f16
 // and contiguous, b f32 with adjacent elements in dimension 0, and b's
-// values are rounded to f16. ggml's reshape of the product mixes the batch
-// and output channel dimensions when both exceed 1, so a batch of N > 1
-// needs OC == 1 (convolve the batch items one by one, or use Conv2D with
-// H == 1).
+// values are rounded to f16.
+//
+// With a batch (N > 1) and several output channels (OC > 1), ggml's
+// product is laid out [OL, N, OC] but ggml_conv_1d labels it [OL, OC, N];
+// this op then reshapes it to [OL, N, OC], permutes it to [OL, OC, N] and
+// copies it (ggml_cont), so the result is always the contiguous
+// [OL, OC, N] above, at the cost of one more copy and three more tensors in
+// the context.
 func (c *Context) Conv1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
 	const op = "conv_1d"
 	if p := c.begin(op, a, b); p != nil {
@@ -345,8 +349,6 @@ func (c *Context) Conv1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
 		return c.fail(op, ErrShape, "a must be contiguous (ggml reshapes it); copy it with Cont", a, b)
 	case an[3] != 1:
 		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) must be 1: a is [K, IC, OC]", an[3]), a, b)
-	case ine[2] > 1 && an[2] > 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("a batch of %d with %d output channels: ggml_conv_1d's result mixes batch and channel for N > 1 and OC > 1", ine[2], an[2]), a, b)
 	}
 	ol, n, oc := ine[1], ine[2], an[2]
 	plan := []convPlanned{
@@ -356,11 +358,24 @@ func (c *Context) Conv1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
 		{TypeF32, shape4(ol*n, oc, 1, 1), false},
 		{TypeF32, shape4(ol, oc, n, 1), true},
 	}
+	// ggml's product is [OL, N, OC] in memory: relabel, permute and copy.
+	mixed := n > 1 && oc > 1
+	if mixed {
+		plan = append(plan,
+			convPlanned{TypeF32, shape4(ol, n, oc, 1), true},
+			convPlanned{TypeF32, shape4(ol, oc, n, 1), true},
+			convPlanned{TypeF32, shape4(ol, oc, n, 1), false})
+	}
 	if p := c.ensureAll(op, plan, a, b); p != nil {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_conv_1d(c.c, a.c, b.c, C.int(s0), C.int(p0), C.int(d0))
+		r := C.ggml_conv_1d(c.c, a.c, b.c, C.int(s0), C.int(p0), C.int(d0))
+		if mixed {
+			r = C.ggml_reshape_3d(c.c, r, C.int64_t(ol), C.int64_t(n), C.int64_t(oc))
+			r = C.ggml_cont(c.c, C.ggml_permute(c.c, r, 0, 2, 1, 3))
+		}
+		return r
 	}, a, b)
 }
 

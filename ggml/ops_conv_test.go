@@ -240,6 +240,13 @@ func TestConv1D(t *testing.T) {
 		{8, 4, 3, 2, 1, 3, 1, 1, true}, // a batch, one output channel
 		{7, 1, 2, 7, 1, 1, 3, 1, false},
 		{5, 2, 1, 2, 2, 1, 0, 4, false},
+		// Batches with several output channels: ggml's product is
+		// [OL, N, OC], which Conv1D permutes into [OL, OC, N].
+		{9, 3, 2, 3, 4, 1, 1, 1, false},
+		{12, 2, 3, 2, 5, 2, 0, 2, true},
+		{6, 1, 4, 3, 2, 1, 2, 1, false},
+		{1, 2, 2, 1, 3, 1, 0, 1, false}, // one output position
+		{10, 4, 5, 4, 7, 3, 2, 1, true},
 	}
 	for _, c := range cases {
 		e := newEnv(t)
@@ -1035,6 +1042,9 @@ func TestConvPoolRoom(t *testing.T) {
 		{"conv_1d", 5, func(c *ggml.Context) *ggml.Tensor {
 			return c.Conv1D(c.NewTensor(ggml.TypeF16, 3, 2, 4), c.NewTensor(ggml.TypeF32, 10, 2), 1, 0, 1)
 		}},
+		{"conv_1d batch", 8, func(c *ggml.Context) *ggml.Tensor {
+			return c.Conv1D(c.NewTensor(ggml.TypeF16, 3, 2, 4), c.NewTensor(ggml.TypeF32, 10, 2, 3), 1, 0, 1)
+		}},
 		{"conv_1d_dw", 4, func(c *ggml.Context) *ggml.Tensor {
 			return c.Conv1DDW(c.NewTensor(ggml.TypeF16, 3, 1, 4), c.NewTensor(ggml.TypeF32, 10, 4), 1, 0, 1)
 		}},
@@ -1113,7 +1123,6 @@ func TestConvMisuse(t *testing.T) {
 		}},
 		{"conv_1d kernel longer than input", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Conv1D(f16(c, 5, 2, 4), f32(c, 4, 2), 2, 0, 1) }},
 		{"conv_1d dilated kernel longer than input", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Conv1D(f16(c, 3, 2, 4), f32(c, 10, 2), 1, 0, 5) }},
-		{"conv_1d batch and channels", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Conv1D(f16(c, 3, 2, 4), f32(c, 10, 2, 2), 1, 0, 1) }},
 		{"conv_1d kernel not contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			x := f16(c, 4, 2, 4)
 			return c.Conv1D(c.View3D(x, 3, 2, 4, 8, 16, 0), f32(c, 10, 2), 1, 0, 1)
