@@ -80,6 +80,18 @@
 // (an argsort or top-k); RWKVWKV6, RWKVWKV7 and GatedLinearAttn are refused
 // on a CPU backend with more threads than heads (their kernels hang).
 //
+// Where ggml's kernel cannot do what an op documents, the op composes
+// ggml's own ops in the graph instead of refusing, and its doc says how:
+// Conv1D with a batch and several output channels permutes ggml's result,
+// laid out [OL, N, OC], into [OL, OC, N] and copies it; ConvTranspose2D
+// with a batch runs ggml's kernel, which computes one item, on a view of
+// each item and joins the results with concats; RWKVWKV7 with a head size
+// that is not a multiple of 64 (ggml's SIMD loop has no tail) pads its
+// inputs with zeros, which the recurrence keeps exact, and cuts the result
+// back. Such an op makes several tensors: it checks that the context has
+// room for all of them before making any, and its result is the last of
+// them (a copy or a concat), not a node of ggml's op.
+//
 // # Left out
 //
 // These constructors of ggml.h are deliberately not bound:

@@ -323,10 +323,14 @@ func (c *Context) Im2ColBack(grad, kernel *Tensor, ne [MaxDims]int64, s0, s1, p0
 //
 // ggml computes it as an f16 Im2Col and a matrix product: a must be f16
 // and contiguous, b f32 with adjacent elements in dimension 0, and b's
-// values are rounded to f16. ggml's reshape of the product mixes the batch
-// and output channel dimensions when both exceed 1, so a batch of N > 1
-// needs OC == 1 (convolve the batch items one by one, or use Conv2D with
-// H == 1).
+// values are rounded to f16.
+//
+// With a batch (N > 1) and several output channels (OC > 1), ggml's
+// product is laid out [OL, N, OC] but ggml_conv_1d labels it [OL, OC, N];
+// this op then reshapes it to [OL, N, OC], permutes it to [OL, OC, N] and
+// copies it (ggml_cont), so the result is always the contiguous
+// [OL, OC, N] above, at the cost of one more copy and three more tensors in
+// the context.
 func (c *Context) Conv1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
 	const op = "conv_1d"
 	if p := c.begin(op, a, b); p != nil {
@@ -345,8 +349,6 @@ func (c *Context) Conv1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
 		return c.fail(op, ErrShape, "a must be contiguous (ggml reshapes it); copy it with Cont", a, b)
 	case an[3] != 1:
 		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) must be 1: a is [K, IC, OC]", an[3]), a, b)
-	case ine[2] > 1 && an[2] > 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("a batch of %d with %d output channels: ggml_conv_1d's result mixes batch and channel for N > 1 and OC > 1", ine[2], an[2]), a, b)
 	}
 	ol, n, oc := ine[1], ine[2], an[2]
 	plan := []convPlanned{
@@ -356,11 +358,24 @@ func (c *Context) Conv1D(a, b *Tensor, s0, p0, d0 int) *Tensor {
 		{TypeF32, shape4(ol*n, oc, 1, 1), false},
 		{TypeF32, shape4(ol, oc, n, 1), true},
 	}
+	// ggml's product is [OL, N, OC] in memory: relabel, permute and copy.
+	mixed := n > 1 && oc > 1
+	if mixed {
+		plan = append(plan,
+			convPlanned{TypeF32, shape4(ol, n, oc, 1), true},
+			convPlanned{TypeF32, shape4(ol, oc, n, 1), true},
+			convPlanned{TypeF32, shape4(ol, oc, n, 1), false})
+	}
 	if p := c.ensureAll(op, plan, a, b); p != nil {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_conv_1d(c.c, a.c, b.c, C.int(s0), C.int(p0), C.int(d0))
+		r := C.ggml_conv_1d(c.c, a.c, b.c, C.int(s0), C.int(p0), C.int(d0))
+		if mixed {
+			r = C.ggml_reshape_3d(c.c, r, C.int64_t(ol), C.int64_t(n), C.int64_t(oc))
+			r = C.ggml_cont(c.c, C.ggml_permute(c.c, r, 0, 2, 1, 3))
+		}
+		return r
 	}, a, b)
 }
 
@@ -691,15 +706,20 @@ func (c *Context) Conv2DDWDirect(a, b *Tensor, s0, s1, p0, p1, d0, d1 int) *Tens
 
 // ConvTranspose2D returns the transposed 2-D convolution of b by a with
 // the given stride and no padding (ggml_conv_transpose_2d_p0): a is
-// [KW, KH, OC, IC] f16, b is [W, H, IC] f32 (one batch item); the f32
-// result is [(W-1)*stride + KW, (H-1)*stride + KH, OC] with
-// result(x, y, oc) = sum over w, h, kw, kh, ic with w*stride + kw == x and
-// h*stride + kh == y of b(w, h, ic) * a(kw, kh, oc, ic). b's values are
-// rounded to f16.
+// [KW, KH, OC, IC] f16, b is [W, H, IC, N] f32; the f32 result is
+// [(W-1)*stride + KW, (H-1)*stride + KH, OC, N] with
+// result(x, y, oc, n) = sum over w, h, kw, kh, ic with w*stride + kw == x
+// and h*stride + kh == y of b(w, h, ic, n) * a(kw, kh, oc, ic). b's values
+// are rounded to f16.
 //
 // a's dimensions 0 and 1 must be contiguous and b's elements adjacent in
-// dimension 0; other strides are free. ggml's CPU kernel computes only the
-// first item of a batch, so b.ne3 must be 1.
+// dimension 0; other strides are free.
+//
+// ggml's CPU kernel computes only the first item of a batch. With N > 1
+// this op therefore runs ggml_conv_transpose_2d_p0 on a view of each item
+// and joins the N results along dimension 3 with ggml_concat, pairwise in
+// a balanced tree (N-1 concats, each result element copied about log2(N)
+// times); the context needs room for 3N-1 tensors.
 func (c *Context) ConvTranspose2D(a, b *Tensor, stride int) *Tensor {
 	const op = "conv_transpose_2d"
 	if p := c.begin(op, a, b); p != nil {
@@ -723,8 +743,6 @@ func (c *Context) ConvTranspose2D(a, b *Tensor, stride int) *Tensor {
 		return c.fail(op, ErrShape, "b's elements must be adjacent in dimension 0 (ggml's kernel asserts it); copy it with Cont", a, b)
 	case an[3] != bn[2]:
 		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) != b.ne2 (%d): kernel and input must have the same input channels", an[3], bn[2]), a, b)
-	case bn[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be 1: ggml's CPU kernel computes only the first batch item", bn[3]), a, b)
 	}
 	s := int64(stride)
 	const lim = math.MaxInt32
@@ -735,10 +753,70 @@ func (c *Context) ConvTranspose2D(a, b *Tensor, stride int) *Tensor {
 	if ow > lim || oh > lim || ow > lim/oh || an[0]*an[1] > lim/(an[2]*an[3]) || bn[0]*bn[1] > lim/bn[2] {
 		return c.fail(op, ErrShape, "the kernel, the input and each output plane must have fewer than 2^31 elements (ggml's kernel indexes them with C ints)", a, b)
 	}
-	if p := c.ensure(op, TypeF32, shape4(ow, oh, an[2], 1), nil, a, b); p != nil {
+	n := bn[3]
+	if n == 1 {
+		if p := c.ensure(op, TypeF32, shape4(ow, oh, an[2], 1), nil, a, b); p != nil {
+			return p
+		}
+		return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_conv_transpose_2d_p0(c.c, a.c, b.c, C.int(stride)) }, a, b)
+	}
+	// A batch: one kernel per item, on a view of it, joined by concats.
+	if !itemViewFits(b) {
+		return c.fail(op, ErrShape, "b's elements overlap in memory: ggml sizes a view of b's last batch item as if dense, and that runs past b's memory (ggml_view_3d asserts); copy b with Cont", a, b)
+	}
+	item := shape4(ow, oh, an[2], 1)
+	plan := make([]convPlanned, 0, 3*n)
+	for range n {
+		plan = append(plan, convPlanned{TypeF32, shape4(bn[0], bn[1], bn[2], 1), true}, convPlanned{TypeF32, item, false})
+	}
+	var joins func(lo, hi int64)
+	joins = func(lo, hi int64) {
+		if hi-lo < 2 {
+			return
+		}
+		mid := lo + (hi-lo)/2
+		joins(lo, mid)
+		joins(mid, hi)
+		plan = append(plan, convPlanned{TypeF32, shape4(ow, oh, an[2], hi-lo), false})
+	}
+	joins(0, n)
+	if p := c.ensureAll(op, plan, a, b); p != nil {
 		return p
 	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_conv_transpose_2d_p0(c.c, a.c, b.c, C.int(stride)) }, a, b)
+	nb := b.Nb()
+	return c.call(op, func() *C.struct_ggml_tensor {
+		var build func(lo, hi int64) *C.struct_ggml_tensor
+		build = func(lo, hi int64) *C.struct_ggml_tensor {
+			if hi-lo == 1 {
+				v := C.ggml_view_3d(c.c, b.c, C.int64_t(bn[0]), C.int64_t(bn[1]), C.int64_t(bn[2]), C.size_t(nb[1]), C.size_t(nb[2]), C.size_t(uint64(lo)*nb[3]))
+				return C.ggml_conv_transpose_2d_p0(c.c, a.c, v, C.int(stride))
+			}
+			mid := lo + (hi-lo)/2
+			l := build(lo, mid)
+			return C.ggml_concat(c.c, l, build(mid, hi), 3)
+		}
+		return build(0, n)
+	}, a, b)
+}
+
+// itemViewFits reports whether ggml_new_tensor_impl accepts a view of the
+// last item (dimension 3) of t with t's strides: its dense size, from its
+// offset in the memory t lies in, must not run past that memory.
+func itemViewFits(t *Tensor) bool {
+	ne := t.Ne()
+	ne[3] = 1
+	size, err := dataSize(t.Type(), ne)
+	if err != nil {
+		return false
+	}
+	offs, ok := mulAdd(0, uint64(t.Ne()[3]-1), t.Nb()[3])
+	base := t
+	if t.viewSrc != nil {
+		base = t.viewSrc
+		offs, ok = mulAdd(offs, 1, t.ViewOffset())
+	}
+	limit := base.Bytes()
+	return ok && offs <= limit && size <= limit-offs
 }
 
 // Im2Col3D unrolls the 3-D patches of b that a convolution with kernel a

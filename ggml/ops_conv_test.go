@@ -240,6 +240,13 @@ func TestConv1D(t *testing.T) {
 		{8, 4, 3, 2, 1, 3, 1, 1, true}, // a batch, one output channel
 		{7, 1, 2, 7, 1, 1, 3, 1, false},
 		{5, 2, 1, 2, 2, 1, 0, 4, false},
+		// Batches with several output channels: ggml's product is
+		// [OL, N, OC], which Conv1D permutes into [OL, OC, N].
+		{9, 3, 2, 3, 4, 1, 1, 1, false},
+		{12, 2, 3, 2, 5, 2, 0, 2, true},
+		{6, 1, 4, 3, 2, 1, 2, 1, false},
+		{1, 2, 2, 1, 3, 1, 0, 1, false}, // one output position
+		{10, 4, 5, 4, 7, 3, 2, 1, true},
 	}
 	for _, c := range cases {
 		e := newEnv(t)
@@ -491,46 +498,55 @@ func TestConvTranspose1D(t *testing.T) {
 func TestConvTranspose2D(t *testing.T) {
 	rng := newRNG(t)
 	cases := []struct {
-		w, h, kw, kh, ic, oc, s int
-		strided                 bool
+		w, h, kw, kh, ic, oc, s, n int
+		strided                    bool
 	}{
-		{4, 3, 3, 2, 2, 3, 1, false},
-		{3, 3, 2, 2, 3, 2, 2, true},
-		{2, 4, 2, 3, 1, 1, 4, false}, // stride > kernel
-		{5, 2, 1, 1, 2, 2, 3, true},
+		{4, 3, 3, 2, 2, 3, 1, 1, false},
+		{3, 3, 2, 2, 3, 2, 2, 1, true},
+		{2, 4, 2, 3, 1, 1, 4, 1, false}, // stride > kernel
+		{5, 2, 1, 1, 2, 2, 3, 1, true},
+		// Batches: ggml's kernel computes one item; the op runs it per item
+		// and concatenates.
+		{4, 3, 3, 2, 2, 3, 1, 2, false},
+		{3, 3, 2, 2, 3, 2, 2, 3, true},
+		{2, 2, 2, 3, 1, 4, 2, 5, false},
+		{3, 2, 1, 2, 4, 1, 3, 4, true},
+		{2, 3, 3, 3, 2, 5, 1, 7, true},
 	}
 	for _, c := range cases {
 		e := newEnv(t)
 		a := convInput(e, rng, ggml.TypeF16, c.kw, c.kh, c.oc, c.ic)
 		var b convIn
 		if c.strided {
-			b = convStrided(e, rng, ggml.TypeF32, [4]int{c.w, c.h, c.ic, 1}, [4]int{1, c.w + 2, (c.w+2)*c.h + 1, 1})
+			b = convStrided(e, rng, ggml.TypeF32, [4]int{c.w, c.h, c.ic, c.n}, [4]int{1, c.w + 2, (c.w+2)*c.h + 1, ((c.w+2)*c.h+1)*c.ic + 3})
 		} else {
-			b = convInput(e, rng, ggml.TypeF32, c.w, c.h, c.ic)
+			b = convInput(e, rng, ggml.TypeF32, c.w, c.h, c.ic, c.n)
 		}
 		out := e.ctx.ConvTranspose2D(a.t, b.t, c.s)
 		require.NoError(t, out.Err())
 		e.compute(out)
 		bv := roundF16ND(b.v)
 		ow, oh := (c.w-1)*c.s+c.kw, (c.h-1)*c.s+c.kh
-		ref, mag := newND(ow, oh, c.oc), newND(ow, oh, c.oc)
-		for oc := range c.oc {
-			for y := range c.h {
-				for x := range c.w {
-					for kh := range c.kh {
-						for kw := range c.kw {
-							for ic := range c.ic {
-								v := bv.at(x, y, ic, 0) * a.v.at(kw, kh, oc, ic)
-								i := ref.idx(x*c.s+kw, y*c.s+kh, oc, 0)
-								ref.v[i] += v
-								mag.v[i] += math.Abs(v)
+		ref, mag := newND(ow, oh, c.oc, c.n), newND(ow, oh, c.oc, c.n)
+		for n := range c.n {
+			for oc := range c.oc {
+				for y := range c.h {
+					for x := range c.w {
+						for kh := range c.kh {
+							for kw := range c.kw {
+								for ic := range c.ic {
+									v := bv.at(x, y, ic, n) * a.v.at(kw, kh, oc, ic)
+									i := ref.idx(x*c.s+kw, y*c.s+kh, oc, n)
+									ref.v[i] += v
+									mag.v[i] += math.Abs(v)
+								}
 							}
 						}
 					}
 				}
 			}
 		}
-		require.Equal(t, [4]int64{int64(ow), int64(oh), int64(c.oc), 1}, out.Ne())
+		require.Equal(t, [4]int64{int64(ow), int64(oh), int64(c.oc), int64(c.n)}, out.Ne())
 		requireClose(t, ref, convData(t, out), convTol(mag, convTolF16))
 	}
 }
@@ -1035,6 +1051,12 @@ func TestConvPoolRoom(t *testing.T) {
 		{"conv_1d", 5, func(c *ggml.Context) *ggml.Tensor {
 			return c.Conv1D(c.NewTensor(ggml.TypeF16, 3, 2, 4), c.NewTensor(ggml.TypeF32, 10, 2), 1, 0, 1)
 		}},
+		{"conv_1d batch", 8, func(c *ggml.Context) *ggml.Tensor {
+			return c.Conv1D(c.NewTensor(ggml.TypeF16, 3, 2, 4), c.NewTensor(ggml.TypeF32, 10, 2, 3), 1, 0, 1)
+		}},
+		{"conv_transpose_2d batch", 3*5 - 1, func(c *ggml.Context) *ggml.Tensor {
+			return c.ConvTranspose2D(c.NewTensor(ggml.TypeF16, 3, 3, 2, 4), c.NewTensor(ggml.TypeF32, 6, 5, 4, 5), 2)
+		}},
 		{"conv_1d_dw", 4, func(c *ggml.Context) *ggml.Tensor {
 			return c.Conv1DDW(c.NewTensor(ggml.TypeF16, 3, 1, 4), c.NewTensor(ggml.TypeF32, 10, 4), 1, 0, 1)
 		}},
@@ -1113,7 +1135,6 @@ func TestConvMisuse(t *testing.T) {
 		}},
 		{"conv_1d kernel longer than input", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Conv1D(f16(c, 5, 2, 4), f32(c, 4, 2), 2, 0, 1) }},
 		{"conv_1d dilated kernel longer than input", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Conv1D(f16(c, 3, 2, 4), f32(c, 10, 2), 1, 0, 5) }},
-		{"conv_1d batch and channels", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Conv1D(f16(c, 3, 2, 4), f32(c, 10, 2, 2), 1, 0, 1) }},
 		{"conv_1d kernel not contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			x := f16(c, 4, 2, 4)
 			return c.Conv1D(c.View3D(x, 3, 2, 4, 8, 16, 0), f32(c, 10, 2), 1, 0, 1)
@@ -1199,8 +1220,11 @@ func TestConvMisuse(t *testing.T) {
 		}},
 		// conv_transpose_2d
 		{"conv_transpose_2d f32 kernel", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.ConvTranspose2D(f32(c, 3, 3, 2, 4), f32(c, 8, 8, 4), 2) }},
-		{"conv_transpose_2d batch", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.ConvTranspose2D(f16(c, 3, 3, 2, 4), f32(c, 8, 8, 4, 2), 2)
+		{"conv_transpose_2d batch of overlapping elements", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// Channels share memory (nb2 = 0): a dense view of the last
+			// item runs past the data, which ggml_view_3d asserts.
+			b := c.View4D(f32(c, 8*8*4*2), 8, 8, 4, 2, 32, 0, 1792, 0)
+			return c.ConvTranspose2D(f16(c, 3, 3, 2, 4), b, 2)
 		}},
 		{"conv_transpose_2d channels", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.ConvTranspose2D(f16(c, 3, 3, 2, 4), f32(c, 8, 8, 3), 2) }},
 		{"conv_transpose_2d stride 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.ConvTranspose2D(f16(c, 3, 3, 2, 4), f32(c, 8, 8, 4), 0) }},

@@ -523,9 +523,9 @@ func (c *Context) GatedLinearAttn(k, v, q, g, state *Tensor, scale float32) *Ten
 	}, in...)
 }
 
-// seqRWKV7Step is the head size RWKVWKV7 needs a multiple of: ggml's SIMD
-// kernel walks each head in blocks of GGML_F32_STEP floats (64 with
-// AVX-512, 32 with AVX, 16 with NEON) without a tail loop.
+// seqRWKV7Step is the head size ggml's RWKVWKV7 kernel needs a multiple
+// of: its SIMD loop walks each head in blocks of GGML_F32_STEP floats (64
+// with AVX-512, 32 with AVX, 16 with NEON) without a tail loop.
 const seqRWKV7Step = 64
 
 // RWKVWKV7 is RWKV 7's WKV recurrence (ggml_rwkv_wkv7). r, w (decay), k, v,
@@ -538,12 +538,24 @@ const seqRWKV7Step = 64
 //	out[i,h,t]  = sum over j of st[j,i,h] * r[j,h,t]
 //
 // The result is f32 [S*H, nTokens + S*nSeqs]: out, then the final states.
-// Every input must be contiguous, and S a multiple of 64 (RWKV 7's head
-// size): ggml's SIMD kernel has no tail loop and would write past each
-// head's state. H must be at least the CPU backend's thread count: with
-// fewer heads ggml's CPU kernel skips heads (as RWKVWKV6's does), leaving
-// their outputs and states unwritten, so compute refuses such a backend
-// (backend.ErrUnsupported).
+// Every input must be contiguous. H must be at least the CPU backend's
+// thread count: with fewer heads ggml's CPU kernel skips heads (as
+// RWKVWKV6's does), leaving their outputs and states unwritten, so compute
+// refuses such a backend (backend.ErrUnsupported).
+//
+// ggml's SIMD kernel has no tail loop: a head size S that is not a
+// multiple of 64 would make it read and write past each head. For such an
+// S this op pads every input with zeros (ggml_pad) to S' = S rounded up to
+// a multiple of 64, in both dimensions of the state, runs the kernel on
+// the padded inputs, and copies the S x S part back into the layout above
+// (two ggml_cont and a ggml_concat). The padding is exact: a padded k, b
+// and state entry makes every padded state entry st[j,i] with j >= S zero
+// at every step, a padded v, a and state entry does the same for i >= S,
+// so the real entries' sums only gain zero terms (with finite inputs; an
+// infinite v[i] makes k[j]*v[i] NaN in padded entries and in out[i]). The
+// padded kernel costs (S'/S)^2 times the work and the op takes 15 tensors
+// from the context instead of 1. (ggml's CUDA kernel takes only S == 64
+// or 128, padded or not.)
 func (c *Context) RWKVWKV7(r, w, k, v, a, b, state *Tensor) *Tensor {
 	const op = "rwkv_wkv7"
 	in := []*Tensor{r, w, k, v, a, b, state}
@@ -554,14 +566,62 @@ func (c *Context) RWKVWKV7(r, w, k, v, a, b, state *Tensor) *Tensor {
 	if p != nil {
 		return p
 	}
-	if s := k.Ne()[0]; s%seqRWKV7Step != 0 {
-		return c.fail(op, ErrShape, fmt.Sprintf("the head size S (%d) must be a multiple of %d: ggml's SIMD kernel has no tail loop", s, seqRWKV7Step), in...)
+	kn := k.Ne()
+	sz, h, nTok, nSeq := kn[0], kn[1], kn[2], state.Ne()[1]
+	if sz%seqRWKV7Step == 0 {
+		if p := c.ensure(op, TypeF32, ne, nil, in...); p != nil {
+			return p
+		}
+		return c.call(op, func() *C.struct_ggml_tensor {
+			return C.ggml_rwkv_wkv7(c.c, r.c, w.c, k.c, v.c, a.c, b.c, state.c)
+		}, in...)
 	}
-	if p := c.ensure(op, TypeF32, ne, nil, in...); p != nil {
+	// Pad S to sp, run the kernel, cut the S x S part back out.
+	if sz > math.MaxInt64/2 {
+		return c.fail(op, ErrShape, fmt.Sprintf("the head size S (%d) padded to a multiple of %d overflows", sz, seqRWKV7Step), in...)
+	}
+	sp := (sz + seqRWKV7Step - 1) / seqRWKV7Step * seqRWKV7Step
+	pad := sp - sz
+	sp2, ok := seqMul(sp, sp, h, 1)
+	if !ok {
+		return c.fail(op, ErrShape, fmt.Sprintf("the state padded to head size %d, %d*%d*%d elements a sequence, overflows", sp, sp, sp, h), in...)
+	}
+	rows, ok := seqMul(sp, nSeq, 1, 1)
+	if !ok || rows > math.MaxInt64-nTok {
+		return c.fail(op, ErrShape, fmt.Sprintf("the result padded to head size %d overflows", sp), in...)
+	}
+	padded := shape4(sp, h, nTok, 1)
+	plan := []convPlanned{
+		{TypeF32, padded, false}, {TypeF32, padded, false}, {TypeF32, padded, false},
+		{TypeF32, padded, false}, {TypeF32, padded, false}, {TypeF32, padded, false},
+		{TypeF32, shape4(sz, sz, h, nSeq), true},
+		{TypeF32, shape4(sp, sp, h, nSeq), false},
+		{TypeF32, shape4(sp2, nSeq, 1, 1), true},
+		{TypeF32, shape4(sp*h, nTok+rows, 1, 1), false},
+		{TypeF32, shape4(sz, h, nTok, 1), true},
+		{TypeF32, shape4(sz*h, nTok, 1, 1), false},
+		{TypeF32, shape4(sz, sz, h, nSeq), true},
+		{TypeF32, shape4(sz*h, sz*nSeq, 1, 1), false},
+		{TypeF32, ne, false},
+	}
+	if p := c.ensureAll(op, plan, in...); p != nil {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_rwkv_wkv7(c.c, r.c, w.c, k.c, v.c, a.c, b.c, state.c)
+		padIn := func(t *Tensor) *C.struct_ggml_tensor { return C.ggml_pad(c.c, t.c, C.int(pad), 0, 0, 0) }
+		st := C.ggml_reshape_4d(c.c, state.c, C.int64_t(sz), C.int64_t(sz), C.int64_t(h), C.int64_t(nSeq))
+		st = C.ggml_reshape_2d(c.c, C.ggml_pad(c.c, st, C.int(pad), C.int(pad), 0, 0), C.int64_t(sp2), C.int64_t(nSeq))
+		res := C.ggml_rwkv_wkv7(c.c, padIn(r), padIn(w), padIn(k), padIn(v), padIn(a), padIn(b), st)
+		// out[i, h, t] at i + sp*h + sp*H*t.
+		const f = 4 // sizeof(float)
+		out := C.ggml_view_3d(c.c, res, C.int64_t(sz), C.int64_t(h), C.int64_t(nTok), C.size_t(f*sp), C.size_t(f*sp*h), 0)
+		out = C.ggml_cont_2d(c.c, out, C.int64_t(sz*h), C.int64_t(nTok))
+		// The states from row nTokens: st[j, i, h] of sequence q at
+		// j + sp*i + sp*sp*h + sp*sp*H*q.
+		fin := C.ggml_view_4d(c.c, res, C.int64_t(sz), C.int64_t(sz), C.int64_t(h), C.int64_t(nSeq),
+			C.size_t(f*sp), C.size_t(f*sp*sp), C.size_t(f*sp2), C.size_t(f*sp*h*nTok))
+		fin = C.ggml_cont_2d(c.c, fin, C.int64_t(sz*h), C.int64_t(sz*nSeq))
+		return C.ggml_concat(c.c, out, fin, 1)
 	}, in...)
 }
 

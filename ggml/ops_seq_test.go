@@ -574,7 +574,10 @@ func TestGatedLinearAttn(t *testing.T) {
 
 func TestRWKVWKV7(t *testing.T) {
 	rng := newRNG(t)
-	for _, sh := range []struct{ S, H, T, nSeq int }{{64, 2, 4, 2}, {64, 1, 3, 1}, {128, 3, 2, 2}} {
+	// Head sizes that are not multiples of 64 run padded with zeros.
+	shapes := []struct{ S, H, T, nSeq int }{{64, 2, 4, 2}, {64, 1, 3, 1}, {128, 3, 2, 2},
+		{20, 3, 4, 2}, {1, 2, 3, 3}, {33, 4, 6, 3}, {100, 2, 2, 1}, {7, 1, 5, 1}}
+	for _, sh := range shapes {
 		t.Run(fmt.Sprintf("%+v", sh), func(t *testing.T) {
 			e := newEnv(t)
 			seqThreads(t, e, min(sh.H, 2))
@@ -618,6 +621,32 @@ func TestRWKVWKV7(t *testing.T) {
 			})
 			requireClose(t, ref, got, seqMagTol(mag, float64(4*S+12*T)*seqU, 1e-6))
 		})
+	}
+}
+
+// TestRWKVWKV7Room checks that a padded RWKVWKV7 (S not a multiple of 64)
+// asks for room for all the tensors it makes before making any.
+func TestRWKVWKV7Room(t *testing.T) {
+	for _, c := range []struct{ s, tensors int64 }{{64, 1}, {20, 15}} {
+		for n := max(7, c.tensors+5); n <= c.tensors+8; n++ {
+			ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: int(n), NoAlloc: true})
+			require.NoError(t, err)
+			var in []*ggml.Tensor
+			for range 6 {
+				in = append(in, ctx.NewTensor(ggml.TypeF32, c.s, 2, 4))
+			}
+			in = append(in, ctx.NewTensor(ggml.TypeF32, c.s*c.s*2, 2))
+			out := ctx.RWKVWKV7(in[0], in[1], in[2], in[3], in[4], in[5], in[6])
+			if n >= 7+c.tensors {
+				require.NoError(t, out.Err(), "S %d with room for %d tensors", c.s, n)
+				require.Len(t, ctx.Tensors(), int(7+c.tensors))
+				require.Equal(t, []int64{c.s * 2, 4 + c.s*2}, out.Shape())
+			} else {
+				require.ErrorIs(t, out.Err(), ggml.ErrNoMemory, "S %d with room for %d tensors", c.s, n)
+				require.Len(t, ctx.Tensors(), 7, "nothing made")
+			}
+			ctx.Close()
+		}
 	}
 }
 
@@ -947,9 +976,9 @@ func TestSeqMisuse(t *testing.T) {
 		{"wkv6 i32 v", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
 			return c.RWKVWKV6(f32(c, 4, 2, 2), i32(c, 4, 2, 2), f32(c, 4, 2, 2), f32(c, 4, 2), f32(c, 4, 2, 2), f32(c, 32, 1))
 		}},
-		{"wkv7 head size 32", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+		{"wkv7 head size 32 state", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			ts := recur(c, ggml.TypeF32, 32, 2, 2)
-			return c.RWKVWKV7(ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], f32(c, 32*32*2, 1))
+			return c.RWKVWKV7(ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], f32(c, 64*64*2, 1))
 		}},
 		{"wkv7 r shape", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
 			ts := recur(c, ggml.TypeF32, 64, 1, 2)
