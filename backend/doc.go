@@ -16,12 +16,27 @@
 // # Lifetimes
 //
 // Backend, Buffer, Plan, Event, Gallocr, GraphCopy and HostMemory are
-// owning handles: Close frees them at once and is idempotent; one that is
-// forgotten is freed by the garbage collector. What depends on a handle
-// keeps it alive: a tensor its buffer (or allocator, or graph copy), a
-// buffer what it was allocated from, a plan its backend and graph. After an
-// explicit Close, dependents report ggml.ErrClosed instead of touching
-// freed memory.
+// owning handles: Close is idempotent; one that is forgotten is freed by the
+// garbage collector (set GOGGML_LEAKS=1 to have such handles logged with
+// where they were opened). What depends on a handle keeps it alive: a tensor
+// its buffer (or allocator, or graph copy), a buffer what it was allocated
+// from, a plan its backend and graph. After an explicit Close, dependents
+// report ggml.ErrClosed instead of touching freed memory.
+//
+// Work in flight keeps what it uses alive. A compute, a plan, a transfer or
+// a data read holds the contexts, buffers and allocations it touches until
+// it returns (async work: until Synchronize). Closing one of them
+// meanwhile, from another goroutine or from a callback of that very work
+// (a custom op, an eval callback), never frees memory the work reads:
+// Buffer and Gallocr close at once for new users and free when the work is
+// over; Context, GraphCopy, Backend and Plan return ggml.ErrBusy and stay
+// open.
+//
+// A Backend runs one compute at a time: ggml gives it one work buffer.
+// A compute (or async transfer, or SetThreads) started while another runs
+// on it, on another goroutine or through a scheduler, returns ggml.ErrBusy
+// rather than interleaving and computing wrong numbers. Buffers may be used
+// from several goroutines at once.
 //
 // # Errors
 //
