@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Leaks is the opt-in leak report: with the environment variable
@@ -16,23 +17,29 @@ import (
 // place, at slog's warning level. GPU memory freed only by the collector is
 // invisible to it (the collector sees a few Go bytes and does not hurry),
 // so the report is how to find handles a program forgets to close.
-var Leaks = &leakReport{on: os.Getenv("GOGGML_LEAKS") != "" && os.Getenv("GOGGML_LEAKS") != "0"}
+var Leaks = newLeakReport(os.Getenv("GOGGML_LEAKS") != "" && os.Getenv("GOGGML_LEAKS") != "0")
 
 type leakReport struct {
-	on    bool
+	on    atomic.Bool
 	sites sync.Map // *Life -> string
 }
 
+func newLeakReport(on bool) *leakReport {
+	r := &leakReport{}
+	r.on.Store(on)
+	return r
+}
+
 // Enabled reports whether the leak report is on.
-func (r *leakReport) Enabled() bool { return r.on }
+func (r *leakReport) Enabled() bool { return r.on.Load() }
 
 // SetEnabled turns the report on or off (tests; programs use GOGGML_LEAKS).
-func (r *leakReport) SetEnabled(on bool) { r.on = on }
+func (r *leakReport) SetEnabled(on bool) { r.on.Store(on) }
 
 // Opened records that a handle of kind, whose lifetime is l, was opened by
 // the caller of the caller of Opened's caller (the user's code).
 func (r *leakReport) Opened(kind string, l *Life) {
-	if !r.on {
+	if !r.on.Load() {
 		return
 	}
 	var pcs [12]uintptr
@@ -54,7 +61,7 @@ func (r *leakReport) Opened(kind string, l *Life) {
 
 // Closed forgets l: its handle was closed explicitly.
 func (r *leakReport) Closed(l *Life) {
-	if r.on {
+	if r.on.Load() {
 		r.sites.Delete(l)
 	}
 }
@@ -62,7 +69,7 @@ func (r *leakReport) Closed(l *Life) {
 // Collected reports l's handle, freed by the garbage collector, if it was
 // recorded; it returns the message (for tests).
 func (r *leakReport) Collected(l *Life) string {
-	if !r.on {
+	if !r.on.Load() {
 		return ""
 	}
 	v, ok := r.sites.LoadAndDelete(l)
