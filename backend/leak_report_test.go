@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +19,9 @@ import (
 // garbage collector frees are logged with the place that opened them; a
 // closed one is not.
 func TestLeakReport(t *testing.T) {
-	var out bytes.Buffer
+	out := &lockedBuffer{}
 	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&out, nil)))
+	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
 	defer slog.SetDefault(old)
 	bridge.Leaks.SetEnabled(true)
 	defer bridge.Leaks.SetEnabled(false)
@@ -43,4 +44,23 @@ func TestLeakReport(t *testing.T) {
 	require.Contains(t, log, "Buffer opened by")
 	require.Contains(t, log, "Backend opened by")
 	require.Contains(t, log, "TestLeakReport")
+}
+
+// lockedBuffer is a bytes.Buffer that cleanups (on their own goroutine) may
+// write while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
