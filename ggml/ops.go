@@ -535,8 +535,8 @@ func (c *Context) GetRows(a, b *Tensor) *Tensor {
 // the graph computes (ggml_cpy). a and b must have the same number of
 // elements. The conversions are a type to itself, among f32, f16 and bf16,
 // f32 to and from i32, f32, f16 or bf16 to a quantized type the CPU
-// quantizes to (not the iq1, iq2 and iq3 types), and a quantized type to
-// f32.
+// quantizes to (not the iq1, iq2 and iq3 types; a.ne0 then at most
+// b.ne0), and a quantized type to f32.
 func (c *Context) Cpy(a, b *Tensor) *Tensor {
 	const op = "cpy"
 	if p := c.begin(op, a, b); p != nil {

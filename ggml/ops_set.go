@@ -257,6 +257,12 @@ func (c *Context) copyRules(op string, a *Tensor, to Type, dst *Tensor, inputs .
 		if bs := to.BlockSize(); a.Ne()[0]%bs != 0 {
 			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], to, bs), inputs...)
 		}
+		// It converts each row to f32 in a work buffer that ggml sizes by
+		// the destination's rows (ggml_graph_plan): a longer row of a
+		// overflows it (a segfault).
+		if dst != nil && a.Ne()[0] > dst.Ne()[0] {
+			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) > the destination's ne0 (%d): ggml converts a's rows in a buffer sized by the destination's rows; reshape the destination", a.Ne()[0], dst.Ne()[0]), inputs...)
+		}
 	}
 	if a.Type().IsQuantized() && a.Type() != to && dst != nil {
 		// ggml dequantizes a block at a time into the destination's rows.
