@@ -76,7 +76,10 @@ func (c *Context) binary(op string, a, b *Tensor, f func() *C.struct_ggml_tensor
 }
 
 // Add returns a + b, element-wise; b is broadcast (repeated) to a's shape
-// (ggml_add).
+// (ggml_add). a and b are f32, f16 or bf16 with b of a's type or f32; or a
+// is of a quantized type the CPU converts to f32 and back (not q8_1, q8_K
+// or the iq1, iq2 and iq3 types), with b f32 of a's shape. Sub, Mul and
+// Div take the float types only.
 func (c *Context) Add(a, b *Tensor) *Tensor {
 	return c.binary("add", a, b, func() *C.struct_ggml_tensor { return C.ggml_add(c.c, a.c, b.c) })
 }
