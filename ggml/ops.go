@@ -51,35 +51,12 @@ func isEmpty(t *Tensor) bool {
 
 func sameShape(a, b *Tensor) bool { return a.Ne() == b.Ne() }
 
-// binaryTypes reports whether ggml's element-wise kernels take a of type
-// ta and b of type tb (result of type ta); add also takes quantized a with
-// f32 b.
-func binaryTypes(op string, ta, tb Type) bool {
-	switch {
-	case ta == tb && (ta == TypeF32 || ta == TypeF16 || ta == TypeBF16):
-		return true
-	case tb == TypeF32 && (ta == TypeF16 || ta == TypeBF16):
-		return true
-	case op == "add" && tb == TypeF32 && addQuantTypes[ta]:
-		return true
-	}
-	return false
-}
-
-// addQuantTypes are the quantized types ggml's CPU add kernel takes as a.
-var addQuantTypes = map[Type]bool{
-	TypeQ4_0: true, TypeQ4_1: true, TypeQ5_0: true, TypeQ5_1: true, TypeQ8_0: true, TypeMXFP4: true,
-	TypeQ2_K: true, TypeQ3_K: true, TypeQ4_K: true, TypeQ5_K: true, TypeQ6_K: true, TypeTQ1_0: true, TypeTQ2_0: true,
-	TypeIQ2_XXS: true, TypeIQ2_XS: true, TypeIQ3_XXS: true, TypeIQ1_S: true, TypeIQ1_M: true, TypeIQ4_NL: true,
-	TypeIQ4_XS: true, TypeIQ3_S: true, TypeIQ2_S: true,
-}
-
 func (c *Context) binary(op string, a, b *Tensor, f func() *C.struct_ggml_tensor) *Tensor {
 	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
-	if !binaryTypes(op, a.Type(), b.Type()) {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels take a and b both f32, f16 or bf16, or a f16/bf16 with b f32, not a %v with b %v", a.Type(), b.Type()), a, b)
+	if p := c.checkTypes(op, a.Type(), a, b); p != nil {
+		return p
 	}
 	if !canRepeat(b, a) {
 		return c.fail(op, ErrShape, fmt.Sprintf("b %v cannot be broadcast to a %v: each a.ne[i] must be a multiple of b.ne[i]", b.Ne(), a.Ne()), a, b)
@@ -100,7 +77,10 @@ func (c *Context) binary(op string, a, b *Tensor, f func() *C.struct_ggml_tensor
 }
 
 // Add returns a + b, element-wise; b is broadcast (repeated) to a's shape
-// (ggml_add).
+// (ggml_add). a and b are f32, f16 or bf16 with b of a's type or f32; or a
+// is of a quantized type the CPU converts to f32 and back (not q8_1, q8_K
+// or the iq1, iq2 and iq3 types), with b f32 of a's shape. Sub, Mul and
+// Div take the float types only.
 func (c *Context) Add(a, b *Tensor) *Tensor {
 	return c.binary("add", a, b, func() *C.struct_ggml_tensor { return C.ggml_add(c.c, a.c, b.c) })
 }
@@ -149,10 +129,15 @@ func (c *Context) scale(op string, a *Tensor, f func() *C.struct_ggml_tensor) *T
 // MulMat returns the matrix product of a and b as ggml defines it: with a of
 // shape [k, m] and b of shape [k, n] the result is [m, n] (f32), result[i,j]
 // = sum over k of a[k,i]*b[k,j]; that is b times a transposed. a is
-// broadcast over b's dimensions 2 and 3 (ggml_mul_mat).
+// broadcast over b's dimensions 2 and 3 (ggml_mul_mat). a's type needs a
+// dot product on the CPU; b is f32, or already of the type the CPU converts
+// b to for a (f16 for f16 a, q8_0 for q4_0, q8_K for the k-quants, ...).
 func (c *Context) MulMat(a, b *Tensor) *Tensor {
 	const op = "mul_mat"
 	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	if p := c.checkTypes(op, TypeF32, a, b); p != nil {
 		return p
 	}
 	an, bn := a.Ne(), b.Ne()
@@ -163,8 +148,6 @@ func (c *Context) MulMat(a, b *Tensor) *Tensor {
 		return c.fail(op, ErrShape, fmt.Sprintf("b.ne2 (%d) must be a multiple of a.ne2 (%d)", bn[2], an[2]), a, b)
 	case an[3] == 0 || bn[3]%an[3] != 0:
 		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be a multiple of a.ne3 (%d)", bn[3], an[3]), a, b)
-	case !types[a.Type()].vecDot:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml has no dot product for a of type %v", a.Type()), a, b)
 	case a.IsTransposed():
 		return c.fail(op, ErrShape, "a must not be transposed (nb0 > nb1); make it contiguous with Cont", a, b)
 	case a.Nb()[0] != a.Type().Size() || b.Nb()[0] != b.Type().Size():
@@ -519,12 +502,15 @@ func (c *Context) GetRows(a, b *Tensor) *Tensor {
 	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
+	ty := TypeF32
+	if a.Type() == TypeI32 {
+		ty = TypeI32
+	}
+	if p := c.checkTypes(op, ty, a, b); p != nil {
+		return p
+	}
 	an, bn := a.Ne(), b.Ne()
 	switch {
-	case b.Type() != TypeI32:
-		return c.fail(op, ErrType, fmt.Sprintf("b holds row indices and must be i32, not %v", b.Type()), a, b)
-	case !getRowsTypes[a.Type()]:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel cannot read rows of %v", a.Type()), a, b)
 	case an[2] != bn[1]:
 		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != b.ne1 (%d)", an[2], bn[1]), a, b)
 	case an[3] != bn[2]:
@@ -544,10 +530,6 @@ func (c *Context) GetRows(a, b *Tensor) *Tensor {
 			return c.fail(op, ErrShape, fmt.Sprintf("the indices (an argsort of rows of %d) can exceed a's %d rows", bound, an[1]), a, b)
 		}
 	}
-	ty := TypeF32
-	if a.Type() == TypeI32 {
-		ty = TypeI32
-	}
 	if p := c.ensure(op, ty, [MaxDims]int64{an[0], bn[0], bn[1], bn[2]}, nil, a, b); p != nil {
 		return p
 	}
@@ -556,7 +538,10 @@ func (c *Context) GetRows(a, b *Tensor) *Tensor {
 
 // Cpy copies a into b, converting to b's type, and returns a view of b that
 // the graph computes (ggml_cpy). a and b must have the same number of
-// elements.
+// elements. The conversions are a type to itself, among f32, f16 and bf16,
+// f32 to and from i32, f32, f16 or bf16 to a quantized type the CPU
+// quantizes to (not the iq1, iq2 and iq3 types; a.ne0 then at most
+// b.ne0), and a quantized type to f32.
 func (c *Context) Cpy(a, b *Tensor) *Tensor {
 	const op = "cpy"
 	if p := c.begin(op, a, b); p != nil {
@@ -572,36 +557,6 @@ func (c *Context) Cpy(a, b *Tensor) *Tensor {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cpy(c.c, a.c, b.c) }, a, b)
-}
-
-// getRowsTypes are the types ggml's CPU get_rows kernel reads.
-var getRowsTypes = map[Type]bool{
-	TypeF32: true, TypeI32: true, TypeF16: true, TypeBF16: true,
-	TypeQ4_0: true, TypeQ4_1: true, TypeQ5_0: true, TypeQ5_1: true, TypeQ8_0: true, TypeQ8_1: true,
-	TypeMXFP4: true, TypeQ2_K: true, TypeQ3_K: true, TypeQ4_K: true, TypeQ5_K: true, TypeQ6_K: true,
-	TypeIQ2_XXS: true, TypeIQ2_XS: true, TypeIQ3_XXS: true, TypeIQ1_S: true, TypeIQ1_M: true,
-	TypeIQ4_NL: true, TypeIQ4_XS: true, TypeIQ3_S: true, TypeIQ2_S: true,
-}
-
-// copyTypes reports whether ggml's copy kernels (cpy, cont, dup, cast)
-// convert from to to: any type to itself, between f32, f16 and bf16, f32
-// to and from i32, f32, f16 and bf16 to any type the CPU quantizes to
-// (from_float), and any quantized type to f32.
-func copyTypes(from, to Type) bool {
-	isFloat := func(t Type) bool { return t == TypeF32 || t == TypeF16 || t == TypeBF16 }
-	switch {
-	case from == to:
-		return true
-	case isFloat(from) && isFloat(to):
-		return true
-	case from == TypeF32 && to == TypeI32, from == TypeI32 && to == TypeF32:
-		return true
-	case isFloat(from) && to.IsQuantized():
-		return types[to].fromFloat
-	case from.IsQuantized() && to == TypeF32:
-		return from.CanDequantize()
-	}
-	return false
 }
 
 // indexBound returns an upper bound (exclusive) on the values of an i32

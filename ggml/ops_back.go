@@ -64,37 +64,35 @@ func (c *Context) acc(a, b *Tensor, nb1, nb2, nb3, offset uint64, inPlace bool) 
 }
 
 // AddCast returns a + b as a tensor of type t (ggml_add_cast): a is f16 or
-// bf16 (t then f32 or a's type, b f32 broadcast along rows) or quantized (t
-// a type the CPU quantizes to, b f32 of a's shape).
+// bf16 (b of a's type broadcast along rows with t a's type, or b f32 with t
+// f32 or a's type) or quantized with a conversion to f32 (t then a type the
+// CPU converts f32 to, b f32 of a's shape).
 func (c *Context) AddCast(a, b *Tensor, t Type) *Tensor {
 	const op = "add_cast"
 	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
 	at := a.Type()
+	if !t.Valid() {
+		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), a, b)
+	}
+	if p := c.checkTypes(op, t, a, b); p != nil {
+		return p
+	}
 	switch {
-	case b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case !at.IsQuantized() && at != TypeF16 && at != TypeBF16:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml_add_cast takes a of f16, bf16 or a quantized type, not %v", at), a, b)
 	case !adjacent(a) || !adjacent(b):
 		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0; copy them with Cont", a, b)
 	case b.Ne()[0] != a.Ne()[0] || !canRepeat(b, a):
 		return c.fail(op, ErrShape, fmt.Sprintf("b %v must have a's rows (ne0 %d) and broadcast to a %v", b.Ne(), a.Ne()[0], a.Ne()), a, b)
-	case at == TypeF16 || at == TypeBF16:
-		if t != TypeF32 && t != at {
-			return c.fail(op, ErrType, fmt.Sprintf("with a %v the result must be f32 or %v, not %v", at, at, t), a, b)
-		}
-	case addQuantTypes[at]:
-		if !t.Valid() || !types[t].fromFloat {
-			return c.fail(op, ErrType, fmt.Sprintf("ggml's CPU cannot convert the sum to %v", t), a, b)
-		}
+	case at.IsQuantized():
 		if !sameShape(a, b) {
 			return c.fail(op, ErrShape, "with a quantized, b must have a's shape", a, b)
 		}
 		if a.Ne()[0]%t.BlockSize() != 0 {
 			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size", a.Ne()[0], t), a, b)
 		}
-	default:
-		return c.fail(op, ErrType, fmt.Sprintf("a must be f16, bf16 or quantized, not %v", at), a, b)
 	}
 	if p := c.ensure(op, t, a.Ne(), nil, a, b); p != nil {
 		return p

@@ -48,16 +48,6 @@ type FlashAttnParams struct {
 	Precision Precision // ggml_flash_attn_ext_set_prec
 }
 
-// fattnK reports whether the CPU kernel reads K of type t: it needs a dot
-// product for t whose other operand type the CPU can convert f32 to.
-func fattnK(t Type) bool {
-	if !t.Valid() || !types[t].vecDot {
-		return false
-	}
-	vt := Type(C.ggml_get_type_traits_cpu(C.enum_ggml_type(t)).vec_dot_type)
-	return vt.Valid() && types[vt].fromFloat
-}
-
 // FlashAttnExt is fused attention: for each query row n of head h,
 // softmax over the keys j of (scale·q·k_j + slope_h·mask[j, n]) weighs
 // the rows of v (ggml_flash_attn_ext). q is f32 [D, N, H, B]; k is
@@ -77,14 +67,11 @@ func (c *Context) FlashAttnExt(q, k, v, mask *Tensor, p FlashAttnParams) *Tensor
 	if r := c.begin(op, inputs...); r != nil {
 		return r
 	}
+	if r := c.checkTypeList(op, TypeF32, []Type{q.Type(), k.Type(), v.Type()}, inputs...); r != nil {
+		return r
+	}
 	qn, kn, vn := q.Ne(), k.Ne(), v.Ne()
 	switch {
-	case q.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("q must be f32, not %v", q.Type()), inputs...)
-	case !fattnK(k.Type()):
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's CPU kernel cannot take k of type %v", k.Type()), inputs...)
-	case v.Type() != TypeF32 && !v.Type().CanDequantize():
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's CPU kernel cannot read v of type %v", v.Type()), inputs...)
 	case !adjacent(q) || !adjacent(k) || !adjacent(v):
 		return c.fail(op, ErrShape, "q's, k's and v's elements must be adjacent in dimension 0; copy them with Cont", inputs...)
 	case qn[0] != kn[0]:

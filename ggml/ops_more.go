@@ -184,8 +184,9 @@ func (c *Context) Arange(start, stop, step float32) *Tensor {
 }
 
 // Add1 returns a + b, b a tensor of one element added to every element of
-// a (ggml_add1). a is f32, f16 or bf16 and contiguous; b is f32 or of a's
-// type.
+// a (ggml_add1). a is contiguous: f32 with b f32, f16 or bf16 with b f32 or
+// of a's type, or quantized with b f32 when the CPU converts a's type to
+// f32 and back (the sum is requantized; a.ne3 must then be 1).
 func (c *Context) Add1(a, b *Tensor) *Tensor {
 	return c.add1(a, b, false)
 }
@@ -195,16 +196,19 @@ func (c *Context) add1(a, b *Tensor, inPlace bool) *Tensor {
 	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
-	at, bt := a.Type(), b.Type()
+	if p := c.checkTypes(op, a.Type(), a, b); p != nil {
+		return p
+	}
+	at := a.Type()
 	switch {
-	case at != TypeF32 && at != TypeF16 && at != TypeBF16:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels take a of f32, f16 or bf16, not %v", at), a, b)
-	case bt != TypeF32 && bt != at:
-		return c.fail(op, ErrType, fmt.Sprintf("b must be f32 or a's type %v, not %v", at, bt), a, b)
 	case b.Elements() != 1:
 		return c.fail(op, ErrShape, fmt.Sprintf("b must hold one element, not %d", b.Elements()), a, b)
 	case !dense(a):
 		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a, b)
+	case at.IsQuantized() && a.Ne()[3] != 1:
+		// ggml_compute_forward_add1_q_f32 places row (i1, i2, i3) at
+		// i1*nb1 + i2*nb2 + i3*nb0: rows of i3 > 0 land on others.
+		return c.fail(op, ErrShape, fmt.Sprintf("with a quantized a, a.ne3 (%d) must be 1: ggml's kernel misplaces the rows of dimension 3", a.Ne()[3]), a, b)
 	}
 	if p := c.ensure(op, at, a.Ne(), nil, a, b); p != nil {
 		return p

@@ -156,9 +156,6 @@ func (c *Context) L2Norm(a *Tensor, eps float32) *Tensor {
 	return c.norm("l2_norm", a, eps, func() *C.struct_ggml_tensor { return C.ggml_l2_norm(c.c, a.c, C.float(eps)) })
 }
 
-// repeatTypes are the types ggml's CPU repeat kernel takes.
-var repeatTypes = map[Type]bool{TypeF32: true, TypeF16: true, TypeBF16: true, TypeI16: true, TypeI32: true}
-
 // Repeat tiles a to b's shape: each b.ne[i] must be a multiple of a.ne[i]
 // (ggml_repeat). The result has a's type and b's shape.
 func (c *Context) Repeat(a, b *Tensor) *Tensor {
@@ -166,8 +163,8 @@ func (c *Context) Repeat(a, b *Tensor) *Tensor {
 	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
-	if !repeatTypes[a.Type()] {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel cannot repeat %v", a.Type()), a, b)
+	if p := c.checkTypes(op, a.Type(), a); p != nil {
+		return p
 	}
 	if !canRepeat(a, b) {
 		return c.fail(op, ErrShape, fmt.Sprintf("a %v cannot be tiled to b %v: each b.ne[i] must be a multiple of a.ne[i]", a.Ne(), b.Ne()), a, b)
@@ -181,9 +178,6 @@ func (c *Context) Repeat(a, b *Tensor) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_repeat(c.c, a.c, b.c) }, a, b)
 }
 
-// concatTypes are the types ggml's CPU concat kernel takes.
-var concatTypes = map[Type]bool{TypeF32: true, TypeF16: true, TypeBF16: true, TypeI16: true, TypeI8: true, TypeI32: true}
-
 // Concat joins a and b along dimension dim; the other dimensions must be
 // equal, and the types the same (ggml_concat).
 func (c *Context) Concat(a, b *Tensor, dim int) *Tensor {
@@ -194,11 +188,8 @@ func (c *Context) Concat(a, b *Tensor, dim int) *Tensor {
 	if dim < 0 || dim >= MaxDims {
 		return c.fail(op, ErrInvalid, fmt.Sprintf("dim %d is not 0 to %d", dim, MaxDims-1), a, b)
 	}
-	if a.Type() != b.Type() {
-		return c.fail(op, ErrType, fmt.Sprintf("a is %v, b %v: they must be the same type", a.Type(), b.Type()), a, b)
-	}
-	if !concatTypes[a.Type()] {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel cannot concatenate %v", a.Type()), a, b)
+	if p := c.checkTypes(op, a.Type(), a, b); p != nil {
+		return p
 	}
 	an, bn := a.Ne(), b.Ne()
 	ne := an

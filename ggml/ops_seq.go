@@ -122,15 +122,6 @@ func seqThreadLimit(t *C.struct_ggml_tensor) int64 {
 	return 0
 }
 
-// seqOutProdQuant are the quantized types ggml's CPU out_prod kernel
-// dequantizes (f16 and bf16 a abort there).
-var seqOutProdQuant = map[Type]bool{
-	TypeQ4_0: true, TypeQ4_1: true, TypeQ5_0: true, TypeQ5_1: true, TypeQ8_0: true, TypeMXFP4: true,
-	TypeQ2_K: true, TypeQ3_K: true, TypeQ4_K: true, TypeQ5_K: true, TypeQ6_K: true, TypeTQ1_0: true, TypeTQ2_0: true,
-	TypeIQ2_XXS: true, TypeIQ2_XS: true, TypeIQ3_XXS: true, TypeIQ1_S: true, TypeIQ1_M: true, TypeIQ4_NL: true,
-	TypeIQ4_XS: true, TypeIQ3_S: true, TypeIQ2_S: true,
-}
-
 // OutProd returns the outer products of the columns of a and b summed over
 // their shared dimension 1 (ggml_out_prod): with a of shape [m, k] and b of
 // shape [n, k] the result is f32 [m, n], result[i,j] = sum over x of
@@ -144,12 +135,11 @@ func (c *Context) OutProd(a, b *Tensor) *Tensor {
 	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
+	if p := c.checkTypes(op, TypeF32, a, b); p != nil {
+		return p
+	}
 	an, bn := a.Ne(), b.Ne()
 	switch {
-	case a.Type() != TypeF32 && !seqOutProdQuant[a.Type()]:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes a of f32 or a block-quantized type, not %v", a.Type()), a, b)
-	case b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
 	case an[1] != bn[1]:
 		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) != b.ne1 (%d): the summed dimension is dimension 1 of both", an[1], bn[1]), a, b)
 	case an[2] == 0 || bn[2]%an[2] != 0:
@@ -197,21 +187,13 @@ func (c *Context) MulMatID(as, b, ids *Tensor) *Tensor {
 	if p := c.begin(op, as, b, ids); p != nil {
 		return p
 	}
+	if p := c.checkTypes(op, TypeF32, as, b); p != nil {
+		return p
+	}
 	an, bn, in := as.Ne(), b.Ne(), ids.Ne()
-	vdt := Type(C.ggml_get_type_traits_cpu(C.enum_ggml_type(as.Type())).vec_dot_type)
 	switch {
-	case !types[as.Type()].vecDot:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml has no dot product for as of type %v", as.Type()), as, b, ids)
 	case ids.Type() != TypeI32:
 		return c.fail(op, ErrType, fmt.Sprintf("ids must be i32, not %v", ids.Type()), as, b, ids)
-	case b.Type() != TypeF32 && b.Type() != vdt:
-		rule := fmt.Sprintf("b must be f32, not %v", b.Type())
-		if vdt != TypeF32 {
-			rule = fmt.Sprintf("b must be f32 or %v (the type ggml converts b to for as of %v), not %v", vdt, as.Type(), b.Type())
-		}
-		return c.fail(op, ErrType, rule, as, b, ids)
-	case b.Type() == TypeF32 && vdt != TypeF32 && C.ggml_get_type_traits_cpu(C.enum_ggml_type(vdt)).from_float == nil:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml cannot convert an f32 b to %v for as of %v", vdt, as.Type()), as, b, ids)
 	case an[3] != 1:
 		return c.fail(op, ErrShape, fmt.Sprintf("as must be 3-d, one matrix per expert (ne3 %d != 1)", an[3]), as, b, ids)
 	case bn[3] != 1:

@@ -119,8 +119,8 @@ func (c *Context) Repeat4D(a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor {
 	}
 	ne := [MaxDims]int64{ne0, ne1, ne2, ne3}
 	an := a.Ne()
-	if !repeatTypes[a.Type()] {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel cannot repeat %v", a.Type()), a)
+	if p := c.checkTypes(op, a.Type(), a); p != nil {
+		return p
 	}
 	for i := range MaxDims {
 		if ne[i] < 0 {
@@ -245,8 +245,8 @@ func (c *Context) Cast(a *Tensor, t Type) *Tensor {
 // copyRules checks a copy of a converted to type to, into dst (Cpy) or,
 // when dst is nil, into a new contiguous tensor (Cast, Dup).
 func (c *Context) copyRules(op string, a *Tensor, to Type, dst *Tensor, inputs ...*Tensor) *Tensor {
-	if !copyTypes(a.Type(), to) {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels cannot convert %v to %v", a.Type(), to), inputs...)
+	if p := c.checkTypeList(op, to, []Type{a.Type()}, inputs...); p != nil {
+		return p
 	}
 	if to.IsQuantized() && a.Type() != to {
 		if !a.IsContiguous() || (dst != nil && !dst.IsContiguous()) {
@@ -255,6 +255,12 @@ func (c *Context) copyRules(op string, a *Tensor, to Type, dst *Tensor, inputs .
 		// ggml quantizes a row of a at a time.
 		if bs := to.BlockSize(); a.Ne()[0]%bs != 0 {
 			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], to, bs), inputs...)
+		}
+		// It converts each row to f32 in a work buffer that ggml sizes by
+		// the destination's rows (ggml_graph_plan): a longer row of a
+		// overflows it (a segfault).
+		if dst != nil && a.Ne()[0] > dst.Ne()[0] {
+			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) > the destination's ne0 (%d): ggml converts a's rows in a buffer sized by the destination's rows; reshape the destination", a.Ne()[0], dst.Ne()[0]), inputs...)
 		}
 	}
 	if a.Type().IsQuantized() && a.Type() != to && dst != nil {
@@ -394,14 +400,11 @@ func (c *Context) SetRows(a, b, idx *Tensor) *Tensor {
 	if p := c.begin(op, a, b, idx); p != nil {
 		return p
 	}
+	if p := c.checkTypes(op, a.Type(), a, b, idx); p != nil {
+		return p
+	}
 	an, bn, in := a.Ne(), b.Ne(), idx.Ne()
 	switch {
-	case !types[a.Type()].fromFloat:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's CPU cannot convert f32 to %v", a.Type()), a, b, idx)
-	case b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b, idx)
-	case idx.Type() != TypeI32 && idx.Type() != TypeI64:
-		return c.fail(op, ErrType, fmt.Sprintf("idx must be i32 or i64, not %v", idx.Type()), a, b, idx)
 	case an[0] != bn[0]:
 		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) != b.ne0 (%d)", an[0], bn[0]), a, b, idx)
 	case an[2] != bn[2] || an[3] != bn[3]:
