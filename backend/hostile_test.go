@@ -37,16 +37,38 @@ type products struct {
 }
 
 func newProducts(t *testing.T, rng *rand.Rand, be *backend.Backend, k, m, n, count int) *products {
+	return newProductsOf(t, rng, be, ggml.TypeF32, k, m, n, count)
+}
+
+// newProductsOf is newProducts with weights of type wt (f32 or f16). With
+// f16 weights ggml converts x to f16 in the backend's work buffer, which
+// two computes at once on one backend would share.
+func newProductsOf(t *testing.T, rng *rand.Rand, be *backend.Backend, wt ggml.Type, k, m, n, count int) *products {
 	t.Helper()
 	p := &products{be: be, k: k, m: m, n: n}
 	var err error
 	p.wctx, err = ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
 	require.NoError(t, err)
-	p.w = p.wctx.NewTensor(ggml.TypeF32, int64(k), int64(m))
+	p.w = p.wctx.NewTensor(wt, int64(k), int64(m))
 	p.wbuf, err = backend.AllocContextTensors(p.wctx, be)
 	require.NoError(t, err)
 	wv := randF32s(rng, k*m)
-	require.NoError(t, ggml.SetData(p.w, wv))
+	xq := func(v []float32) []float32 { return v } // what the kernel sees of x
+	if wt == ggml.TypeF32 {
+		require.NoError(t, ggml.SetData(p.w, wv))
+	} else {
+		round := func(v []float32) []float32 {
+			b, err := ggml.Quantize(wt, v, int64(k), nil)
+			require.NoError(t, err)
+			out, err := ggml.Dequantize(wt, b)
+			require.NoError(t, err)
+			return out
+		}
+		b, err := ggml.Quantize(wt, wv, int64(k), nil)
+		require.NoError(t, err)
+		require.NoError(t, ggml.SetBytes(p.w, b))
+		wv, xq = round(wv), round
+	}
 	p.cctx, err = ggml.NewContext(ggml.ContextParams{MaxTensors: count + 1, NoAlloc: true, Graph: true})
 	require.NoError(t, err)
 	p.x = p.cctx.NewTensor(ggml.TypeF32, int64(k), int64(n)).SetInput()
@@ -59,12 +81,13 @@ func newProducts(t *testing.T, rng *rand.Rand, be *backend.Backend, k, m, n, cou
 	require.NoError(t, err)
 	p.xv = randF32s(rng, k*n)
 	require.NoError(t, ggml.SetData(p.x, p.xv))
+	xs := xq(p.xv)
 	p.ref = make([]float64, m*n)
 	for j := range n {
 		for i := range m {
 			s := 0.0
 			for l := range k {
-				s += float64(wv[i*k+l]) * float64(p.xv[j*k+l])
+				s += float64(wv[i*k+l]) * float64(xs[j*k+l])
 			}
 			p.ref[j*m+i] = s
 		}
@@ -132,18 +155,21 @@ func TestBufferCloseDuringCompute(t *testing.T) {
 func TestBackendComputeFromTwoGoroutines(t *testing.T) {
 	rng := newRNG(t)
 	be := cpu(t)
-	ps := []*products{newProducts(t, rng, be, 64, 64, 16, 4), newProducts(t, rng, be, 64, 48, 8, 4)}
+	ps := []*products{newProductsOf(t, rng, be, ggml.TypeF16, 64, 64, 16, 4), newProductsOf(t, rng, be, ggml.TypeF16, 64, 48, 8, 4)}
 	var busy atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for _, p := range ps {
+	const want = 40 // verified computes each goroutine must do
+	done := make([]int, len(ps))
+	for i, p := range ps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 150 {
+			for attempt := 0; done[i] < want && attempt < 100000; attempt++ {
 				err := be.Compute(context.Background(), p.g)
 				if errors.Is(err, ggml.ErrBusy) {
 					busy.Add(1)
+					time.Sleep(10 * time.Microsecond)
 					continue
 				}
 				if err != nil {
@@ -158,6 +184,7 @@ func TestBackendComputeFromTwoGoroutines(t *testing.T) {
 					errs <- err
 					return
 				}
+				done[i]++
 			}
 		}()
 	}
@@ -166,6 +193,7 @@ func TestBackendComputeFromTwoGoroutines(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
+	assert.Equal(t, []int{want, want}, done, "verified computes per goroutine")
 	t.Logf("%d computes refused with ErrBusy", busy.Load())
 }
 
