@@ -29,6 +29,12 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if err := placeable("TensorAlloc", tc); err != nil {
 		return err
 	}
+	release, err := bridge.ClaimContext(t.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+
 	defer runtime.KeepAlive(buf)
 	defer runtime.KeepAlive(t)
 	if err := hasBase("TensorAlloc", buf); err != nil {
@@ -138,6 +144,12 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if err := placeable("Tallocr.Alloc", tc); err != nil {
 		return err
 	}
+	release, err := bridge.ClaimContext(t.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+
 	defer runtime.KeepAlive(a.buf)
 	defer runtime.KeepAlive(t)
 	size := uint64(C.ggml_backend_buffer_get_alloc_size(a.buf.c, tc))
@@ -257,6 +269,11 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 		return err
 	}
 	defer a.life.Leave()
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return a.reserveN(g, nodeBuffers, leafBuffers)
 }
 
@@ -316,6 +333,11 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer a.life.Leave()
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return err
+	}
+	defer release()
 	gp, err := graphPtr(g)
 	if err != nil {
 		return err

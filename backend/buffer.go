@@ -414,6 +414,11 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	if err != nil {
 		return nil, err
 	}
+	release, err := bridge.ClaimContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if !ctx.NoAlloc() {
 		return nil, fmt.Errorf("%w: AllocContextTensors needs a NoAlloc context; this one keeps data in its own memory", ggml.ErrInvalid)
 	}

@@ -26,6 +26,10 @@ func init() {
 		}
 		return unsafe.Pointer(t.c), nil
 	}
+	bridge.StorageErr = func(v any) error {
+		t, _ := v.(*Tensor)
+		return t.storageErr()
+	}
 	bridge.ContextPtr = func(v any) (unsafe.Pointer, error) {
 		c, _ := v.(*Context)
 		switch {
@@ -85,6 +89,24 @@ func init() {
 	}
 	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l *bridge.Life, owner any) (any, func()) {
 		return adoptGraph(ctxs, g, l, owner)
+	}
+	bridge.ClaimContext = func(v any) (func(), error) {
+		var c *Context
+		switch x := v.(type) {
+		case *Context:
+			c = x
+		case *Graph:
+			if x != nil {
+				c = x.ctx
+			}
+		}
+		if c == nil || c.life == nil {
+			return nil, fmt.Errorf("%w: nil context or graph", ErrInvalid)
+		}
+		if err := c.life.EnterAlone("the context"); err != nil {
+			return nil, err
+		}
+		return c.life.Leave, nil
 	}
 	bridge.GraphSources = func(v any) bool { return v.(*Graph).sourcesIntact() }
 	bridge.GraphVersion = func(v any) uint64 { return v.(*Graph).version }

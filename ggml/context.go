@@ -164,7 +164,7 @@ func freeContext(r contextRes) {
 }
 
 func newContextLife() *bridge.Life {
-	return bridge.NewLife(nil, fmt.Errorf("%w: the context is closed", ErrClosed), nil)
+	return bridge.NewExclusive(fmt.Errorf("%w: the context is closed", ErrClosed))
 }
 
 // Close frees the context and the memory of its tensors (ggml_free). Its

@@ -258,3 +258,47 @@ func TestCustomOpSeesCancel(t *testing.T) {
 	require.ErrorIs(t, be.Compute(ctx, g), context.Canceled)
 	require.True(t, sawCancel.Load(), "the op returned before it saw the cancel")
 }
+
+// Placing tensors anew (AllocContextTensors, a graph allocator) while a
+// compute reads them would move memory under the compute's feet: refused
+// with ErrBusy, here from a custom op of that compute.
+func TestReallocateDuringCompute(t *testing.T) {
+	rng := newRNG(t)
+	be := cpuBackend(t)
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	x := c.NewTensor(ggml.TypeF32, 16).SetInput()
+	ga, err := backend.NewGallocr(be.DefaultBufferType())
+	require.NoError(t, err)
+	defer ga.Close()
+	var g *ggml.Graph
+	var allocErr, gallocErr error
+	y := c.MapCustom1(x, func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
+		if ith == 0 {
+			_, allocErr = backend.AllocContextTensors(c, be)
+			gallocErr = ga.AllocGraph(g)
+			copy(dst.Float32s(), src[0].Float32s())
+		}
+	}, 1)
+	g, err = c.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	xv := randF32(rng, 16)
+	require.NoError(t, ggml.SetData(x, xv))
+	require.NoError(t, buf.Close()) // the next allocation would place x anew
+	_, err = ggml.Data[float32](x)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+	buf2, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf2.Close()
+	require.NoError(t, ggml.SetData(x, xv))
+	require.NoError(t, be.Compute(context.Background(), g))
+	require.ErrorIs(t, allocErr, ggml.ErrBusy)
+	require.ErrorIs(t, gallocErr, ggml.ErrBusy)
+	got, err := ggml.Data[float32](y)
+	require.NoError(t, err)
+	assert.Equal(t, xv, got)
+}

@@ -93,10 +93,7 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 		} else {
 			// Pre-allocated: its memory must be alive, in a buffer, and
 			// some backend must run its op where it lives.
-			var h bridge.Holds
-			_, err := bridge.TensorStorage(t, &h)
-			h.Release()
-			if err != nil {
+			if err := bridge.StorageErr(t); err != nil {
 				return nil, nil, fmt.Errorf("sched: %v: %w", t, err)
 			}
 			if base.buffer == nil {
@@ -164,6 +161,11 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer s.leave()
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return err
+	}
+	defer release()
 	gp, fresh, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -217,6 +219,11 @@ func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
 		return nil, err
 	}
 	defer s.leave()
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	gp, _, err := s.prepare(g)
 	if err != nil {
 		return nil, err
@@ -249,6 +256,11 @@ func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer s.leave()
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return err
+	}
+	defer release()
 	gp, _, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -276,6 +288,11 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 }
 
 func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return err
+	}
+	defer release()
 	if s != nil && s.graph != nil {
 		return fmt.Errorf("%w: the scheduler holds an allocated graph; Reset it first", ggml.ErrInvalid)
 	}

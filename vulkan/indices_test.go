@@ -52,3 +52,25 @@ func TestDeviceIndicesChecked(t *testing.T) {
 		assert.Equal(t, av[int(r)*8:int(r)*8+8], got[i*8:i*8+8])
 	}
 }
+
+// An op the Vulkan backend does not support is refused by Compute with
+// backend.ErrUnsupported naming it (out_prod has no Vulkan kernel here).
+func TestComputeUnsupportedOp(t *testing.T) {
+	be := vk(t)
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(ggml.TypeF32, 4, 3)
+	y := c.OutProd(a, c.NewTensor(ggml.TypeF32, 5, 3))
+	if be.SupportsOp(y) {
+		t.Skip("this Vulkan device runs out_prod; no unsupported op to try")
+	}
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	err = be.Compute(context.Background(), g)
+	require.ErrorIs(t, err, backend.ErrUnsupported)
+	require.Contains(t, err.Error(), "OUT_PROD")
+}

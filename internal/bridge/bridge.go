@@ -102,6 +102,9 @@ var (
 	// data can be read and written now (allocated, its memory alive), and
 	// holds that memory in h: release h when done with the data.
 	TensorStorage func(t any, h *Holds) (unsafe.Pointer, error)
+	// StorageErr returns why tensor t's data cannot be used now (not
+	// allocated, its memory gone), or nil; it holds nothing.
+	StorageErr func(t any) error
 	// ContextPtr returns the *C.struct_ggml_context of an open context
 	// whose sticky error is nil.
 	ContextPtr func(c any) (unsafe.Pointer, error)
@@ -128,6 +131,10 @@ var (
 	// tensors Go knows (a scheduler redirects them to its copies when it
 	// splits a graph across backends).
 	GraphSources func(g any) bool
+	// ClaimContext starts the rewriting of where tensors live, in context
+	// v (a *ggml.Context) or a graph's context (a *ggml.Graph): ErrBusy
+	// while a compute or transfer uses it, and none starts until release.
+	ClaimContext func(v any) (release func(), err error)
 	// GraphVersion changes whenever graph g's node list changes.
 	GraphVersion func(g any) uint64
 	// RestoreSources points every node's C sources back at the tensors Go

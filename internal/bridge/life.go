@@ -32,6 +32,9 @@ type Life struct {
 	closedErr error
 	free      func()
 	placement bool // one allocation of a scheduler or graph allocator
+	// busyBlocks makes Acquire fail with ErrBusy during exclusive work
+	// (a context while an allocator rewrites its tensors).
+	busyBlocks bool
 }
 
 const (
@@ -45,6 +48,12 @@ const (
 // once, when the Life is closed and has no users.
 func NewLife(parent *Life, closedErr error, free func()) *Life {
 	return &Life{parent: parent, closedErr: closedErr, free: free}
+}
+
+// NewExclusive returns an open Life whose exclusive work (EnterAlone) runs
+// alone: no user may be in, and none may Acquire meanwhile (ErrBusy).
+func NewExclusive(closedErr error) *Life {
+	return &Life{closedErr: closedErr, busyBlocks: true}
 }
 
 // NewPlacement returns the Life of the tensors one allocation of a
@@ -89,6 +98,12 @@ func (l *Life) Acquire() error {
 				l.parent.Release()
 			}
 			return l.closedErr
+		}
+		if l.busyBlocks && s&lifeBusy != 0 {
+			if l.parent != nil {
+				l.parent.Release()
+			}
+			return fmt.Errorf("%w: its tensors are being placed in memory on another goroutine", ErrBusy)
 		}
 		if s&lifeUsers == lifeUsers {
 			panic("go-ggml: too many users of one handle")
@@ -142,7 +157,26 @@ func (l *Life) Enter(what string) error {
 	}
 }
 
-// Leave ends exclusive work that Enter started.
+// EnterAlone starts exclusive work that no other work may overlap: ErrBusy
+// while any user is in (a compute reading the object), Err's error once
+// closed. With a Life made by NewExclusive, Acquire fails meanwhile. Leave
+// ends it.
+func (l *Life) EnterAlone(what string) error {
+	for {
+		s := l.state.Load()
+		switch {
+		case s&lifeClosed != 0:
+			return l.closedErr
+		case s&lifeBusy != 0 || s&lifeUsers != 0:
+			return fmt.Errorf("%w: %s is in use by a compute or transfer (on another goroutine, or the compute whose callback this is)", ErrBusy, what)
+		}
+		if l.state.CompareAndSwap(s, (s|lifeBusy)+1) {
+			return nil
+		}
+	}
+}
+
+// Leave ends exclusive work that Enter or EnterAlone started.
 func (l *Life) Leave() {
 	for {
 		s := l.state.Load()
