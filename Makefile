@@ -31,7 +31,7 @@ test: setup
 
 # The tests that race Close against computes, transfers and callbacks, under
 # AddressSanitizer: a use after free that happens not to crash shows here.
-ASAN_TESTS ?= Close|Race|Goroutine|Goexit|Panic|Shared|Busy|Lifetime|Leak
+ASAN_TESTS ?= Close|Race|Goroutine|Goexit|Panic|Shared|Busy|Lifetime|Leak|Realloc|CustomOp|Indices
 test-asan: setup
 	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0} $(GO) test -asan -count=1 -run '$(ASAN_TESTS)' ./ggml ./backend ./sched ./cpu
 
