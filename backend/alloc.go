@@ -199,6 +199,19 @@ func (a *Gallocr) newPlacement() {
 	a.placed = bridge.NewPlacement(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed))
 }
 
+// quiesce starts a change of the allocator's buffers or of the tensors it
+// placed: ErrBusy while a compute or transfer uses those tensors (their
+// memory may be freed, their data pointers are reset), and until done no
+// such work starts. done ends those tensors if a newer placement replaced
+// theirs meanwhile, at the same instant.
+func (a *Gallocr) quiesce() (done func(), err error) {
+	old := a.placed
+	if err := old.EnterIdle("the tensors the graph allocator placed"); err != nil {
+		return nil, err
+	}
+	return func() { old.LeaveIdle(a.placed != old) }, nil
+}
+
 // NewGallocr creates a graph allocator over one or more buffer types; with
 // several, Reserve says which tensors go where (ggml_gallocr_new_n).
 func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
@@ -274,6 +287,11 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 		return err
 	}
 	defer release()
+	done, err := a.quiesce()
+	if err != nil {
+		return err
+	}
+	defer done()
 	return a.reserveN(g, nodeBuffers, leafBuffers)
 }
 
@@ -324,7 +342,10 @@ func (a *Gallocr) bufferIDs(what string, ids []int, n int) (*C.int, error) {
 // AllocGraph places every tensor of g that has no memory yet
 // (ggml_gallocr_alloc_graph). With one buffer type it grows the buffer when
 // needed; with several, Reserve first. Allocating the same graph again (to
-// compute it with new inputs) places it anew.
+// compute it with new inputs) places it anew. While a compute or transfer
+// uses a tensor it placed (on another goroutine, or from a custom op of that
+// compute), it and Reserve change nothing and return ggml.ErrBusy: they may
+// replace the memory that work reads.
 func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	if err := a.usable(); err != nil {
 		return err
@@ -338,6 +359,11 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer release()
+	done, err := a.quiesce()
+	if err != nil {
+		return err
+	}
+	defer done()
 	gp, err := graphPtr(g)
 	if err != nil {
 		return err

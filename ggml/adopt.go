@@ -55,7 +55,7 @@ func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner 
 		}
 	}
 	cg := (*C.struct_ggml_cgraph)(gp)
-	g := &Graph{ctx: first, c: cg, size: int(C.ggml_graph_size(cg)), seen: map[*C.struct_ggml_tensor]struct{}{}}
+	g := &Graph{ctx: first, c: cg, size: int(C.ggml_graph_size(cg)), seen: map[*C.struct_ggml_tensor]struct{}{}, guard: newGuard()}
 	for i := range int(C.ggml_graph_n_nodes(cg)) {
 		p := C.ggml_graph_node(cg, C.int(i))
 		g.nodes = append(g.nodes, byPtr[p])
@@ -90,6 +90,11 @@ func (g *Graph) AddNode(t *Tensor) error {
 	if err := g.usable(); err != nil {
 		return err
 	}
+	done, err := g.change()
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := t.usable(); err != nil {
 		return err
 	}

@@ -103,10 +103,10 @@ func init() {
 		if c == nil || c.life == nil {
 			return nil, fmt.Errorf("%w: nil context or graph", ErrInvalid)
 		}
-		if err := c.life.EnterAlone("the context"); err != nil {
+		if err := c.life.EnterIdle("where the context's tensors live"); err != nil {
 			return nil, err
 		}
-		return c.life.Leave, nil
+		return func() { c.life.LeaveIdle(false) }, nil
 	}
 	bridge.GraphSources = func(v any) bool { return v.(*Graph).sourcesIntact() }
 	bridge.GraphVersion = func(v any) uint64 { return v.(*Graph).version }
@@ -138,6 +138,9 @@ func init() {
 		if err := h.Add(g.ctx.life); err != nil {
 			return err
 		}
+		if err := h.Add(g.guard); err != nil {
+			return err
+		}
 		if err := g.usable(); err != nil {
 			return err
 		}
@@ -157,6 +160,13 @@ func init() {
 			armCustom(g, cancel)
 		}
 	}
+	bridge.CheckIndices = func(v any) error {
+		g, _ := v.(*Graph)
+		if err := g.usable(); err != nil {
+			return err
+		}
+		return g.checkAllIndices()
+	}
 	bridge.GraphDone = func(v any) error {
 		g, _ := v.(*Graph)
 		return g.CustomError()
@@ -173,6 +183,9 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 		defer h.Release()
 	}
 	if err := h.Add(g.ctx.life); err != nil {
+		return nil, err
+	}
+	if err := h.Add(g.guard); err != nil {
 		return nil, err
 	}
 	if err := g.usable(); err != nil {
@@ -243,6 +256,38 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 		return nil, fmt.Errorf("%w: a scheduler holds this graph (it split it across backends and redirected its inputs to its copies); compute it with that scheduler, or Reset the scheduler first", ErrInvalid)
 	}
 	return unsafe.Pointer(g.c), nil
+}
+
+// checkAllIndices runs checkIndices for every node of g that reads indices,
+// on the graph as built: a scheduler's split redirects node sources to its
+// own copies (filled from these at compute time), so the sources are put back
+// for the check and restored after.
+func (g *Graph) checkAllIndices() error {
+	saved := make([][len(C.struct_ggml_tensor{}.src)]*C.struct_ggml_tensor, len(g.nodes))
+	for i, n := range g.nodes {
+		if n.c == nil {
+			return fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
+		}
+		saved[i] = n.c.src
+	}
+	bridge.RestoreSources(g)
+	defer func() {
+		for i, n := range g.nodes {
+			n.c.src = saved[i]
+		}
+	}()
+	var writers map[*C.struct_ggml_tensor]*Tensor
+	for _, t := range g.nodes {
+		if idx, rows, op := indexSource(t); idx != nil {
+			if writers == nil {
+				writers = g.writers()
+			}
+			if err := g.checkIndices(t, idx, rows, op, writers); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // hold acquires, into h, what reading or writing t's data needs alive: its

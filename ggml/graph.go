@@ -6,12 +6,16 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // Graph is a computation graph (struct ggml_cgraph) in a context's pool: the
 // nodes (op results) in the order they must be computed, and the leafs
 // (inputs and constants) they read. It belongs to its context and is used by
-// one goroutine at a time, like the context.
+// one goroutine at a time, like the context. While a compute of the graph
+// runs (or an asynchronous one is not yet synchronized), Expand, AddNode and
+// Clear return ErrBusy: ggml walks the node list.
 type Graph struct {
 	ctx   *Context
 	c     *C.struct_ggml_cgraph
@@ -23,6 +27,23 @@ type Graph struct {
 	// partial: AddNode added nodes whose sources are not in the graph.
 	partial bool
 	version uint64 // bumped by every change of the node list
+	// guard: computes hold it; Expand, AddNode and Clear refuse to change
+	// the node list that ggml is walking (ErrBusy).
+	guard *bridge.Life
+}
+
+func newGuard() *bridge.Life {
+	return bridge.NewGuard(fmt.Errorf("%w: the graph's context is closed", ErrClosed))
+}
+
+// change starts a change of g's node list: ErrBusy while a compute of g
+// runs (one started on another goroutine, or the one whose custom op
+// calls). Call the returned function when the change is over.
+func (g *Graph) change() (func(), error) {
+	if err := g.guard.EnterIdle("the graph"); err != nil {
+		return nil, err
+	}
+	return func() { g.guard.LeaveIdle(false) }, nil
 }
 
 // NewGraph creates an empty graph with room for size nodes and size leafs
@@ -53,7 +74,7 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	g := C.ggml_new_graph_custom(c.c, C.size_t(size), false)
 	defer runtime.KeepAlive(c)
 	c.used += need
-	return &Graph{ctx: c, c: g, size: size, seen: make(map[*C.struct_ggml_tensor]struct{}, min(size, 4096))}, nil
+	return &Graph{ctx: c, c: g, size: size, seen: make(map[*C.struct_ggml_tensor]struct{}, min(size, 4096)), guard: newGuard()}, nil
 }
 
 // BuildGraph creates a graph of the context's GraphSize and expands it with
@@ -95,6 +116,11 @@ func (g *Graph) Expand(t *Tensor) error {
 	if err := g.usable(); err != nil {
 		return err
 	}
+	done, err := g.change()
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := t.usable(); err != nil {
 		return err
 	}
@@ -245,6 +271,11 @@ func (g *Graph) Clear() error {
 	if err := g.usable(); err != nil {
 		return err
 	}
+	done, err := g.change()
+	if err != nil {
+		return err
+	}
+	defer done()
 	C.ggml_graph_clear(g.c)
 	g.version++
 	clear(g.seen)

@@ -166,6 +166,11 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer release()
+	done, err := s.quiesce()
+	if err != nil {
+		return err
+	}
+	defer done()
 	gp, fresh, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -261,6 +266,11 @@ func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer release()
+	done, err := s.quiesce()
+	if err != nil {
+		return err
+	}
+	defer done()
 	gp, _, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -301,6 +311,11 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 		// reservation must allocate it again before anything else.
 		return fmt.Errorf("%w: the last allocation failed; Reserve (with this graph or a larger one) before allocating", ggml.ErrNoMemory)
 	}
+	done, err := s.quiesce()
+	if err != nil {
+		return err
+	}
+	defer done()
 	gp, fresh, err := s.prepare(g)
 	if err != nil {
 		return err
@@ -374,12 +389,20 @@ func (s *Scheduler) checkThreads() error {
 
 // Reset ends the current allocation (ggml_backend_sched_reset): the
 // tensors it placed report ggml.ErrNotAllocated, and pins set with
-// SetTensorBackend are forgotten.
+// SetTensorBackend are forgotten. While a compute or transfer uses a tensor
+// it placed (on another goroutine, or from a custom op of that compute), it
+// changes nothing and returns ggml.ErrBusy, as do Reserve, SplitGraph and
+// AllocGraph.
 func (s *Scheduler) Reset() error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.leave()
+	done, err := s.quiesce()
+	if err != nil {
+		return err
+	}
+	defer done()
 	defer runtime.KeepAlive(s)
 	s.release()
 	clear(s.touched) // ggml's reset empties its tensor set
@@ -435,6 +458,11 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	var h bridge.Holds
 	defer h.Release()
 	if err := bridge.GraphStorage(g, &h); err != nil {
+		return err
+	}
+	// The indices that nodes read must be in range: ggml asserts, on a
+	// worker thread, which ends the process.
+	if err := bridge.CheckIndices(g); err != nil {
 		return err
 	}
 	gp, err := graphPtr(g)

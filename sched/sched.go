@@ -315,6 +315,19 @@ func (s *Scheduler) newPlacement() {
 	s.placed = bridge.NewPlacement(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated))
 }
 
+// quiesce starts a change of what the scheduler allocated (a reset, a
+// reservation, an allocation): ErrBusy while a compute or transfer uses a
+// tensor it placed (their memory may be freed, their data pointers are
+// reset), and until done no such work starts. done ends those tensors if
+// the change released them, at the same instant.
+func (s *Scheduler) quiesce() (done func(), err error) {
+	old := s.placed
+	if err := old.EnterIdle("the tensors the scheduler allocated"); err != nil {
+		return nil, err
+	}
+	return func() { old.LeaveIdle(s.placed != old) }, nil
+}
+
 // enter starts exclusive work on the scheduler: ErrBusy while a compute
 // runs (on another goroutine, or the one whose eval callback calls).
 func (s *Scheduler) enter() error {

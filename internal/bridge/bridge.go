@@ -161,6 +161,10 @@ var (
 	// GraphDone reports, after a compute of g, the first panic of a custom
 	// op's Go function, and clears it.
 	GraphDone func(g any) error
+	// CheckIndices range-checks the indices that g's nodes read (see
+	// GraphForCompute) on the graph as built, whatever a scheduler's split
+	// redirected its sources to.
+	CheckIndices func(g any) error
 )
 
 // OnThread runs f, a compute. When isolate is set (the backend's thread

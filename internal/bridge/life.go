@@ -32,9 +32,7 @@ type Life struct {
 	closedErr error
 	free      func()
 	placement bool // one allocation of a scheduler or graph allocator
-	// busyBlocks makes Acquire fail with ErrBusy during exclusive work
-	// (a context while an allocator rewrites its tensors).
-	busyBlocks bool
+	guard     bool // Acquire fails while EnterIdle's work runs (placements, graphs)
 }
 
 const (
@@ -50,10 +48,11 @@ func NewLife(parent *Life, closedErr error, free func()) *Life {
 	return &Life{parent: parent, closedErr: closedErr, free: free}
 }
 
-// NewExclusive returns an open Life whose exclusive work (EnterAlone) runs
-// alone: no user may be in, and none may Acquire meanwhile (ErrBusy).
+// NewExclusive returns an open, guarded Life that frees nothing (a
+// context): work that changes where its tensors live runs between EnterIdle
+// and LeaveIdle, alone.
 func NewExclusive(closedErr error) *Life {
-	return &Life{closedErr: closedErr, busyBlocks: true}
+	return &Life{closedErr: closedErr, guard: true}
 }
 
 // NewPlacement returns the Life of the tensors one allocation of a
@@ -61,7 +60,15 @@ func NewExclusive(closedErr error) *Life {
 // allocation ends (a reset, another allocation), after which the tensors are
 // simply unplaced, free to be placed again by anyone.
 func NewPlacement(parent *Life, closedErr error) *Life {
-	return &Life{parent: parent, closedErr: closedErr, placement: true}
+	return &Life{parent: parent, closedErr: closedErr, placement: true, guard: true}
+}
+
+// NewGuard returns an open Life that frees nothing, for what work in flight
+// reads and other work changes (a graph's node list): the change runs
+// between EnterIdle and LeaveIdle, which refuse it while work holds the
+// Life and refuse new work while it runs.
+func NewGuard(closedErr error) *Life {
+	return &Life{closedErr: closedErr, guard: true}
 }
 
 // Ended reports whether l is a placement whose allocation is over (or
@@ -99,11 +106,11 @@ func (l *Life) Acquire() error {
 			}
 			return l.closedErr
 		}
-		if l.busyBlocks && s&lifeBusy != 0 {
+		if l.guard && s&lifeBusy != 0 {
 			if l.parent != nil {
 				l.parent.Release()
 			}
-			return fmt.Errorf("%w: its tensors are being placed in memory on another goroutine", ErrBusy)
+			return fmt.Errorf("%w: what this work uses is being changed (memory re-placed, or the graph's nodes) by other work; retry when that is over", ErrBusy)
 		}
 		if s&lifeUsers == lifeUsers {
 			panic("go-ggml: too many users of one handle")
@@ -157,26 +164,7 @@ func (l *Life) Enter(what string) error {
 	}
 }
 
-// EnterAlone starts exclusive work that no other work may overlap: ErrBusy
-// while any user is in (a compute reading the object), Err's error once
-// closed. With a Life made by NewExclusive, Acquire fails meanwhile. Leave
-// ends it.
-func (l *Life) EnterAlone(what string) error {
-	for {
-		s := l.state.Load()
-		switch {
-		case s&lifeClosed != 0:
-			return l.closedErr
-		case s&lifeBusy != 0 || s&lifeUsers != 0:
-			return fmt.Errorf("%w: %s is in use by a compute or transfer (on another goroutine, or the compute whose callback this is)", ErrBusy, what)
-		}
-		if l.state.CompareAndSwap(s, (s|lifeBusy)+1) {
-			return nil
-		}
-	}
-}
-
-// Leave ends exclusive work that Enter or EnterAlone started.
+// Leave ends exclusive work that Enter started.
 func (l *Life) Leave() {
 	for {
 		s := l.state.Load()
@@ -190,6 +178,44 @@ func (l *Life) Leave() {
 	}
 	if l.parent != nil {
 		l.parent.Release()
+	}
+}
+
+// EnterIdle starts work that changes what users of the Life read (a
+// placement's memory, a graph's nodes): ErrBusy naming what while any work
+// holds the Life, Err's error once it is closed. Until LeaveIdle, Acquire of
+// a guarded Life (NewPlacement, NewGuard) fails with ErrBusy. It counts no
+// user.
+func (l *Life) EnterIdle(what string) error {
+	for {
+		s := l.state.Load()
+		switch {
+		case s&lifeClosed != 0:
+			return l.closedErr
+		case s&(lifeBusy|lifeUsers) != 0:
+			return fmt.Errorf("%w: %s cannot change while a compute or transfer uses it (on another goroutine, or the compute whose callback this is); retry when that is over", ErrBusy, what)
+		}
+		if l.state.CompareAndSwap(s, s|lifeBusy) {
+			return nil
+		}
+	}
+}
+
+// LeaveIdle ends what EnterIdle started; with close, the Life is closed
+// at the same instant, so that no work acquires it in between.
+func (l *Life) LeaveIdle(close bool) {
+	for {
+		s := l.state.Load()
+		n := s &^ lifeBusy
+		if close {
+			n |= lifeClosed
+		}
+		if l.state.CompareAndSwap(s, n) {
+			if close && s&lifeClosed == 0 && n&lifeUsers == 0 {
+				l.runFree()
+			}
+			return
+		}
 	}
 }
 
