@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -394,5 +395,30 @@ func TestIndicesAliasedByANodeAreRefused(t *testing.T) {
 // a slice kept after the last use of the HostMemory (no Close) points to
 // freed memory. Not fixed: a slice of C memory cannot keep its owner alive.
 func TestHostMemoryBytesOutliveTheHandle(t *testing.T) {
-	t.Skip("defect: HostMemory.Bytes' slice does not keep the HostMemory alive; after GC it points to freed memory (fatal error: fault on write)")
+	rng := newRNG(t)
+	want := randBytes(rng, 1<<16)
+	b := func() []byte {
+		m, err := backend.AllocHostMemory(uint64(len(want)))
+		require.NoError(t, err)
+		b := m.Bytes()
+		copy(b, want)
+		return b // m is dropped here
+	}()
+	for range 5 {
+		runtime.GC()
+		// Churn the heap so that freed memory would be reused.
+		for range 20 {
+			_ = make([]byte, 1<<16)
+		}
+	}
+	require.Equal(t, want, b)
+	b[0] ^= 0xff // writing is fine too
+
+	// After Close, too.
+	m, err := backend.AllocHostMemory(64)
+	require.NoError(t, err)
+	kept := m.Bytes()
+	require.NoError(t, m.Close())
+	assert.Nil(t, m.Bytes())
+	kept[63] = 1
 }

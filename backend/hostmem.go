@@ -11,39 +11,56 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
 // HostMemoryAlign is the alignment of HostMemory: enough for every ggml
 // buffer over caller memory (the CPU needs 32 bytes).
 const HostMemoryAlign = 64
 
-// HostMemory is host memory allocated outside the Go heap, for buffers over
-// caller memory (Device.BufferFromHostMemory, CPUBufferFromHostMemory): C
-// may keep pointers to it, which Go memory does not allow. Its Bytes are
-// yours to fill and read. It cannot be freed while a buffer uses it: Close
-// then reports an error; buffers keep it alive.
+// HostMemory is host memory for buffers over caller memory
+// (Device.BufferFromHostMemory, CPUBufferFromHostMemory). It is Go memory
+// pinned with runtime.Pinner, which lets C keep pointers to it while it is
+// pinned. Its Bytes are yours to fill and read, and stay valid memory as
+// long as you hold the slice, even after Close or after the HostMemory
+// itself is collected (the garbage collector frees it only once nothing
+// refers to it). It cannot be closed while a buffer uses it: Close then
+// reports an error; buffers keep it alive.
 type HostMemory struct {
 	_       noCopy
 	mu      sync.Mutex
+	buf     []byte // HostMemoryAlign-aligned, size bytes; nil once closed
 	p       unsafe.Pointer
 	size    uint64
 	users   int
+	pin     *runtime.Pinner
 	cleanup runtime.Cleanup
 }
 
+// hostAvailable is sysmem.Available; tests may replace it.
+var hostAvailable = sysmem.Available
+
 // AllocHostMemory allocates size bytes of host memory aligned to
-// HostMemoryAlign (posix_memalign semantics through C.aligned_alloc).
+// HostMemoryAlign, zeroed. More than the machine's memory is ErrNoMemory.
 func AllocHostMemory(size uint64) (*HostMemory, error) {
-	if size == 0 || size > math.MaxInt64 {
+	if size == 0 || size > math.MaxInt64-HostMemoryAlign {
 		return nil, fmt.Errorf("%w: host memory of %d bytes", ggml.ErrInvalid, size)
 	}
-	padded := (size + HostMemoryAlign - 1) / HostMemoryAlign * HostMemoryAlign
-	p := C.aligned_alloc(HostMemoryAlign, C.size_t(padded))
-	if p == nil {
-		return nil, fmt.Errorf("%w: could not allocate %d bytes of host memory", ggml.ErrNoMemory, size)
+	// The Go runtime ends the process when it cannot get memory: refuse
+	// what cannot succeed first.
+	if avail, ok := hostAvailable(); ok && size > avail {
+		return nil, fmt.Errorf("%w: host memory of %d bytes, the machine has %d", ggml.ErrNoMemory, size, avail)
 	}
-	m := &HostMemory{p: p, size: size}
-	m.cleanup = runtime.AddCleanup(m, func(p unsafe.Pointer) { C.free(p) }, p)
+	raw := make([]byte, size+HostMemoryAlign)
+	off := 0
+	if r := uintptr(unsafe.Pointer(unsafe.SliceData(raw))) % HostMemoryAlign; r != 0 {
+		off = int(HostMemoryAlign - r)
+	}
+	buf := raw[off : off+int(size) : off+int(size)]
+	pin := new(runtime.Pinner)
+	pin.Pin(unsafe.SliceData(raw))
+	m := &HostMemory{buf: buf, p: unsafe.Pointer(unsafe.SliceData(buf)), size: size, pin: pin}
+	m.cleanup = runtime.AddCleanup(m, (*runtime.Pinner).Unpin, pin)
 	return m, nil
 }
 
@@ -55,21 +72,21 @@ func (m *HostMemory) Size() uint64 {
 	return m.size
 }
 
-// Bytes returns the memory as a slice, valid until Close. Nil once closed.
+// Bytes returns the memory as a slice; nil once closed. The slice stays
+// valid memory while you hold it, but buffers over the memory see what you
+// write only until Close.
 func (m *HostMemory) Bytes() []byte {
 	if m == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.p == nil {
-		return nil
-	}
-	return unsafe.Slice((*byte)(m.p), m.size)
+	return m.buf
 }
 
-// Close frees the memory. It fails while a buffer uses it; it is idempotent
-// and safe on nil.
+// Close lets go of the memory (unpins it; the garbage collector frees it
+// once no slice refers to it). It fails while a buffer uses it; it is
+// idempotent and safe on nil.
 func (m *HostMemory) Close() error {
 	if m == nil {
 		return nil
@@ -83,8 +100,8 @@ func (m *HostMemory) Close() error {
 		return fmt.Errorf("%w: host memory is in use by %d buffer(s); close them first", ggml.ErrInvalid, m.users)
 	}
 	m.cleanup.Stop()
-	C.free(m.p)
-	m.p = nil
+	m.pin.Unpin()
+	m.p, m.buf = nil, nil
 	return nil
 }
 
