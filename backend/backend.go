@@ -500,6 +500,11 @@ func (b *Backend) SetTensorAsync(t *ggml.Tensor, data []byte, offset uint64) (er
 	if err != nil || len(data) == 0 {
 		return err
 	}
+	unlock, err := bridge.WriteCheck(t)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	p := unsafe.SliceData(data)
 	b.pins.Pin(p)
 	b.pending = append(b.pending, t)
@@ -556,6 +561,11 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
+	unlock, err := bridge.WriteCheck(dst)
+	if err != nil {
+		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
+	}
+	defer unlock()
 	if !sameLayout(sc, dc) {
 		return fmt.Errorf("%w: CopyTensorAsync: src %v and dst %v have different layouts (type, shape or strides)", ggml.ErrShape, src, dst)
 	}

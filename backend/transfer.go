@@ -47,6 +47,11 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 	if err != nil {
 		return err
 	}
+	unlock, err := bridge.WriteCheck(t)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := checkRange("TensorSet", tc, offset, uint64(len(data))); err != nil {
 		return err
 	}
@@ -97,6 +102,11 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 	if err != nil {
 		return err
 	}
+	unlock, err := bridge.WriteCheck(t)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := checkRange("TensorMemset", tc, offset, size); err != nil {
 		return err
 	}
@@ -142,6 +152,11 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	if err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}
+	unlock, err := bridge.WriteCheck(dst)
+	if err != nil {
+		return fmt.Errorf("TensorCopy: dst: %w", err)
+	}
+	defer unlock()
 	if !sameLayout(sc, dc) {
 		return fmt.Errorf("%w: TensorCopy: src %v and dst %v have different layouts (type, shape or strides)", ggml.ErrShape, src, dst)
 	}

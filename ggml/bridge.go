@@ -90,6 +90,13 @@ func init() {
 	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l *bridge.Life, owner any) (any, func()) {
 		return adoptGraph(ctxs, g, l, owner)
 	}
+	bridge.WriteCheck = func(v any) (func(), error) {
+		t, _ := v.(*Tensor)
+		if t == nil {
+			return nil, fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+		}
+		return t.writeLock()
+	}
 	bridge.ClaimContext = func(v any) (func(), error) {
 		var c *Context
 		switch x := v.(type) {
@@ -160,12 +167,12 @@ func init() {
 			armCustom(g, cancel)
 		}
 	}
-	bridge.CheckIndices = func(v any) error {
+	bridge.CheckIndices = func(v any, h *bridge.Holds) error {
 		g, _ := v.(*Graph)
 		if err := g.usable(); err != nil {
 			return err
 		}
-		return g.checkAllIndices()
+		return g.checkAllIndices(h)
 	}
 	bridge.GraphDone = func(v any) error {
 		g, _ := v.(*Graph)
@@ -242,7 +249,7 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 			if writers == nil {
 				writers = g.writers()
 			}
-			if err := g.checkIndices(t, idx, rows, op, writers); err != nil {
+			if err := g.checkIndices(t, idx, rows, op, writers, h); err != nil {
 				return nil, err
 			}
 		}
@@ -262,7 +269,7 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 // on the graph as built: a scheduler's split redirects node sources to its
 // own copies (filled from these at compute time), so the sources are put back
 // for the check and restored after.
-func (g *Graph) checkAllIndices() error {
+func (g *Graph) checkAllIndices(h *bridge.Holds) error {
 	saved := make([][len(C.struct_ggml_tensor{}.src)]*C.struct_ggml_tensor, len(g.nodes))
 	for i, n := range g.nodes {
 		if n.c == nil {
@@ -282,7 +289,7 @@ func (g *Graph) checkAllIndices() error {
 			if writers == nil {
 				writers = g.writers()
 			}
-			if err := g.checkIndices(t, idx, rows, op, writers); err != nil {
+			if err := g.checkIndices(t, idx, rows, op, writers, h); err != nil {
 				return err
 			}
 		}
@@ -387,7 +394,7 @@ func (g *Graph) writers() map[*C.struct_ggml_tensor]*Tensor {
 // and copies). The checks hold only if nothing else in the graph writes the
 // indices' memory between then and the point of use: such graphs are
 // refused.
-func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, op string, writers map[*C.struct_ggml_tensor]*Tensor) error {
+func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, op string, writers map[*C.struct_ggml_tensor]*Tensor, h *bridge.Holds) error {
 	refuse := func(rule string, kind error) error {
 		var inputs []string
 		for i, s := range t.srcs {
@@ -401,10 +408,20 @@ func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, o
 	// bound was derived from, to the first tensor that this graph does not
 	// compute: that one's values are data.
 	for q := idx; q != nil; {
-		if w := writers[memBase(q)]; w != nil && w.c != q {
-			return refuse(fmt.Sprintf("node %s of the same graph writes into the index tensor %q, so its values cannot be checked before compute; compute the indices in a graph of their own", w.describe(), C.GoString(&q.name[0])), ErrInvalid)
+		w := writers[memBase(q)]
+		if w == nil || w.c == q {
+			w = g.overlappingWriter(q)
+		}
+		if w != nil && w.c != q {
+			return refuse(fmt.Sprintf("node %s of the same graph writes into the memory of the index tensor %q, so its values cannot be checked before compute; compute the indices in a graph of their own", w.describe(), C.GoString(&q.name[0])), ErrInvalid)
 		}
 		if _, isNode := g.seen[q]; !isNode || q.op == C.GGML_OP_NONE || !g.computes(q) {
+			// Data: checked now, and locked against writes through the
+			// API (SetData, TensorSet, ... on any goroutine, or from a
+			// callback of this compute) until the compute is over.
+			if err := g.lockIndices(q, h); err != nil {
+				return err
+			}
 			return checkIndexData(q, rows, refuse)
 		}
 		switch q.op {
@@ -417,6 +434,115 @@ func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, o
 		}
 	}
 	return nil
+}
+
+// overlappingWriter returns a node of g that may write memory overlapping
+// q's (tensors placed at the same address, TensorAlloc; memory an
+// allocator shares): a node of an op that writes its result, whose result
+// overlaps q, or a custom op (it may write its inputs) that takes a tensor
+// overlapping q. Views of q and q itself are not writers. Addresses are
+// compared within one buffer only (device buffers' addresses are offsets).
+func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor) *Tensor {
+	if q.data == nil {
+		return nil
+	}
+	buf := bufferOf(q)
+	lo := uintptr(q.data)
+	hi := lo + uintptr(C.ggml_nbytes(q))
+	overlaps := func(p *C.struct_ggml_tensor) bool {
+		if p == nil || p == q || p.data == nil || bufferOf(p) != buf {
+			return false
+		}
+		plo := uintptr(p.data)
+		phi := plo + uintptr(C.ggml_nbytes(p))
+		return plo < hi && lo < phi
+	}
+	base := memBase(q) // the node that computes q's memory, for a view
+	for _, n := range g.nodes {
+		if n.c == nil || n.c == q || (n.c == base && !isCustom(n.c)) {
+			continue
+		}
+		switch n.c.op {
+		case C.GGML_OP_MAP_CUSTOM1, C.GGML_OP_MAP_CUSTOM2, C.GGML_OP_MAP_CUSTOM3, C.GGML_OP_CUSTOM:
+			if overlaps(n.c) {
+				return n
+			}
+			for _, s := range n.c.src {
+				if overlaps(s) || s == q {
+					return n
+				}
+			}
+			continue
+		}
+		if !viewOp(n.c.op) && overlaps(n.c) {
+			return n
+		}
+	}
+	return nil
+}
+
+// lockIndices marks the Go handle of index tensor q's memory as read by a
+// running compute (WriteCheck refuses writes to it meanwhile) and adds the
+// unlock to h.
+func (g *Graph) lockIndices(q *C.struct_ggml_tensor, h *bridge.Holds) error {
+	if h == nil {
+		return nil
+	}
+	base := memBase(q)
+	var owner *Tensor
+	for _, list := range [][]*Tensor{g.leafs, g.nodes} {
+		for _, t := range list {
+			b := t
+			if t.viewSrc != nil {
+				b = t.viewSrc
+			}
+			if b.c == base {
+				owner = b
+				break
+			}
+		}
+		if owner != nil {
+			break
+		}
+	}
+	if owner == nil {
+		return nil // an input of a node added alone: not in the lists
+	}
+	for {
+		n := owner.idxReaders.Load()
+		if n < 0 {
+			return fmt.Errorf("%w: index tensor %q is being written on another goroutine", ErrBusy, C.GoString(&q.name[0]))
+		}
+		if owner.idxReaders.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	h.Defer(func() { owner.idxReaders.Add(-1) })
+	return nil
+}
+
+// writeLock takes t's memory for a write through the API: ErrBusy while a
+// compute reads it as indices.
+func (t *Tensor) writeLock() (func(), error) {
+	b := t
+	if t.viewSrc != nil {
+		b = t.viewSrc
+	}
+	if !b.idxReaders.CompareAndSwap(0, -1) {
+		if b.idxReaders.Load() > 0 {
+			return nil, fmt.Errorf("%w: tensor %s holds indices that a running compute reads (checked before it started); write it when the compute is over", ErrBusy, t.describe())
+		}
+		return nil, fmt.Errorf("%w: tensor %s is being written on another goroutine", ErrBusy, t.describe())
+	}
+	return func() { b.idxReaders.Store(0) }, nil
+}
+
+func isCustom(p *C.struct_ggml_tensor) bool {
+	switch p.op {
+	case C.GGML_OP_MAP_CUSTOM1, C.GGML_OP_MAP_CUSTOM2, C.GGML_OP_MAP_CUSTOM3, C.GGML_OP_CUSTOM:
+		return true
+	}
+	return false
 }
 
 // computes reports whether q is one of g's nodes (not a leaf or an input of

@@ -99,6 +99,11 @@ func SetData[T Element](t *Tensor, data []T) (err error) {
 	if err != nil {
 		return err
 	}
+	unlock, err := t.writeLock()
+	if err != nil {
+		return fmt.Errorf("ggml: SetData: %w", err)
+	}
+	defer unlock()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 
@@ -111,6 +116,11 @@ func SetBytes(t *Tensor, data []byte) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := t.writeLock()
+	if err != nil {
+		return fmt.Errorf("ggml: SetBytes: %w", err)
+	}
+	defer unlock()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 

@@ -57,7 +57,7 @@ func TestIndicesWrittenByTheGraphAreRefused(t *testing.T) {
 			require.NoError(t, ggml.SetData(b, bad))
 		})
 		require.ErrorIs(t, err, ggml.ErrInvalid)
-		assert.Contains(t, err.Error(), "writes into the index tensor")
+		assert.Contains(t, err.Error(), "writes into the memory of the index tensor")
 	})
 
 	t.Run("in-place op on mul_mat_id ids", func(t *testing.T) {
@@ -348,8 +348,106 @@ func TestGraphChangeDuringItsComputeIsBusy(t *testing.T) {
 }
 
 // A custom op may write into its inputs (CustomView.Bytes of src) or set
-// tensors with SetData: an index tensor that a later node of the same graph
-// reads then changes after the check made before compute.
+// tensors with SetData, and another goroutine may SetData at any time: an
+// index tensor that a later node reads would then change after the check
+// made before compute. A custom op given the indices is a writer of them
+// (the graph is refused); SetData of indices a running compute reads is
+// ErrBusy; and a compute never reads unchecked indices.
 func TestIndicesChangedDuringComputeAreRefused(t *testing.T) {
-	t.Skip("defect: a custom op (or an eval callback, or another goroutine) that writes an index tensor during the compute bypasses the pre-compute index check; GGML_ASSERT on a worker thread ends the process")
+	rng := newRNG(t)
+	be := cpuBackend(t)
+	av := randF32(rng, 8*4)
+	good, bad := []int32{3, 0, 1, 2}, []int32{1 << 20, 0, 1, 2}
+	build := func(t *testing.T, op func(c *ggml.Context, idx *ggml.Tensor) *ggml.Tensor) (*ggml.Graph, *ggml.Tensor, *ggml.Tensor) {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true, Graph: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		a := c.NewTensor(ggml.TypeF32, 8, 4).SetInput()
+		idx := c.NewTensor(ggml.TypeI32, 4).SetInput()
+		x := c.NewTensor(ggml.TypeF32, 4).SetInput()
+		first := op(c, idx)
+		if first == nil {
+			first = c.MapCustom1(x, func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {}, 1)
+		}
+		rows := c.GetRows(a, idx)
+		g, err := c.BuildGraph(first, rows)
+		require.NoError(t, err)
+		buf, err := backend.AllocContextTensors(c, be)
+		require.NoError(t, err)
+		t.Cleanup(func() { buf.Close() })
+		require.NoError(t, ggml.SetData(a, av))
+		require.NoError(t, ggml.SetData(idx, good))
+		require.NoError(t, ggml.SetData(x, make([]float32, 4)))
+		return g, idx, rows
+	}
+	checkRows := func(t *testing.T, rows *ggml.Tensor) {
+		got, err := ggml.Data[float32](rows)
+		require.NoError(t, err)
+		for i, r := range good {
+			require.Equal(t, av[int(r)*8:int(r)*8+8], got[i*8:i*8+8])
+		}
+	}
+
+	t.Run("custom op writes the indices it is given", func(t *testing.T) {
+		g, _, _ := build(t, func(c *ggml.Context, idx *ggml.Tensor) *ggml.Tensor {
+			return c.MapCustom1(idx, func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
+				copy(src[0].Int32s(), bad)
+			}, 1)
+		})
+		require.ErrorIs(t, be.Compute(context.Background(), g), ggml.ErrInvalid)
+	})
+
+	t.Run("custom op sets the indices with SetData", func(t *testing.T) {
+		var setErr error
+		var idxT *ggml.Tensor
+		g, idx, rows := build(t, func(c *ggml.Context, idx *ggml.Tensor) *ggml.Tensor {
+			idxT = idx
+			return c.MapCustom1(c.NewTensor(ggml.TypeF32, 4).SetInput(), func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
+				setErr = ggml.SetData(idxT, bad)
+			}, 1)
+		})
+		_ = idx
+		require.NoError(t, be.Compute(context.Background(), g))
+		require.ErrorIs(t, setErr, ggml.ErrBusy)
+		checkRows(t, rows)
+	})
+
+	t.Run("another goroutine sets the indices", func(t *testing.T) {
+		g, idx, rows := build(t, func(*ggml.Context, *ggml.Tensor) *ggml.Tensor { return nil })
+		stop := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := ggml.SetData(idx, bad); err != nil && !errors.Is(err, ggml.ErrBusy) {
+					done <- err
+					return
+				}
+				if err := ggml.SetData(idx, good); err != nil && !errors.Is(err, ggml.ErrBusy) {
+					done <- err
+					return
+				}
+			}
+		}()
+		ok := 0
+		for range 300 {
+			err := be.Compute(context.Background(), g)
+			if err == nil {
+				ok++
+				continue
+			}
+			require.True(t, errors.Is(err, ggml.ErrInvalid) || errors.Is(err, ggml.ErrBusy), "compute: %v", err)
+		}
+		close(stop)
+		require.NoError(t, <-done)
+		require.NoError(t, ggml.SetData(idx, good))
+		require.NoError(t, be.Compute(context.Background(), g))
+		checkRows(t, rows)
+		t.Logf("%d of 300 computes ran", ok)
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -30,6 +31,10 @@ type Tensor struct {
 	// leaseOwner is the handle whose memory the lease stands for (a
 	// Buffer, a scheduler...), kept alive by the tensor.
 	leaseOwner any
+	// idxReaders counts the running computes that read this tensor's
+	// memory as indices checked before they started; -1 while a write
+	// through the API runs (see writeLock).
+	idxReaders atomic.Int32
 }
 
 // wrap makes the Go handle of a tensor that this context's C code created.

@@ -462,7 +462,7 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	// The indices that nodes read must be in range: ggml asserts, on a
 	// worker thread, which ends the process.
-	if err := bridge.CheckIndices(g); err != nil {
+	if err := bridge.CheckIndices(g, &h); err != nil {
 		return err
 	}
 	gp, err := graphPtr(g)

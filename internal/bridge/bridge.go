@@ -164,7 +164,11 @@ var (
 	// CheckIndices range-checks the indices that g's nodes read (see
 	// GraphForCompute) on the graph as built, whatever a scheduler's split
 	// redirected its sources to.
-	CheckIndices func(g any) error
+	CheckIndices func(g any, h *Holds) error
+	// WriteCheck reports ErrBusy while a compute reads tensor t as
+	// indices (checked before it started: a write now would bypass that
+	// check); release when the write is over.
+	WriteCheck func(t any) (release func(), err error)
 )
 
 // OnThread runs f, a compute. When isolate is set (the backend's thread

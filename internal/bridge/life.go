@@ -268,7 +268,12 @@ type Holds struct {
 	small [4]*Life
 	n     int
 	more  []*Life
+	undo  []func()
 }
+
+// Defer runs f at Release (after the Lives are released), for holds that
+// are no Life (a lock on an index tensor).
+func (h *Holds) Defer(f func()) { h.undo = append(h.undo, f) }
 
 func (h *Holds) has(l *Life) bool {
 	for _, m := range h.small[:h.n] {
@@ -311,4 +316,8 @@ func (h *Holds) Release() {
 		h.small[i] = nil
 	}
 	h.n, h.more = 0, nil
+	for i := len(h.undo) - 1; i >= 0; i-- {
+		h.undo[i]()
+	}
+	h.undo = nil
 }
