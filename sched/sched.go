@@ -466,11 +466,11 @@ func (s *Scheduler) SetBatchSize(n int) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	if !haveOllamaExtras {
-		return embeddedOnly("Scheduler.SetBatchSize (ggml_backend_sched_set_batch_size)")
-	}
 	if n < -1 || n > math.MaxInt32 {
 		return fmt.Errorf("%w: batch size must be -1 (guess) to %d, got %d", ggml.ErrInvalid, math.MaxInt32, n)
+	}
+	if !haveOllamaExtras {
+		return embeddedOnly("Scheduler.SetBatchSize (ggml_backend_sched_set_batch_size)")
 	}
 	defer runtime.KeepAlive(s)
 	C.goggml_sched_set_batch_size(s.c, C.int(n))

@@ -49,6 +49,12 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 // Go side checks these (through cgo) and returns ErrUnsupported naming the
 // provider that has the call.
 #define GOGGML_HAVE_OLLAMA_EXTRAS 0 // attempted sizes, set_batch_size, dev_reset, extra device props
+// The layout of struct ggml_cgraph (src/ggml-impl.h, not installed), whose
+// size ggml_graph_nbytes counts: upstream added a uid.
+#define GOGGML_CGRAPH_UID 1
+// ggml_conv_2d and ggml_conv_3d make an f16 Im2Col for an f32 kernel too
+// (an f32 one only for bf16): b's values are rounded to f16.
+#define GOGGML_CONV_IM2COL_F16 1
 #else
 _Static_assert(GGML_TYPE_COUNT == 40,
 	"go-ggml: unexpected ggml version: this go-ggml supports the ggml of github.com/ollama/ollama v0.17.4 (GGML_TYPE_COUNT 40)");
@@ -63,6 +69,8 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 	"go-ggml: unexpected ggml version: ggml_backend_graph_compute_async is not the one of github.com/ollama/ollama v0.17.4");
 #define GOGGML_PROVIDER "embedded (github.com/ollama/ollama v0.17.4)"
 #define GOGGML_HAVE_OLLAMA_EXTRAS 1 // attempted sizes, set_batch_size, dev_reset, extra device props
+#define GOGGML_CGRAPH_UID 0 // struct ggml_cgraph has no uid
+#define GOGGML_CONV_IM2COL_F16 0 // conv_2d/conv_3d: an Im2Col of the kernel's type
 #endif
 
 // ---- API differences between providers -----------------------------------
@@ -75,6 +83,21 @@ static inline enum ggml_status goggml_graph_compute_async(ggml_backend_t be, str
 	return ggml_backend_graph_compute_async(be, g, -1);
 #endif
 }
+
+// goggml_cgraph_layout mirrors struct ggml_cgraph (ggml-impl.h, a private
+// header), whose size ggml_graph_nbytes counts: the binding computes graph
+// sizes with overflow checks before ggml does (ggml/graphsize.go), and a
+// test checks them against ggml_graph_overhead_custom.
+struct goggml_cgraph_layout {
+	int size, n_nodes, n_leafs;
+	void * nodes, * grads, * grad_accs, * leafs, * use_counts;
+	size_t hash_size;
+	void * hash_used, * hash_keys;
+	int order;
+#if GOGGML_CGRAPH_UID
+	uint64_t uid;
+#endif
+};
 
 // The embedded provider's extras (ollama's patches): on another provider
 // these compile to a fallback that the Go side never reaches, for it checks
