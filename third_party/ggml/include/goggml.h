@@ -55,6 +55,9 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 // ggml_conv_2d and ggml_conv_3d make an f16 Im2Col for an f32 kernel too
 // (an f32 one only for bf16): b's values are rounded to f16.
 #define GOGGML_CONV_IM2COL_F16 1
+// ggml's CPU code is in libggml-cpu, built by ggml's CMake, not by cgo:
+// CGO_CFLAGS/CGO_CXXFLAGS do not reach it.
+#define GOGGML_CPU_BUILT_BY_CGO 0
 #else
 _Static_assert(GGML_TYPE_COUNT == 40,
 	"go-ggml: unexpected ggml version: this go-ggml supports the ggml of github.com/ollama/ollama v0.17.4 (GGML_TYPE_COUNT 40)");
@@ -71,6 +74,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 #define GOGGML_HAVE_OLLAMA_EXTRAS 1 // attempted sizes, set_batch_size, dev_reset, extra device props
 #define GOGGML_CGRAPH_UID 0 // struct ggml_cgraph has no uid
 #define GOGGML_CONV_IM2COL_F16 0 // conv_2d/conv_3d: an Im2Col of the kernel's type
+#define GOGGML_CPU_BUILT_BY_CGO 1 // ggml's CPU code is compiled by cgo with CGO_CFLAGS/CGO_CXXFLAGS
 #endif
 
 // ---- API differences between providers -----------------------------------
