@@ -16,6 +16,10 @@
 // scheduler owns: such a graph is then computed only by that scheduler
 // until it is built anew.
 //
+// AttemptedBufferSize and SetBatchSize exist only in the embedded
+// provider's ggml: under -tags ggml_system they return an ErrUnsupported
+// error.
+//
 // A Scheduler is used by one goroutine at a time. Close frees it; an
 // unreachable Scheduler is freed by the garbage collector. It keeps its
 // backends alive.
