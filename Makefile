@@ -8,7 +8,7 @@ export CGO_CXXFLAGS := $(CPU_FLAGS)
 
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 
-.PHONY: all setup build test test-asan test-short race vet run fuzz bench generate fmt clean
+.PHONY: all setup build test test-asan test-short race vet run fuzz bench generate fmt clean upstream test-system
 
 all: build
 
@@ -34,6 +34,22 @@ test: setup
 ASAN_TESTS ?= Close|Race|Goroutine|Goexit|Panic|Shared|Busy|Lifetime|Leak|Realloc|CustomOp|Indices
 test-asan: setup
 	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0} $(GO) test -asan -count=1 -run '$(ASAN_TESTS)' ./ggml ./backend ./sched ./cpu
+
+# The ggml_system provider (-tags ggml_system) against upstream ggml v0.21.0:
+# build/upstream.sh builds ../shared/upstream/ggml-0.21.0.tar.gz with CMake
+# into a cache outside the checkout (once; reused) and prints the
+# PKG_CONFIG_PATH of the install. The install is in a prefix of its own, so
+# the binaries get an rpath to it (see README, "Use the ggml you have").
+upstream:
+	@bash build/upstream.sh
+
+test-system:
+	@pc=$$(bash build/upstream.sh) && \
+	export PKG_CONFIG_PATH="$$pc$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}" && \
+	export CGO_LDFLAGS="-O2 -g -Wl,-rpath,$$(pkg-config --variable=libdir ggml)" && \
+	echo "test-system: ggml $$(pkg-config --modversion ggml) from $$pc" && \
+	$(GO) vet -tags ggml_system ./... && \
+	$(GO) test -count=1 -tags ggml_system ./...
 
 test-short: setup
 	$(GO) test -short ./...

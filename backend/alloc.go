@@ -467,15 +467,20 @@ func (a *Gallocr) BufferSize(id int) (uint64, error) {
 
 // AttemptedBufferSize returns the size the allocator last tried to give
 // buffer id, also when that failed (ggml_gallocr_get_attempted_buffer_size).
+// Only the embedded provider's ggml has it: with another provider it
+// returns an ErrUnsupported error.
 func (a *Gallocr) AttemptedBufferSize(id int) (uint64, error) {
 	if err := a.usable(); err != nil {
 		return 0, err
+	}
+	if !haveOllamaExtras {
+		return 0, embeddedOnly("Gallocr.AttemptedBufferSize (ggml_gallocr_get_attempted_buffer_size)")
 	}
 	if id < 0 || id >= len(a.bts) {
 		return 0, fmt.Errorf("%w: buffer id %d, the allocator has %d", ggml.ErrInvalid, id, len(a.bts))
 	}
 	defer runtime.KeepAlive(a)
-	return uint64(C.ggml_gallocr_get_attempted_buffer_size(a.c, C.int(id))), nil
+	return uint64(C.goggml_gallocr_get_attempted_buffer_size(a.c, C.int(id))), nil
 }
 
 // ReserveSizes returns the size of each buffer that reserving graph g would

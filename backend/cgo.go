@@ -1,8 +1,6 @@
 package backend
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
-#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
 #include "goggml.h"
 */
 import "C"
@@ -70,4 +68,16 @@ func cstring(s string) (*C.char, func()) {
 	}
 	p := C.CString(s)
 	return p, func() { C.free(unsafe.Pointer(p)) }
+}
+
+// haveOllamaExtras reports whether the linked ggml has the embedded
+// provider's extra calls (ollama's patches): attempted sizes, batch-size
+// hints, device reset and the extra device properties.
+const haveOllamaExtras = C.GOGGML_HAVE_OLLAMA_EXTRAS != 0
+
+// embeddedOnly is the error of a call that only the embedded provider's
+// ggml has, in a binary linked with another provider.
+func embeddedOnly(call string) error {
+	return fmt.Errorf("%w: %s needs the embedded provider (github.com/ollama/ollama v0.17.4, the default build); this binary links %s",
+		ErrUnsupported, call, ggml.Provider())
 }

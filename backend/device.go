@@ -171,7 +171,9 @@ type Props struct {
 	MemoryTotal uint64
 	Type        DeviceType
 	Caps        Caps
-	// Driver and compute capability versions, where the backend reports them.
+	// Driver and compute capability versions, where the backend reports
+	// them. ID and these fields are reported only by the embedded
+	// provider's ggml: with another provider they are zero.
 	DriverMajor, DriverMinor, ComputeMajor, ComputeMinor int
 	Integrated                                           bool
 	Library                                              string // the backend library, where known
@@ -191,21 +193,23 @@ func (d *Device) Props() (Props, error) {
 	}
 	var p C.struct_ggml_backend_dev_props
 	C.ggml_backend_dev_get_props(d.c, &p)
+	var e C.struct_goggml_dev_props
+	C.goggml_dev_props_extra(&p, &e)
 	return Props{
 		Name:         goStringOrEmpty(p.name),
 		Description:  goStringOrEmpty(p.description),
-		ID:           goStringOrEmpty(p.id),
+		ID:           goStringOrEmpty(e.id),
 		DeviceID:     goStringOrEmpty(p.device_id),
 		MemoryFree:   uint64(p.memory_free),
 		MemoryTotal:  uint64(p.memory_total),
 		Type:         DeviceType(p._type),
 		Caps:         Caps{Async: bool(p.caps.async), HostBuffer: bool(p.caps.host_buffer), BufferFromHostPtr: bool(p.caps.buffer_from_host_ptr), Events: bool(p.caps.events)},
-		DriverMajor:  int(p.driver_major),
-		DriverMinor:  int(p.driver_minor),
-		ComputeMajor: int(p.compute_major),
-		ComputeMinor: int(p.compute_minor),
-		Integrated:   p.integrated != 0,
-		Library:      goStringOrEmpty(p.library),
+		DriverMajor:  int(e.driver_major),
+		DriverMinor:  int(e.driver_minor),
+		ComputeMajor: int(e.compute_major),
+		ComputeMinor: int(e.compute_minor),
+		Integrated:   e.integrated != 0,
+		Library:      goStringOrEmpty(e.library),
 	}, nil
 }
 
@@ -307,11 +311,16 @@ func (d *Device) procAddress(name string) unsafe.Pointer {
 
 // Reset asks the device to drop its state, such as cached memory pools
 // (ggml_backend_dev_reset); a no-op for devices without one (the CPU).
-// Close the device's backends and buffers first.
+// Close the device's backends and buffers first. Only the embedded
+// provider's ggml has it: with another provider it returns an
+// ErrUnsupported error.
 func (d *Device) Reset() error {
 	if err := d.usable(); err != nil {
 		return err
 	}
-	C.ggml_backend_dev_reset(d.c)
+	if !haveOllamaExtras {
+		return embeddedOnly("Device.Reset (ggml_backend_dev_reset)")
+	}
+	C.goggml_dev_reset(d.c)
 	return nil
 }

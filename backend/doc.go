@@ -3,6 +3,13 @@
 // events, graph plans, tensor placement and graph allocation, tensor
 // transfer and copy.
 //
+// Calls that depend on the provider (the ggml this binary links; see
+// ggml.Provider): Gallocr.AttemptedBufferSize and Device.Reset exist only in
+// the embedded provider's ggml and return an ErrUnsupported error under
+// -tags ggml_system, where Props' ID, driver and compute versions,
+// Integrated and Library are zero. Load takes only modules built from the
+// binary's own ggml.
+//
 // # Model
 //
 // A Device is a piece of hardware in ggml's registry (the CPU, a GPU); a

@@ -9,3 +9,7 @@ func SetAvailableMemory(t *testing.T, n uint64) {
 	availableMemory = func() (uint64, bool) { return n, true }
 	t.Cleanup(func() { availableMemory = old })
 }
+
+// HaveOllamaExtras reports whether the linked ggml has the embedded
+// provider's extra calls.
+const HaveOllamaExtras = haveOllamaExtras

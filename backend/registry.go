@@ -192,6 +192,11 @@ func (r *Reg) String() string { return r.Name() }
 
 // Load loads a backend library (a shared object such as
 // libggml-vulkan.so) and registers its backend (ggml_backend_load).
+// The module must be built from the same ggml as this binary's provider
+// (build/backend.sh builds from the embedded provider's sources; with
+// -tags ggml_system, use the modules of that ggml's own build): ggml checks
+// only a backend API version, which the embedded provider and upstream
+// ggml share while the structs they exchange differ.
 func Load(path string) (*Reg, error) {
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))

@@ -1,8 +1,6 @@
 package bench
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
-#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
 #cgo noescape cb_nbytes_noescape
 #cgo nocallback cb_nbytes_noescape
 #include "goggml.h"

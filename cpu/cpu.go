@@ -8,8 +8,6 @@
 package cpu
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
-#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
 #include "goggml.h"
 */
 import "C"

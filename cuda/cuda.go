@@ -3,7 +3,6 @@
 package cuda
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
 #cgo LDFLAGS: ${SRCDIR}/../build/cuda/lib/libggml-cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
 #include "goggml.h"
 #include "goggml/fwd-ggml-cuda.h"

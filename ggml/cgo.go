@@ -1,8 +1,6 @@
 package ggml
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
-#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
 #include "goggml.h"
 */
 import "C"

@@ -15,3 +15,7 @@ func SetAvailableMemory(t interface{ Cleanup(func()) }, n uint64) {
 	availableMemory = func() (uint64, bool) { return n, true }
 	t.Cleanup(func() { availableMemory = old })
 }
+
+// ConvIm2ColF16 reports whether Conv2D and Conv3D round b to f16 for an f32
+// kernel too (upstream ggml).
+const ConvIm2ColF16 = convIm2ColF16

@@ -2,6 +2,9 @@
 
 package ggml
 
+// #include "goggml.h"
+import "C"
+
 import (
 	"fmt"
 	"math"
@@ -15,15 +18,12 @@ import (
 // int (struct ggml_cgraph's size).
 const MaxGraphSize = math.MaxInt32
 
-// cgraph mirrors the layout of struct ggml_cgraph (ggml-impl.h), whose size
-// ggml_graph_nbytes counts; the header is not public. TestGraphOverhead
-// checks the sizes computed with it against ggml_graph_overhead_custom.
-type cgraph struct {
-	size, nNodes, nLeafs                   int32
-	nodes, grads, gradAccs, leafs, useCnts uintptr
-	hashSize, hashUsed, hashKeys           uintptr
-	order                                  int32
-}
+// cgraphSize is the size of struct ggml_cgraph (ggml-impl.h), whose size
+// ggml_graph_nbytes counts; the header is not public, and the struct differs
+// between providers: goggml.h mirrors the linked provider's.
+// TestGraphOverhead checks the sizes computed with it against
+// ggml_graph_overhead_custom.
+const cgraphSize = uint64(C.sizeof_struct_goggml_cgraph_layout)
 
 // bytesAdder sums sizes with ggml's alignment steps (incr_ptr_aligned),
 // remembering an overflow.
@@ -62,7 +62,7 @@ func graphNBytes(size uint64, grads bool) (n uint64, ok bool) {
 	const ptr = uint64(unsafe.Sizeof(uintptr(0)))
 	h := hashsize.Of(2 * size)
 	var b bytesAdder
-	b.add(1, uint64(unsafe.Sizeof(cgraph{})), 1)
+	b.add(1, cgraphSize, 1)
 	b.add(size, ptr, ptr) // nodes
 	b.add(size, ptr, ptr) // leafs
 	b.add(h, 4, 4)        // use_counts

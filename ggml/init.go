@@ -45,6 +45,14 @@ func checkSIMD() {
 	case "arm64":
 		cpuHas, builtC = cpu.ARM64.HasASIMD, C.ggml_cpu_has_neon() != 0
 	}
+	if C.GOGGML_CPU_BUILT_BY_CGO == 0 {
+		// The provider's CPU code was built apart (ggml's CMake), C and C++
+		// with the same flags: ggml_cpu_has_* tells for both.
+		if msg := simdWarningPrebuilt(runtime.GOARCH, cpuHas, builtC); msg != "" {
+			currentLogger().Warn(msg)
+		}
+		return
+	}
 	if msg := simdWarning(runtime.GOARCH, cpuHas, builtC, C.goggml_cxx_has_simd() != 0); msg != "" {
 		currentLogger().Warn(msg)
 	}
@@ -69,6 +77,17 @@ func simdWarning(goarch string, cpuHas, builtC, builtCXX bool) string {
 	}
 	return "go-ggml: this CPU has " + ext + " but " + what + ". " +
 		"Build with the CPU flags in both CGO_CFLAGS and CGO_CXXFLAGS: run `make` in a go-ggml checkout, or apply the lines printed by `go run github.com/go-ggml/ggml/build/cgoenv`."
+}
+
+// simdWarningPrebuilt is simdWarning for a provider whose CPU code was
+// built by ggml's own CMake (the ggml_system provider).
+func simdWarningPrebuilt(goarch string, cpuHas, built bool) string {
+	ext := map[string]string{"amd64": "AVX2", "arm64": "NEON"}[goarch]
+	if ext == "" || !cpuHas || built {
+		return ""
+	}
+	return "go-ggml: this CPU has " + ext + " but the installed ggml's CPU backend (libggml-cpu) was compiled without it, " +
+		"so it runs its slow scalar code. Rebuild ggml for this CPU (cmake -DGGML_NATIVE=ON) or with its CPU variants (-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON)."
 }
 
 // CPUFeatures reports what ggml's CPU code was compiled to use

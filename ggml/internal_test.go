@@ -90,6 +90,9 @@ func TestSIMDWarning(t *testing.T) {
 	require.Empty(t, simdWarning("amd64", true, true, true), "built with it")
 	require.Empty(t, simdWarning("amd64", false, false, false), "the CPU lacks it")
 	require.Empty(t, simdWarning("riscv64", true, false, false))
+	require.Contains(t, simdWarningPrebuilt("amd64", true, false), "GGML_NATIVE", "an installed ggml is rebuilt, not go-ggml")
+	require.Empty(t, simdWarningPrebuilt("amd64", true, true))
+	require.Empty(t, simdWarningPrebuilt("amd64", false, false))
 }
 
 // The pool use go-ggml counts (so that ops need no cgo call to check room)

@@ -9,6 +9,11 @@ import (
 	"math/bits"
 )
 
+// convIm2ColF16 reports whether the linked ggml's conv_2d and conv_3d round
+// b to f16 whatever a's type (upstream ggml does; the embedded provider's
+// Im2Col takes a's type).
+const convIm2ColF16 = C.GOGGML_CONV_IM2COL_F16 != 0
+
 // This file holds the convolution and pooling ops: im2col and the
 // convolutions built on it, the direct convolutions, transposed
 // convolutions, pooling, interpolation, reflection padding and timestep
@@ -517,6 +522,8 @@ func (c *Context) conv2DCommon(op string, a, b *Tensor, s0, s1, p0, p1, d0, d1 i
 // ggml computes it as an Im2Col of a's type and a matrix product: a is f32
 // or f16 (then b's values are rounded to f16) and contiguous; b is f32 with
 // adjacent elements and rows (its channel and batch strides are free).
+// Upstream ggml (the ggml_system provider) makes an f16 Im2Col for an f32
+// a too: there b's values are rounded to f16 either way.
 func (c *Context) Conv2D(a, b *Tensor, s0, s1, p0, p1, d0, d1 int) *Tensor {
 	const op = "conv_2d"
 	if p := c.begin(op, a, b); p != nil {
@@ -898,7 +905,8 @@ func (c *Context) im2col3DShape(op string, a, b *Tensor, ic int, s0, s1, s2, p0,
 // is [OW, OH, OD, OC*N] (index n*OC + oc). ggml computes it as an Im2Col3D
 // of a's type and a matrix product: a is f32 or f16 (then b's values are
 // rounded to f16) and contiguous, b f32 with adjacent elements in
-// dimension 0.
+// dimension 0. Upstream ggml (the ggml_system provider) makes an f16
+// Im2Col3D for an f32 a too: there b's values are rounded to f16 either way.
 func (c *Context) Conv3D(a, b *Tensor, ic int, s0, s1, s2, p0, p1, p2, d0, d1, d2 int) *Tensor {
 	const op = "conv_3d"
 	if p := c.begin(op, a, b); p != nil {

@@ -314,7 +314,7 @@ func TestConv2D(t *testing.T) {
 			e.compute(out)
 			g := convGeom2(c.w, c.h, c.kw, c.kh, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1)
 			bv, tol := b.v, convTolF32
-			if kt == ggml.TypeF16 {
+			if kt == ggml.TypeF16 || ggml.ConvIm2ColF16 {
 				bv, tol = roundF16ND(b.v), convTolF16
 			}
 			ref, mag := conv2DRef(a.v, bv, g)
@@ -598,7 +598,7 @@ func TestConv3D(t *testing.T) {
 				require.NoError(t, out.Err())
 				e.compute(out)
 				bv, tol := b.v, convTolF32
-				if kt == ggml.TypeF16 {
+				if kt == ggml.TypeF16 || (ggml.ConvIm2ColF16 && !direct) {
 					bv, tol = roundF16ND(b.v), convTolF16
 				}
 				ref, mag := conv3DRef(a.v, bv, c.ic, g)

@@ -215,8 +215,8 @@ func (c *Context) add1(a, b *Tensor, inPlace bool) *Tensor {
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
 		if inPlace {
-			return C.ggml_add1_inplace(c.c, a.c, b.c)
+			return C.goggml_add1_inplace(c.c, a.c, b.c)
 		}
-		return C.ggml_add1(c.c, a.c, b.c)
+		return C.goggml_add1(c.c, a.c, b.c)
 	}, a, b)
 }

@@ -396,7 +396,7 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_ssm_scan(c.c, s.c, x.c, dt.c, a.c, b.c, cm.c, ids.c)
+		return C.goggml_ssm_scan(c.c, s.c, x.c, dt.c, a.c, b.c, cm.c, ids.c)
 	}, in...)
 }
 

@@ -3,7 +3,6 @@
 package metal
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
 #include "goggml.h"
 #include "goggml/fwd-ggml-metal.h"
 */

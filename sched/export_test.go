@@ -12,3 +12,7 @@ func SetAvailableMemory(t *testing.T, n uint64) {
 
 // TablesSize is tablesSize.
 var TablesSize = tablesSize
+
+// HaveOllamaExtras reports whether the linked ggml has the embedded
+// provider's extra calls.
+const HaveOllamaExtras = haveOllamaExtras

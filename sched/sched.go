@@ -16,14 +16,16 @@
 // scheduler owns: such a graph is then computed only by that scheduler
 // until it is built anew.
 //
+// AttemptedBufferSize and SetBatchSize exist only in the embedded
+// provider's ggml: under -tags ggml_system they return an ErrUnsupported
+// error.
+//
 // A Scheduler is used by one goroutine at a time. Close frees it; an
 // unreachable Scheduler is freed by the garbage collector. It keeps its
 // backends alive.
 package sched
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
-#cgo ggml_system CPPFLAGS: -DGOGGML_SYSTEM
 #include "goggml.h"
 
 extern bool goggmlSchedEval(struct ggml_tensor *t, bool ask, uintptr_t handle);
@@ -454,23 +456,29 @@ func (s *Scheduler) BufferSize(be *backend.Backend) (uint64, error) {
 
 // AttemptedBufferSize returns the size the scheduler last tried to give
 // be's compute buffer, also when that failed
-// (ggml_backend_sched_get_attempted_buffer_size).
+// (ggml_backend_sched_get_attempted_buffer_size). Only the embedded
+// provider's ggml has it: with another provider it returns an
+// ErrUnsupported error.
 func (s *Scheduler) AttemptedBufferSize(be *backend.Backend) (uint64, error) {
 	if err := s.usable(); err != nil {
 		return 0, err
+	}
+	if !haveOllamaExtras {
+		return 0, embeddedOnly("Scheduler.AttemptedBufferSize (ggml_backend_sched_get_attempted_buffer_size)")
 	}
 	i, err := s.index(be)
 	if err != nil {
 		return 0, err
 	}
 	defer runtime.KeepAlive(s)
-	return uint64(C.ggml_backend_sched_get_attempted_buffer_size(s.c, C.ggml_backend_t(s.ptrs[i]))), nil
+	return uint64(C.goggml_sched_get_attempted_buffer_size(s.c, C.ggml_backend_t(s.ptrs[i]))), nil
 }
 
 // SetBatchSize gives the scheduler a hint of the batch size the graphs
 // process, which the embedded provider's ggml uses to decide on op offload
 // (ggml_backend_sched_set_batch_size); -1 means guess. ggml keeps it in an
-// int: n is -1 to math.MaxInt32.
+// int: n is -1 to math.MaxInt32. Only the embedded provider's ggml has it:
+// with another provider it returns an ErrUnsupported error.
 func (s *Scheduler) SetBatchSize(n int) error {
 	if err := s.usable(); err != nil {
 		return err
@@ -478,8 +486,11 @@ func (s *Scheduler) SetBatchSize(n int) error {
 	if n < -1 || n > math.MaxInt32 {
 		return fmt.Errorf("%w: batch size must be -1 (guess) to %d, got %d", ggml.ErrInvalid, math.MaxInt32, n)
 	}
+	if !haveOllamaExtras {
+		return embeddedOnly("Scheduler.SetBatchSize (ggml_backend_sched_set_batch_size)")
+	}
 	defer runtime.KeepAlive(s)
-	C.ggml_backend_sched_set_batch_size(s.c, C.int(n))
+	C.goggml_sched_set_batch_size(s.c, C.int(n))
 	return nil
 }
 
@@ -557,4 +568,15 @@ func (s *Scheduler) TensorBackend(t *ggml.Tensor) *backend.Backend {
 		}
 	}
 	return nil
+}
+
+// haveOllamaExtras reports whether the linked ggml has the embedded
+// provider's extra scheduler calls (attempted sizes, batch-size hints).
+const haveOllamaExtras = C.GOGGML_HAVE_OLLAMA_EXTRAS != 0
+
+// embeddedOnly is the error of a call that only the embedded provider's
+// ggml has, in a binary linked with another provider.
+func embeddedOnly(call string) error {
+	return fmt.Errorf("%w: %s needs the embedded provider (github.com/ollama/ollama v0.17.4, the default build); this binary links %s",
+		backend.ErrUnsupported, call, ggml.Provider())
 }

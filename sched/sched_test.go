@@ -175,8 +175,12 @@ func TestReserveAllocComputeReset(t *testing.T) {
 	requireNear(t, want, got)
 	var attempted uint64
 	attempted, err = s.AttemptedBufferSize(be)
-	require.NoError(t, err)
-	assert.GreaterOrEqual(t, attempted, reserved)
+	if sched.HaveOllamaExtras {
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, attempted, reserved)
+	} else {
+		require.ErrorIs(t, err, backend.ErrUnsupported, "only the embedded provider has it")
+	}
 	bt, err := s.BufferType(be)
 	require.NoError(t, err)
 	assert.Equal(t, be.DefaultBufferType().Name(), bt.Name())
@@ -201,7 +205,11 @@ func TestComputeAllocatesAndAsync(t *testing.T) {
 	require.NoError(t, err)
 	_, want := m.ref(xv, 3)
 	requireNear(t, want, got)
-	require.NoError(t, s.SetBatchSize(3))
+	if sched.HaveOllamaExtras {
+		require.NoError(t, s.SetBatchSize(3))
+	} else {
+		require.ErrorIs(t, s.SetBatchSize(3), backend.ErrUnsupported, "only the embedded provider has it")
+	}
 
 	p, err := sched.New([]*backend.Backend{be}, sched.Options{Parallel: true})
 	require.NoError(t, err)

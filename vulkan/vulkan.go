@@ -3,7 +3,6 @@
 package vulkan
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/../third_party/ggml/include
 #cgo LDFLAGS: ${SRCDIR}/../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
 #include "goggml.h"
 #include "goggml/fwd-ggml-vulkan.h"

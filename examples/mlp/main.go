@@ -28,7 +28,11 @@ func main() {
 }
 
 func run() error {
-	fmt.Printf("ggml provider: %s\n", ggml.Provider())
+	if v := ggml.Version(); v != "" {
+		fmt.Printf("ggml provider: %s, ggml %s\n", ggml.Provider(), v)
+	} else {
+		fmt.Printf("ggml provider: %s\n", ggml.Provider())
+	}
 	fmt.Println("devices:")
 	for d := range backend.Devices() {
 		free, total := d.Memory()

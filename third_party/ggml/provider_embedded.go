@@ -3,7 +3,6 @@
 package ggml
 
 /*
-#cgo CPPFLAGS: -I${SRCDIR}/include
 #cgo linux LDFLAGS: -rdynamic
 #include "goggml.h"
 */

@@ -12,6 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+// ---- provider: where the headers are ---------------------------------------
+// GOGGML_SYSTEM (build tag ggml_system; the define reaches every package
+// through its generated provider_gen.go): an installed upstream ggml whose
+// headers are on the include path that pkg-config gives. Otherwise the
+// embedded provider's headers, which the forwarding headers find.
+#if defined(GOGGML_SYSTEM)
+#define GOGGML_HEADERS_ON_PATH 1
+#endif
+
 #include "goggml/fwd-ggml.h"
 #include "goggml/fwd-ggml-alloc.h"
 #include "goggml/fwd-ggml-backend.h"
@@ -22,7 +31,33 @@
 // ggml_version() as "0x0"), so the pin checks the enums whose sizes change
 // with every ggml release that adds a type or an op.
 #if defined(GOGGML_SYSTEM)
-#error "go-ggml: the ggml_system provider is not implemented yet; build without -tags ggml_system to use the embedded provider (github.com/ollama/ollama v0.17.4)."
+// The system provider: upstream ggml v0.21.0 (github.com/ggml-org/ggml, tag
+// v0.21.0). A later release adds types or ops: the binding reads every enum
+// value through cgo, but its checks were written against these counts.
+_Static_assert(GGML_TYPE_COUNT == 43,
+	"go-ggml: unexpected ggml version: this go-ggml supports upstream ggml v0.21.0 with -tags ggml_system (GGML_TYPE_COUNT 43)");
+_Static_assert(GGML_OP_COUNT == 101,
+	"go-ggml: unexpected ggml version: this go-ggml supports upstream ggml v0.21.0 with -tags ggml_system (GGML_OP_COUNT 101)");
+_Static_assert(GGML_UNARY_OP_COUNT == 22,
+	"go-ggml: unexpected ggml version: this go-ggml supports upstream ggml v0.21.0 with -tags ggml_system (GGML_UNARY_OP_COUNT 22)");
+// Upstream's ggml_backend_graph_compute_async has no batch-size hint.
+_Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compute_async),
+	enum ggml_status (*)(ggml_backend_t, struct ggml_cgraph *)),
+	"go-ggml: unexpected ggml version: ggml_backend_graph_compute_async is not the one of upstream ggml v0.21.0");
+#define GOGGML_PROVIDER "system (upstream ggml v0.21.0, pkg-config)"
+// What this provider has of the calls that only one provider offers: the
+// Go side checks these (through cgo) and returns ErrUnsupported naming the
+// provider that has the call.
+#define GOGGML_HAVE_OLLAMA_EXTRAS 0 // attempted sizes, set_batch_size, dev_reset, extra device props
+// The layout of struct ggml_cgraph (src/ggml-impl.h, not installed), whose
+// size ggml_graph_nbytes counts: upstream added a uid.
+#define GOGGML_CGRAPH_UID 1
+// ggml_conv_2d and ggml_conv_3d make an f16 Im2Col for an f32 kernel too
+// (an f32 one only for bf16): b's values are rounded to f16.
+#define GOGGML_CONV_IM2COL_F16 1
+// ggml's CPU code is in libggml-cpu, built by ggml's CMake, not by cgo:
+// CGO_CFLAGS/CGO_CXXFLAGS do not reach it.
+#define GOGGML_CPU_BUILT_BY_CGO 0
 #else
 _Static_assert(GGML_TYPE_COUNT == 40,
 	"go-ggml: unexpected ggml version: this go-ggml supports the ggml of github.com/ollama/ollama v0.17.4 (GGML_TYPE_COUNT 40)");
@@ -36,6 +71,10 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 	enum ggml_status (*)(ggml_backend_t, struct ggml_cgraph *, int)),
 	"go-ggml: unexpected ggml version: ggml_backend_graph_compute_async is not the one of github.com/ollama/ollama v0.17.4");
 #define GOGGML_PROVIDER "embedded (github.com/ollama/ollama v0.17.4)"
+#define GOGGML_HAVE_OLLAMA_EXTRAS 1 // attempted sizes, set_batch_size, dev_reset, extra device props
+#define GOGGML_CGRAPH_UID 0 // struct ggml_cgraph has no uid
+#define GOGGML_CONV_IM2COL_F16 0 // conv_2d/conv_3d: an Im2Col of the kernel's type
+#define GOGGML_CPU_BUILT_BY_CGO 1 // ggml's CPU code is compiled by cgo with CGO_CFLAGS/CGO_CXXFLAGS
 #endif
 
 // ---- API differences between providers -----------------------------------
@@ -48,6 +87,104 @@ static inline enum ggml_status goggml_graph_compute_async(ggml_backend_t be, str
 	return ggml_backend_graph_compute_async(be, g, -1);
 #endif
 }
+
+// goggml_cgraph_layout mirrors struct ggml_cgraph (ggml-impl.h, a private
+// header), whose size ggml_graph_nbytes counts: the binding computes graph
+// sizes with overflow checks before ggml does (ggml/graphsize.go), and a
+// test checks them against ggml_graph_overhead_custom.
+struct goggml_cgraph_layout {
+	int size, n_nodes, n_leafs;
+	void * nodes, * grads, * grad_accs, * leafs, * use_counts;
+	size_t hash_size;
+	void * hash_used, * hash_keys;
+	int order;
+#if GOGGML_CGRAPH_UID
+	uint64_t uid;
+#endif
+};
+
+// The embedded provider's extras (ollama's patches): on another provider
+// these compile to a fallback that the Go side never reaches, for it checks
+// GOGGML_HAVE_OLLAMA_EXTRAS first.
+static inline size_t goggml_gallocr_get_attempted_buffer_size(ggml_gallocr_t galloc, int buffer_id) {
+#if GOGGML_HAVE_OLLAMA_EXTRAS
+	return ggml_gallocr_get_attempted_buffer_size(galloc, buffer_id);
+#else
+	(void)galloc; (void)buffer_id;
+	return 0;
+#endif
+}
+static inline size_t goggml_sched_get_attempted_buffer_size(ggml_backend_sched_t sched, ggml_backend_t be) {
+#if GOGGML_HAVE_OLLAMA_EXTRAS
+	return ggml_backend_sched_get_attempted_buffer_size(sched, be);
+#else
+	(void)sched; (void)be;
+	return 0;
+#endif
+}
+static inline void goggml_sched_set_batch_size(ggml_backend_sched_t sched, int batch_size) {
+#if GOGGML_HAVE_OLLAMA_EXTRAS
+	ggml_backend_sched_set_batch_size(sched, batch_size);
+#else
+	(void)sched; (void)batch_size;
+#endif
+}
+static inline void goggml_dev_reset(ggml_backend_dev_t dev) {
+#if GOGGML_HAVE_OLLAMA_EXTRAS
+	ggml_backend_dev_reset(dev);
+#else
+	(void)dev;
+#endif
+}
+
+// goggml_dev_props are the device properties of both providers: the fields
+// only the embedded provider reports are zero (NULL) elsewhere.
+struct goggml_dev_props {
+	const char * id;
+	int driver_major, driver_minor, compute_major, compute_minor;
+	int integrated;
+	const char * library;
+};
+static inline void goggml_dev_props_extra(const struct ggml_backend_dev_props * p, struct goggml_dev_props * e) {
+	memset(e, 0, sizeof(*e));
+#if GOGGML_HAVE_OLLAMA_EXTRAS
+	e->id = p->id;
+	e->driver_major = p->driver_major;
+	e->driver_minor = p->driver_minor;
+	e->compute_major = p->compute_major;
+	e->compute_minor = p->compute_minor;
+	e->integrated = p->integrated;
+	e->library = p->library;
+#else
+	(void)p;
+#endif
+}
+
+// goggml_ssm_scan is ggml_ssm_scan over one token per step. Upstream's takes
+// K, the number of states kept per sequence (K = 1 is the embedded
+// provider's behaviour: the last state only).
+static inline struct ggml_tensor * goggml_ssm_scan(struct ggml_context * ctx, struct ggml_tensor * s,
+		struct ggml_tensor * x, struct ggml_tensor * dt, struct ggml_tensor * A, struct ggml_tensor * B,
+		struct ggml_tensor * C, struct ggml_tensor * ids) {
+#if defined(GOGGML_SYSTEM)
+	return ggml_ssm_scan(ctx, s, x, dt, A, B, C, ids, 1);
+#else
+	return ggml_ssm_scan(ctx, s, x, dt, A, B, C, ids);
+#endif
+}
+
+// goggml_add1 and goggml_add1_inplace: upstream deprecates ggml_add1 (use
+// ggml_add, which broadcasts); the binding keeps Add1, whose op is still
+// GGML_OP_ADD1, without a warning in every build.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline struct ggml_tensor * goggml_add1(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+	return ggml_add1(ctx, a, b);
+}
+static inline struct ggml_tensor * goggml_add1_inplace(struct ggml_context * ctx, struct ggml_tensor * a, struct ggml_tensor * b) {
+	return ggml_add1_inplace(ctx, a, b);
+}
+#pragma GCC diagnostic pop
 
 // ---- helpers shared by the binding ---------------------------------------
 

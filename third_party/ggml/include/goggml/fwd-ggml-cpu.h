@@ -2,8 +2,8 @@
 //
 // Forwarding header: go-ggml carries no ggml source. This file finds the
 // provider's ggml-cpu.h and includes it.
-//   - GOGGML_SYSTEM (build tag ggml_system): the installed ggml, on the
-//     include path that pkg-config gives.
+//   - GOGGML_HEADERS_ON_PATH (set by goggml.h for a provider whose headers
+//     are on the include path, e.g. found with pkg-config): <ggml-cpu.h>.
 //   - Module cache layout: github.com/ollama/ollama@v0.17.4 beside this module, where
 //     "go get" puts it.
 //   - ../../provider-include: the link that "make" creates in a checkout.
@@ -11,7 +11,7 @@
 //     sits in a directory of its own so that this search cannot find it.
 #ifndef GOGGML_FWD_GGML_CPU_H
 #define GOGGML_FWD_GGML_CPU_H
-#if defined(GOGGML_SYSTEM)
+#if defined(GOGGML_HEADERS_ON_PATH)
 #include <ggml-cpu.h>
 #elif __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-cpu.h")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-cpu.h"

@@ -2,8 +2,8 @@
 //
 // Forwarding header: go-ggml carries no ggml source. This file finds the
 // provider's ggml-opt.h and includes it.
-//   - GOGGML_SYSTEM (build tag ggml_system): the installed ggml, on the
-//     include path that pkg-config gives.
+//   - GOGGML_HEADERS_ON_PATH (set by goggml.h for a provider whose headers
+//     are on the include path, e.g. found with pkg-config): <ggml-opt.h>.
 //   - Module cache layout: github.com/ollama/ollama@v0.17.4 beside this module, where
 //     "go get" puts it.
 //   - ../../provider-include: the link that "make" creates in a checkout.
@@ -11,7 +11,7 @@
 //     sits in a directory of its own so that this search cannot find it.
 #ifndef GOGGML_FWD_GGML_OPT_H
 #define GOGGML_FWD_GGML_OPT_H
-#if defined(GOGGML_SYSTEM)
+#if defined(GOGGML_HEADERS_ON_PATH)
 #include <ggml-opt.h>
 #elif __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-opt.h")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-opt.h"
