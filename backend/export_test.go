@@ -1,6 +1,10 @@
 package backend
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/go-ggml/ggml/ggml"
+)
 
 // SetAvailableMemory makes the memory checks see n bytes available until
 // the test ends.
@@ -8,4 +12,14 @@ func SetAvailableMemory(t *testing.T, n uint64) {
 	old := availableMemory
 	availableMemory = func() (uint64, bool) { return n, true }
 	t.Cleanup(func() { availableMemory = old })
+}
+
+// LavapipeRefusal is the refusal for node t on a device taken to be Mesa's
+// lavapipe.
+func LavapipeRefusal(t *ggml.Tensor) error {
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return err
+	}
+	return refusal(true, "Vulkan0", tc)
 }

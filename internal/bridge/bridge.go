@@ -148,6 +148,10 @@ var (
 	// NodeThreadLimit returns the most CPU threads ggml's kernel computes
 	// node t correctly with, or 0 for no limit.
 	NodeThreadLimit func(t unsafe.Pointer) int64
+	// RefuseNode returns why node t (a *C.struct_ggml_tensor) must not be
+	// computed on the backend be (a ggml_backend_t) although ggml supports
+	// it there, or nil (set by package backend).
+	RefuseNode func(be, t unsafe.Pointer) error
 	// GraphDone reports, after a compute of g, the first panic of a custom
 	// op's Go function, and clears it.
 	GraphDone func(g any) error
