@@ -33,13 +33,16 @@ import (
 // computing garbage. Its other methods are for one goroutine at a time.
 // Close frees it; an unreachable Backend is freed by the garbage collector.
 type Backend struct {
-	_       noCopy
-	c       C.ggml_backend_t // set at birth, never changed
-	dev     *Device
-	abort   *C.int // flag read by the backend's abort callback; nil if it has none
-	plans   *planSet
-	pool    *poolSlot    // the CPU thread pool it computes on, if any
-	threads atomic.Int64 // thread setting of a CPU-like backend; 0: none
+	_   noCopy
+	c   C.ggml_backend_t // set at birth, never changed
+	dev *Device
+	// lavapipe: the device is Mesa's software Vulkan driver, on which some
+	// nodes are refused (refuse.go).
+	lavapipe bool
+	abort    *C.int // flag read by the backend's abort callback; nil if it has none
+	plans    *planSet
+	pool     *poolSlot    // the CPU thread pool it computes on, if any
+	threads  atomic.Int64 // thread setting of a CPU-like backend; 0: none
 	// life: computes are exclusive work (Enter); schedulers over the
 	// backend are users, so the C object outlives them (ggml frees a
 	// scheduler by reading its backends).
@@ -99,6 +102,7 @@ func freeBackend(r backendRes) {
 func newBackend(c C.ggml_backend_t) *Backend {
 	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
 		pool: &poolSlot{}, pins: new(runtime.Pinner)}
+	b.lavapipe = isLavapipe(b.dev)
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
 			C.goggml_call_set_n_threads(fn, c, C.int(runtime.NumCPU()))
@@ -300,7 +304,8 @@ func (b *Backend) checkThreads(t *C.struct_ggml_tensor) error {
 }
 
 // SupportsOp reports whether the backend can compute tensor t's op
-// (ggml_backend_supports_op).
+// (ggml_backend_supports_op), less what the binding refuses on the device
+// (on Mesa's lavapipe, a mul_mat of an im2col: see the vulkan package).
 func (b *Backend) SupportsOp(t *ggml.Tensor) bool {
 	if b.usable() != nil {
 		return false
@@ -311,7 +316,7 @@ func (b *Backend) SupportsOp(t *ggml.Tensor) bool {
 	}
 	defer runtime.KeepAlive(t)
 	defer runtime.KeepAlive(b)
-	return bool(C.ggml_backend_supports_op(b.c, tc))
+	return bool(C.ggml_backend_supports_op(b.c, tc)) && b.refuses(tc) == nil
 }
 
 // checkTensor tells whether the backend can read and write tensor t where
@@ -637,6 +642,7 @@ func beginPool(ctx context.Context, ref bridge.PoolRef) (end func(), err error) 
 }
 
 func init() {
+	bridge.RefuseNode = refusesNode
 	bridge.BackendPtr = func(v any) (unsafe.Pointer, error) {
 		b, _ := v.(*Backend)
 		if err := b.usable(); err != nil {
@@ -762,6 +768,9 @@ func (b *Backend) checkGraph(g *ggml.Graph, h *bridge.Holds) (*C.struct_ggml_cgr
 		}
 		if isNode {
 			if err := b.checkThreads(t); err != nil {
+				return err
+			}
+			if err := b.refuses(t); err != nil {
 				return err
 			}
 		}

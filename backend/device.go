@@ -261,7 +261,9 @@ func (d *Device) HostBufferType() (*BufferType, error) {
 }
 
 // SupportsOp reports whether the device can compute tensor t's op
-// (ggml_backend_dev_supports_op).
+// (ggml_backend_dev_supports_op), less what the binding refuses on the
+// device (on Mesa's lavapipe, a mul_mat of an im2col: see the vulkan
+// package).
 func (d *Device) SupportsOp(t *ggml.Tensor) bool {
 	if d.usable() != nil {
 		return false
@@ -271,7 +273,7 @@ func (d *Device) SupportsOp(t *ggml.Tensor) bool {
 		return false
 	}
 	defer runtime.KeepAlive(t)
-	return bool(C.ggml_backend_dev_supports_op(d.c, tc))
+	return bool(C.ggml_backend_dev_supports_op(d.c, tc)) && refusal(isLavapipe(d), d.Name(), tc) == nil
 }
 
 // SupportsBufferType reports whether the device can use buffers of type bt

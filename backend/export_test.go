@@ -1,6 +1,10 @@
 package backend
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/go-ggml/ggml/ggml"
+)
 
 // SetAvailableMemory makes the memory checks see n bytes available until
 // the test ends.
@@ -13,3 +17,13 @@ func SetAvailableMemory(t *testing.T, n uint64) {
 // HaveOllamaExtras reports whether the linked ggml has the embedded
 // provider's extra calls.
 const HaveOllamaExtras = haveOllamaExtras
+
+// LavapipeRefusal is the refusal for node t on a device taken to be Mesa's
+// lavapipe.
+func LavapipeRefusal(t *ggml.Tensor) error {
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return err
+	}
+	return refusal(true, "Vulkan0", tc)
+}

@@ -83,6 +83,8 @@ func (c *Context) Argsort(a *Tensor, order SortOrder) *Tensor {
 		return c.fail(op, ErrInvalid, fmt.Sprintf("unknown sort order %d", order), a)
 	case a.Type() != TypeF32 && a.Type() != TypeI32:
 		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or i32, not %v", a.Type()), a)
+	case a.Type() == TypeI32 && C.GOGGML_ARGSORT_I32 == 0:
+		return c.fail(op, ErrType, "the linked ggml (upstream) sorts f32 only; the embedded provider also sorts i32", a)
 	case !adjacent(a) || !flatRows(a):
 		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0, its rows one stride apart; copy it with Cont", a)
 	case a.Ne()[0] > math.MaxInt32:

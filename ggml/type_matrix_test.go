@@ -663,6 +663,12 @@ func (m *matrix) compare(t *testing.T, name string, ty ggml.Type, want, got []fl
 		slack = func(i int) float64 { return prev(i) + 1 }
 	case ty.IsQuantized() && !m.written[ty]:
 		rel, slack = 0, func(int) float64 { return 0 }
+	case ty.IsQuantized() && !ty.CanQuantize():
+		// The CPU writes it (from_float) but ggml_quantize_chunk has no
+		// reference quantizer for it (nvfp4 on upstream ggml): no value
+		// to compare with; what is checked is that the op ran.
+		t.Logf("%s: no reference quantizer for %v, values not compared", name, ty)
+		return
 	case ty.IsQuantized():
 		q, err := ggml.Quantize(ty, w32(), row, nil)
 		require.NoError(t, err, name)

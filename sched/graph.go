@@ -149,7 +149,7 @@ func (s *Scheduler) release() {
 	s.newPlacement()
 	if s.graph != nil {
 		bridge.RestoreSources(s.graph)
-		s.graph, s.limited = nil, nil
+		s.graph, s.limited, s.refused = nil, nil, nil
 	}
 }
 
@@ -343,6 +343,7 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 	s.version = bridge.GraphVersion(g)
 	s.eval.setGraph(g)
 	s.limited = s.threadLimits(g)
+	s.refused = s.refusal(g)
 	return nil
 }
 
@@ -373,6 +374,20 @@ func (s *Scheduler) threadLimits(g *ggml.Graph) []threadLimit {
 		}
 	}
 	return out
+}
+
+// refusal returns why a node of g, as allocated, must not be computed on
+// the backend it was given although ggml supports it there (on Mesa's
+// lavapipe, a mul_mat of an im2col: see the vulkan package), or nil.
+func (s *Scheduler) refusal(g *ggml.Graph) error {
+	_, ps := bridge.GraphTensors(g)
+	for _, p := range ps {
+		be := unsafe.Pointer(C.ggml_backend_sched_get_tensor_backend(s.c, (*C.struct_ggml_tensor)(p)))
+		if err := bridge.RefuseNode(be, p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkThreads refuses to compute a node on a CPU backend with more
@@ -471,6 +486,9 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	if err := s.checkThreads(); err != nil {
 		return err
+	}
+	if s.refused != nil {
+		return s.refused
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)

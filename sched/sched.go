@@ -168,6 +168,7 @@ type Scheduler struct {
 	version   uint64                  // of the graph when allocated
 	touched   map[unsafe.Pointer]bool // tensors pinned or asked about since the last reset
 	limited   []threadLimit           // nodes of the allocated graph whose CPU kernel limits threads
+	refused   error                   // why the allocated graph must not be computed as placed, or nil
 	res       schedRes
 	cleanup   runtime.Cleanup
 }

@@ -158,6 +158,10 @@ var (
 	// ArmCustom gives the custom ops of graph g the cancel flag (an int32
 	// in C memory) of the compute about to run them.
 	ArmCustom func(g any, cancel unsafe.Pointer)
+	// RefuseNode returns why node t (a *C.struct_ggml_tensor) must not be
+	// computed on the backend be (a ggml_backend_t) although ggml supports
+	// it there, or nil (set by package backend).
+	RefuseNode func(be, t unsafe.Pointer) error
 	// GraphDone reports, after a compute of g, the first panic of a custom
 	// op's Go function, and clears it.
 	GraphDone func(g any) error

@@ -49,6 +49,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 // Go side checks these (through cgo) and returns ErrUnsupported naming the
 // provider that has the call.
 #define GOGGML_HAVE_OLLAMA_EXTRAS 0 // attempted sizes, set_batch_size, dev_reset, extra device props
+#define GOGGML_ARGSORT_I32 0 // upstream's CPU argsort sorts f32 only
 // The layout of struct ggml_cgraph (src/ggml-impl.h, not installed), whose
 // size ggml_graph_nbytes counts: upstream added a uid.
 #define GOGGML_CGRAPH_UID 1
@@ -72,6 +73,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 	"go-ggml: unexpected ggml version: ggml_backend_graph_compute_async is not the one of github.com/ollama/ollama v0.17.4");
 #define GOGGML_PROVIDER "embedded (github.com/ollama/ollama v0.17.4)"
 #define GOGGML_HAVE_OLLAMA_EXTRAS 1 // attempted sizes, set_batch_size, dev_reset, extra device props
+#define GOGGML_ARGSORT_I32 1 // the CPU argsort sorts f32 and i32
 #define GOGGML_CGRAPH_UID 0 // struct ggml_cgraph has no uid
 #define GOGGML_CONV_IM2COL_F16 0 // conv_2d/conv_3d: an Im2Col of the kernel's type
 #define GOGGML_CPU_BUILT_BY_CGO 1 // ggml's CPU code is compiled by cgo with CGO_CFLAGS/CGO_CXXFLAGS
