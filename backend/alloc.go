@@ -199,6 +199,25 @@ func (a *Gallocr) newPlacement() {
 	a.placed = bridge.NewPlacement(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed))
 }
 
+// change starts a change of where graph g's tensors live: g's context and
+// what the graph allocator placed must be idle (bridge.ClaimContext, quiesce);
+// done ends it.
+func (a *Gallocr) change(g *ggml.Graph) (done func(), err error) {
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return nil, err
+	}
+	quiet, err := a.quiesce()
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return func() {
+		quiet()
+		release()
+	}, nil
+}
+
 // quiesce starts a change of the allocator's buffers or of the tensors it
 // placed: ErrBusy while a compute or transfer uses those tensors (their
 // memory may be freed, their data pointers are reset), and until done no
@@ -282,12 +301,7 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 		return err
 	}
 	defer a.life.Leave()
-	release, err := bridge.ClaimContext(g)
-	if err != nil {
-		return err
-	}
-	defer release()
-	done, err := a.quiesce()
+	done, err := a.change(g)
 	if err != nil {
 		return err
 	}
@@ -354,12 +368,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer a.life.Leave()
-	release, err := bridge.ClaimContext(g)
-	if err != nil {
-		return err
-	}
-	defer release()
-	done, err := a.quiesce()
+	done, err := a.change(g)
 	if err != nil {
 		return err
 	}

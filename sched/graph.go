@@ -161,12 +161,7 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer s.leave()
-	release, err := bridge.ClaimContext(g)
-	if err != nil {
-		return err
-	}
-	defer release()
-	done, err := s.quiesce()
+	done, err := s.change(g)
 	if err != nil {
 		return err
 	}
@@ -261,12 +256,7 @@ func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
 		return err
 	}
 	defer s.leave()
-	release, err := bridge.ClaimContext(g)
-	if err != nil {
-		return err
-	}
-	defer release()
-	done, err := s.quiesce()
+	done, err := s.change(g)
 	if err != nil {
 		return err
 	}

@@ -318,6 +318,25 @@ func (s *Scheduler) newPlacement() {
 	s.placed = bridge.NewPlacement(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated))
 }
 
+// change starts a change of where graph g's tensors live: g's context and
+// what the scheduler placed must be idle (bridge.ClaimContext, quiesce);
+// done ends it.
+func (s *Scheduler) change(g *ggml.Graph) (done func(), err error) {
+	release, err := bridge.ClaimContext(g)
+	if err != nil {
+		return nil, err
+	}
+	quiet, err := s.quiesce()
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return func() {
+		quiet()
+		release()
+	}, nil
+}
+
 // quiesce starts a change of what the scheduler allocated (a reset, a
 // reservation, an allocation): ErrBusy while a compute or transfer uses a
 // tensor it placed (their memory may be freed, their data pointers are
