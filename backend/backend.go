@@ -594,7 +594,10 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 
 // ComputeAsync starts graph g on the backend and returns; Synchronize waits
 // for it (ggml_backend_graph_compute_async). It checks g as Compute does.
-// Use Compute for cancellation through a context.
+// Use Compute for cancellation through a context. What the graph reads
+// stays held until Synchronize (or Close of the backend): until then its
+// context and graph report ggml.ErrBusy to Close and changes, and its
+// buffers are freed only afterwards.
 func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	if err := b.enter(); err != nil {
 		return err
