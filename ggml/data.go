@@ -133,7 +133,7 @@ func Data[T Element](t *Tensor) ([]T, error) {
 		return nil, fmt.Errorf("ggml: Data: %w", err)
 	}
 	out := make([]T, max(t.Elements(), 0))
-	if err := DataInto(t, out); err != nil {
+	if err := dataInto(t, out, &h); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -144,7 +144,12 @@ func Data[T Element](t *Tensor) ([]T, error) {
 func DataInto[T Element](t *Tensor, dst []T) error {
 	var h bridge.Holds
 	defer h.Release()
-	size, err := checkTransfer[T]("Data", t, len(dst), false, &h)
+	return dataInto(t, dst, &h)
+}
+
+// dataInto is DataInto with the holds of the caller (Data holds first).
+func dataInto[T Element](t *Tensor, dst []T, h *bridge.Holds) error {
+	size, err := checkTransfer[T]("Data", t, len(dst), false, h)
 	if err != nil {
 		return err
 	}
