@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 func TestDevices(t *testing.T) {
@@ -172,9 +173,5 @@ func TestSupportsOp(t *testing.T) {
 }
 
 func cpu(t *testing.T) *backend.Backend {
-	t.Helper()
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	t.Cleanup(func() { be.Close() })
-	return be
+	return testutil.CPU(t)
 }

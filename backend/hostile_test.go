@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // Close racing compute, transfers and a second compute (issue #17). These
@@ -53,7 +54,7 @@ func newProductsOf(t *testing.T, rng *rand.Rand, be *backend.Backend, wt ggml.Ty
 	p.w = p.wctx.NewTensor(wt, int64(k), int64(m))
 	p.wbuf, err = backend.AllocContextTensors(p.wctx, be)
 	require.NoError(t, err)
-	wv := randF32s(rng, k*m)
+	wv := testutil.RandF32(rng, k*m)
 	xq := func(v []float32) []float32 { return v } // what the kernel sees of x
 	if wt == ggml.TypeF32 {
 		require.NoError(t, ggml.SetData(p.w, wv))
@@ -80,7 +81,7 @@ func newProductsOf(t *testing.T, rng *rand.Rand, be *backend.Backend, wt ggml.Ty
 	require.NoError(t, err)
 	p.cbuf, err = backend.AllocContextTensors(p.cctx, be)
 	require.NoError(t, err)
-	p.xv = randF32s(rng, k*n)
+	p.xv = testutil.RandF32(rng, k*n)
 	require.NoError(t, ggml.SetData(p.x, p.xv))
 	xs := xq(p.xv)
 	p.ref = make([]float64, m*n)
@@ -100,14 +101,6 @@ func newProductsOf(t *testing.T, rng *rand.Rand, be *backend.Backend, wt ggml.Ty
 		p.wctx.Close()
 	})
 	return p
-}
-
-func randF32s(rng *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
-	return v
 }
 
 // check returns an error unless got is w·x within float32 rounding.
@@ -342,7 +335,7 @@ func TestGallocrAllocWhileItsTensorsComputeIsBusy(t *testing.T) {
 	g, err = c.BuildGraph(out)
 	require.NoError(t, err)
 	require.NoError(t, ga.AllocGraph(g))
-	xv := randF32s(rng, n)
+	xv := testutil.RandF32(rng, n)
 	require.NoError(t, ggml.SetData(x, xv))
 	require.NoError(t, be.Compute(context.Background(), g))
 	require.Len(t, errs, 3)

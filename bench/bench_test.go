@@ -16,17 +16,14 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
 
 var sink int64
 
 func cpuBackend(tb testing.TB) *backend.Backend {
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(tb, err)
-	require.NoError(tb, be.SetThreads(runtime.NumCPU()))
-	tb.Cleanup(func() { be.Close() })
-	return be
+	return testutil.CPU(tb)
 }
 
 // ---- 1. per-call overhead -------------------------------------------------

@@ -17,20 +17,10 @@ import (
 // newRNG is the shared replayable generator (GGML_TEST_SEED).
 func newRNG(t testing.TB) *rand.Rand { return testutil.NewRNG(t) }
 
-func randF32(rng *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
-	return v
-}
+func randF32(rng *rand.Rand, n int) []float32 { return testutil.RandF32(rng, n) }
 
 func cpuBackend(t testing.TB) *backend.Backend {
-	t.Helper()
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	t.Cleanup(func() { be.Close() })
-	return be
+	return testutil.CPU(t)
 }
 
 // env builds and runs one graph on the CPU backend: inputs are created in a

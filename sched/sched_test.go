@@ -18,23 +18,13 @@ import (
 )
 
 func cpu(t *testing.T) *backend.Backend {
-	t.Helper()
-	be, err := backend.InitByName("CPU", "")
-	require.NoError(t, err)
-	t.Cleanup(func() { be.Close() })
-	return be
+	return testutil.CPU(t)
 }
 
 // newRNG is the shared replayable generator (GGML_TEST_SEED).
 func newRNG(t *testing.T) *rand.Rand { return testutil.NewRNG(t) }
 
-func randF32(rng *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
-	return v
-}
+func randF32(rng *rand.Rand, n int) []float32 { return testutil.RandF32(rng, n) }
 
 // mlp is a small network: weights in a buffer of their own, and a graph
 // y = w2 · relu(w1 · x) built in a compute context.
