@@ -27,3 +27,15 @@ func LavapipeRefusal(t *ggml.Tensor) error {
 	}
 	return refusal(true, "Vulkan0", tc)
 }
+
+// LiveBackends counts the backends not yet freed, over every registry
+// entry, for the check after the tests (TestMain).
+func LiveBackends() int {
+	regs.Lock()
+	defer regs.Unlock()
+	n := 0
+	for _, r := range regs.m {
+		n += r.backends
+	}
+	return n
+}

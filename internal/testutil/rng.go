@@ -24,3 +24,23 @@ func NewRNG(t testing.TB) *rand.Rand {
 	t.Logf("seed %d (GGML_TEST_SEED=%d replays it)", seed, seed)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
+
+// RunChecked runs a package's tests (m.Run) and then fails the run when
+// live() is still above zero after the garbage collector has had its
+// chance (about 10 s): handles the tests forgot, or that something keeps
+// alive, which cleanups would otherwise free silently or never.
+func RunChecked(m interface{ Run() int }, what string, live func() int) int {
+	code := m.Run()
+	if code != 0 {
+		return code
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for live() > 0 && time.Now().Before(deadline) {
+		Settle(5)
+	}
+	if n := live(); n > 0 {
+		os.Stderr.WriteString("FAIL: " + strconv.Itoa(n) + " " + what + " still alive after the tests and the garbage collector\n")
+		return 1
+	}
+	return 0
+}
