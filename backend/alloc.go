@@ -199,36 +199,14 @@ func (a *Gallocr) newPlacement() {
 	a.placed = bridge.NewPlacement(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed))
 }
 
-// change starts a change of where graph g's tensors live: g's context and
-// what the graph allocator placed must be idle (bridge.ClaimContext, quiesce);
-// done ends it.
+// change starts a change of where graph g's tensors live (g nil: of the
+// tensors placed so far only): see bridge.Quiesce.
 func (a *Gallocr) change(g *ggml.Graph) (done func(), err error) {
-	release, err := bridge.ClaimContext(g)
-	if err != nil {
-		return nil, err
+	var v any
+	if g != nil {
+		v = g
 	}
-	quiet, err := a.quiesce()
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return func() {
-		quiet()
-		release()
-	}, nil
-}
-
-// quiesce starts a change of the allocator's buffers or of the tensors it
-// placed: ErrBusy while a compute or transfer uses those tensors (their
-// memory may be freed, their data pointers are reset), and until done no
-// such work starts. done ends those tensors if a newer placement replaced
-// theirs meanwhile, at the same instant.
-func (a *Gallocr) quiesce() (done func(), err error) {
-	old := a.placed
-	if err := old.EnterIdle("the tensors the graph allocator placed"); err != nil {
-		return nil, err
-	}
-	return func() { old.LeaveIdle(a.placed != old) }, nil
+	return bridge.Quiesce(v, "the tensors the graph allocator placed", func() *bridge.Life { return a.placed })
 }
 
 // NewGallocr creates a graph allocator over one or more buffer types; with

@@ -301,7 +301,7 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 		// reservation must allocate it again before anything else.
 		return fmt.Errorf("%w: the last allocation failed; Reserve (with this graph or a larger one) before allocating", ggml.ErrNoMemory)
 	}
-	done, err := s.quiesce()
+	done, err := s.change(nil)
 	if err != nil {
 		return err
 	}
@@ -403,7 +403,7 @@ func (s *Scheduler) Reset() error {
 		return err
 	}
 	defer s.leave()
-	done, err := s.quiesce()
+	done, err := s.change(nil)
 	if err != nil {
 		return err
 	}

@@ -318,36 +318,14 @@ func (s *Scheduler) newPlacement() {
 	s.placed = bridge.NewPlacement(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated))
 }
 
-// change starts a change of where graph g's tensors live: g's context and
-// what the scheduler placed must be idle (bridge.ClaimContext, quiesce);
-// done ends it.
+// change starts a change of where graph g's tensors live (g nil: of the
+// tensors placed so far only): see bridge.Quiesce.
 func (s *Scheduler) change(g *ggml.Graph) (done func(), err error) {
-	release, err := bridge.ClaimContext(g)
-	if err != nil {
-		return nil, err
+	var v any
+	if g != nil {
+		v = g
 	}
-	quiet, err := s.quiesce()
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return func() {
-		quiet()
-		release()
-	}, nil
-}
-
-// quiesce starts a change of what the scheduler allocated (a reset, a
-// reservation, an allocation): ErrBusy while a compute or transfer uses a
-// tensor it placed (their memory may be freed, their data pointers are
-// reset), and until done no such work starts. done ends those tensors if
-// the change released them, at the same instant.
-func (s *Scheduler) quiesce() (done func(), err error) {
-	old := s.placed
-	if err := old.EnterIdle("the tensors the scheduler allocated"); err != nil {
-		return nil, err
-	}
-	return func() { old.LeaveIdle(s.placed != old) }, nil
+	return bridge.Quiesce(v, "the tensors the scheduler allocated", func() *bridge.Life { return s.placed })
 }
 
 // enter starts exclusive work on the scheduler: ErrBusy while a compute
