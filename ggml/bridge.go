@@ -270,6 +270,21 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 // own copies (filled from these at compute time), so the sources are put back
 // for the check and restored after.
 func (g *Graph) checkAllIndices(h *bridge.Holds) error {
+	// Most graphs read no indices: then there is nothing to restore and
+	// check (and nothing to allocate on every compute).
+	reads := false
+	for _, n := range g.nodes {
+		if n.c == nil {
+			return fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
+		}
+		if idx, _, _ := indexSource(n); idx != nil {
+			reads = true
+			break
+		}
+	}
+	if !reads {
+		return nil
+	}
 	saved := make([][len(C.struct_ggml_tensor{}.src)]*C.struct_ggml_tensor, len(g.nodes))
 	for i, n := range g.nodes {
 		if n.c == nil {

@@ -125,6 +125,23 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 	return gp, fresh, nil
 }
 
+// enterChange starts exclusive work on the scheduler that re-places graph
+// g's tensors (enter, then change); done ends both.
+func (s *Scheduler) enterChange(g *ggml.Graph) (done func(), err error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	end, err := s.change(g)
+	if err != nil {
+		s.leave()
+		return nil, err
+	}
+	return func() {
+		end()
+		s.leave()
+	}, nil
+}
+
 // viewSource returns the tensor whose memory view t uses, or nil: a nil
 // any, not a nil *ggml.Tensor in an any, which would compare != nil.
 func viewSource(t any) any {
@@ -157,11 +174,7 @@ func (s *Scheduler) release() {
 // that later graphs need no reallocation (ggml_backend_sched_reserve). It
 // resets the scheduler.
 func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	done, err := s.change(g)
+	done, err := s.enterChange(g)
 	if err != nil {
 		return err
 	}
@@ -252,11 +265,7 @@ func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
 // TensorBackend then describe it. Like an allocation, it ends what the
 // scheduler allocated before.
 func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
-	if err := s.enter(); err != nil {
-		return err
-	}
-	defer s.leave()
-	done, err := s.change(g)
+	done, err := s.enterChange(g)
 	if err != nil {
 		return err
 	}
