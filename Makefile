@@ -1,21 +1,23 @@
 # go-ggml: build, test, run the demo, benchmark.
-# The CPU flags come from build/cgoenv, the same program library users run.
+# No environment: ggml's CPU flags are set by go-ggml's own cgo packages
+# (third_party/ggml/embedded), as for library users. GOFLAGS=-tags=ggml_native
+# builds for this machine's CPU only.
 
 GO ?= go
-CPU_FLAGS := $(shell $(GO) run ./build/cgoenv -print=cflags)
-export CGO_CFLAGS := $(CPU_FLAGS)
-export CGO_CXXFLAGS := $(CPU_FLAGS)
 
 PROVIDER_INCLUDE := third_party/ggml/provider-include
+PROVIDER_GGML := third_party/ggml/provider-ggml
 
 .PHONY: all setup build test test-asan test-short race vet run fuzz bench generate fmt clean upstream test-system
 
 all: build
 
-# Link the provider's headers for work inside this checkout (git-ignored).
+# Link the provider's headers and sources for work inside this checkout
+# (git-ignored; from the module cache, go-ggml finds them beside it).
 setup:
 	@$(GO) mod download
 	@ln -sfn "$$($(GO) run ./build/cgoenv -print=include)" $(PROVIDER_INCLUDE)
+	@ln -sfn "$$($(GO) run ./build/cgoenv -print=ggml)" $(PROVIDER_GGML)
 
 build: setup
 	$(GO) build ./...
