@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build test test-asan test-short race vet run fuzz bench generate fmt clean upstream test-system
+.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench generate fmt clean upstream test-system
 
 all: build
 
@@ -52,6 +52,11 @@ test-system:
 	echo "test-system: ggml $$(pkg-config --modversion ggml) from $$pc" && \
 	$(GO) vet -tags ggml_system ./... && \
 	$(GO) test -count=1 -tags ggml_system ./...
+
+# The quick start built as a user builds it: a module of its own, go-ggml
+# from a fresh module cache, no environment (see build/outside.sh).
+outside:
+	@bash build/outside.sh
 
 test-short: setup
 	$(GO) test -short ./...
