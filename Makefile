@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench generate fmt clean upstream test-system
+.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench bench-level generate fmt clean upstream test-system
 
 all: build
 
@@ -80,6 +80,19 @@ fuzz: setup
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
+
+# The CPU level of a plain build against -tags ggml_native on this machine:
+# the compute figures' Go side from both builds, run alternately, as pairs.
+bench-level: setup
+	@mkdir -p bin
+	$(GO) test -c -o bin/bench-default.test ./bench
+	$(GO) test -c -tags ggml_native -o bin/bench-native.test ./bench
+	@for i in $$(seq $(BENCH_COUNT)); do \
+		for b in $$( [ $$((i % 2)) = 1 ] && echo "default native" || echo "native default"); do \
+			(cd bench && ../bin/bench-$$b.test -test.run '^$$' -test.bench 'Compute/.*/go' -test.benchtime $(BENCH_TIME)) | \
+				sed -E "s|/go(-[0-9]+)? |/$$b |"; \
+		done; \
+	done | $(GO) run ./bench/table -sides default,native
 
 generate:
 	$(GO) generate ./third_party/ggml
