@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench bench-level generate fmt clean upstream test-system
+.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench bench-level generate fmt clean upstream test-system bench-system
 
 all: build
 
@@ -45,18 +45,22 @@ test-asan: setup
 upstream:
 	@bash build/upstream.sh
 
-test-system:
-	@pc=$$(bash build/upstream.sh) && \
+# SYSTEM_ENV: the environment of a build against the upstream install.
+SYSTEM_ENV = pc=$$(bash build/upstream.sh) && \
 	export PKG_CONFIG_PATH="$$pc$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}" && \
 	export CGO_LDFLAGS="-O2 -g -Wl,-rpath,$$(pkg-config --variable=libdir ggml)" && \
-	echo "test-system: ggml $$(pkg-config --modversion ggml) from $$pc" && \
-	$(GO) vet -tags ggml_system ./... && \
-	$(GO) test -count=1 -tags ggml_system ./...
+	echo "ggml_system: ggml $$(pkg-config --modversion ggml) from $$pc"
 
-# The quick start built as a user builds it: a module of its own, go-ggml
-# from a fresh module cache, no environment (see build/outside.sh).
-outside:
-	@bash build/outside.sh
+test-system:
+	@$(SYSTEM_ENV) && \
+	$(GO) vet -tags ggml_system ./... && \
+	$(GO) test -count=1 -tags ggml_system ./... && \
+	$(GO) test -count=1 -race -tags ggml_system ./...
+
+# make bench against the upstream install (bench/README.md has a table for each provider).
+bench-system:
+	@$(SYSTEM_ENV) && \
+	$(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
 
 test-short: setup
 	$(GO) test -short ./...
