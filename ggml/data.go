@@ -67,10 +67,10 @@ func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.H
 	if err := t.hold(h); err != nil {
 		return 0, fmt.Errorf("ggml: %s: %w", op, err)
 	}
-	if !bool(C.ggml_is_contiguous(t.c)) {
+	if !isContiguousOf(t.c) {
 		return 0, fmt.Errorf("%w: %s: tensor %s is not contiguous; copy it with Cont first", ErrInvalid, op, t.describe())
 	}
-	size := uint64(C.ggml_nbytes(t.c))
+	size := nbytesOf(t.c)
 	if raw {
 		if uint64(n) != size {
 			return 0, fmt.Errorf("%w: %s: tensor %s has %d bytes, the slice %d", ErrShape, op, t.describe(), size, n)

@@ -372,14 +372,14 @@ func (t *Tensor) Bytes() uint64 {
 	if !t.live() {
 		return 0
 	}
-	return uint64(C.ggml_nbytes(t.c))
+	return nbytesOf(t.c)
 }
 
 // IsContiguous reports whether the elements are stored densely in order
 // (ggml_is_contiguous).
 func (t *Tensor) IsContiguous() bool {
 	defer runtime.KeepAlive(t)
-	return t.live() && bool(C.ggml_is_contiguous(t.c))
+	return t.live() && isContiguousOf(t.c)
 }
 
 // IsTransposed reports whether nb[0] > nb[1] (ggml_is_transposed).
