@@ -3,15 +3,13 @@ package ggml_test
 import (
 	"fmt"
 	"math"
+	"sort"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-// f32 results of single element-wise ops: a few ulps of float32.
-const f32Rel = 1e-6
 
 func TestBinaryOpsMatchReference(t *testing.T) {
 	rng := newRNG(t)
@@ -88,6 +86,196 @@ func TestBinaryOpOnViews(t *testing.T) {
 	requireClose(t, ref, got, relTol(ref, f32Rel))
 }
 
+func TestAddCastQuantized(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	av, bv := randF32(rng, 64*2), randF32(rng, 64*2)
+	q, err := ggml.Quantize(ggml.TypeQ8_0, av, 64, nil)
+	require.NoError(t, err)
+	deq, err := ggml.Dequantize(ggml.TypeQ8_0, q)
+	require.NoError(t, err)
+	a := e.ctx.NewTensor(ggml.TypeQ8_0, 64, 2).SetInput()
+	e.inputs = append(e.inputs, func() error { return ggml.SetBytes(a, q) })
+	b := e.input(ggml.TypeF32, bv, 64, 2)
+	sum := e.ctx.AddCast(a, b, ggml.TypeF32)
+	e.compute(sum)
+	got, _ := ggml.Data[float32](sum)
+	for i := range got {
+		require.InDelta(t, float64(deq[i])+float64(bv[i]), float64(got[i]), 1e-6, "element %d", i)
+	}
+}
+
+func TestAddID(t *testing.T) {
+	rng := newRNG(t)
+	for _, strided := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strided=%v", strided), func(t *testing.T) {
+			e := newEnv(t)
+			const n0, n1, n2, n3, nB = 5, 3, 4, 2, 6
+			av := randF32(rng, 2*n0*n1*n2*n3)
+			A := newND(n0, n1, n2, n3)
+			var a *ggml.Tensor
+			if strided { // rows of 5 in rows of 10
+				big := e.input(ggml.TypeF32, av, 2*n0, n1, n2, n3)
+				a = e.ctx.View4D(big, n0, n1, n2, n3, big.Nb()[1], big.Nb()[2], big.Nb()[3], 4*n0)
+				BIG := fromF32(av, 2*n0, n1, n2, n3)
+				A.each(func(i0, i1, i2, i3 int) { A.v[A.idx(i0, i1, i2, i3)] = BIG.at(n0+i0, i1, i2, i3) })
+			} else {
+				av = av[:n0*n1*n2*n3]
+				a = e.input(ggml.TypeF32, av, n0, n1, n2, n3)
+				A = fromF32(av, n0, n1, n2, n3)
+			}
+			bv := randF32(rng, n0*nB)
+			b := e.input(ggml.TypeF32, bv, n0, nB)
+			idv := make([]int32, n1*n2)
+			for i := range idv {
+				idv[i] = int32(rng.IntN(nB))
+			}
+			ids := e.input(ggml.TypeI32, idv, n1, n2)
+			out := e.ctx.AddID(a, b, ids)
+			require.NoError(t, out.Err())
+			e.compute(out)
+			got := seqOutF32(t, out, n0, n1, n2, n3)
+			B := fromF32(bv, n0, nB)
+			ref := newND(n0, n1, n2, n3)
+			ref.each(func(i0, i1, i2, i3 int) {
+				ref.v[ref.idx(i0, i1, i2, i3)] = A.at(i0, i1, i2, i3) + B.at(i0, int(idv[i2*n1+i1]), 0, 0)
+			})
+			requireClose(t, ref, got, relTol(ref, 2*seqU))
+		})
+	}
+}
+
+func TestAdd1(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	av := randF32(rng, 5*3*2)
+	bv := randF32(rng, 1)
+	a := e.input(ggml.TypeF32, av, 5, 3, 2)
+	b := e.input(ggml.TypeF32, bv, 1)
+	ah := e.input(ggml.TypeF16, toF16(av), 5, 3, 2)
+	out, outh := e.ctx.Add1(a, b), e.ctx.Add1(ah, b)
+	e.compute(out, outh)
+	got, err := ggml.Data[float32](out)
+	require.NoError(t, err)
+	goth, err := ggml.Data[uint16](outh)
+	require.NoError(t, err)
+	ahv := fromF16Slice(toF16(av))
+	for i := range av {
+		ref := float64(av[i]) + float64(bv[0])
+		assert.InDelta(t, ref, float64(got[i]), 1.2e-7*math.Abs(ref)+1e-30, "f32 element %d", i)
+		// f16: a rounded to f16 on input, the sum rounded to f16 on output.
+		refh := ahv[i] + float64(bv[0])
+		assert.InDelta(t, refh, f16ToF64(goth[i]), math.Abs(refh)/2048+6e-8, "f16 element %d", i)
+	}
+}
+
+func TestAccAddCastRepeatBackDiagTriFill(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	c := e.ctx
+	const n0, n1, n2 = 6, 4, 2
+	av, bv := randF32(rng, n0*n1*n2), randF32(rng, 3*2*2)
+	a := e.input(ggml.TypeF32, av, n0, n1, n2)
+	b := e.input(ggml.TypeF32, bv, 3, 2, 2)
+	nb := a.Nb()
+	acc := c.Acc(a, b, nb[1], nb[2], nb[3], 4)
+	accIn := c.AccInPlace(c.Cont(a), b, 2*nb[1], nb[2], nb[3], 0)
+	ah := toF16(av)
+	a16 := e.input(ggml.TypeF16, ah, n0, n1, n2)
+	row := e.input(ggml.TypeF32, bv[:n0], n0)
+	cast := c.AddCast(a16, row, ggml.TypeF32)
+	rb := c.RepeatBack(a, c.NewTensor(ggml.TypeF32, 3, 2, 1))
+	d := c.Diag(e.input(ggml.TypeF32, bv[:4], 4, 1, 1))
+	sq := e.input(ggml.TypeF32, av[:n1*n1*n2], n1, n1, n2)
+	tris := map[ggml.TriType]*ggml.Tensor{}
+	for _, k := range []ggml.TriType{ggml.TriLower, ggml.TriLowerDiag, ggml.TriUpper, ggml.TriUpperDiag} {
+		tris[k] = c.Tri(sq, k)
+	}
+	fill := c.Fill(a, 2.5)
+	fillIn := c.FillInPlace(c.Cont(a), -1)
+	cont := c.ContND(c.Transpose(c.Reshape(a, n0, n1*n2)), n1*n2*n0)
+	outs := []*ggml.Tensor{acc, accIn, cast, rb, d, fill, fillIn, cont}
+	for _, x := range tris {
+		outs = append(outs, x)
+	}
+	require.NoError(t, c.Err())
+	e.compute(outs...)
+
+	accRef := func(nb1, nb2, off uint64) []float32 {
+		out := append([]float32(nil), av...)
+		for i2 := range 2 {
+			for i1 := range 2 {
+				for i0 := range 3 {
+					out[(off+uint64(i0)*4+uint64(i1)*nb1+uint64(i2)*nb2)/4] += bv[i0+3*(i1+2*i2)]
+				}
+			}
+		}
+		return out
+	}
+	got, _ := ggml.Data[float32](acc)
+	require.Equal(t, accRef(nb[1], nb[2], 4), got)
+	got, _ = ggml.Data[float32](accIn)
+	require.Equal(t, accRef(2*nb[1], nb[2], 0), got)
+
+	got, _ = ggml.Data[float32](cast)
+	require.Equal(t, []int64{n0, n1, n2}, cast.Shape())
+	for i := range got {
+		want := float32(f16ToF64(ah[i])) + bv[i%n0]
+		require.Equal(t, want, got[i], "add_cast element %d", i)
+	}
+
+	got, _ = ggml.Data[float32](rb)
+	A := fromF32(av, n0, n1, n2)
+	RB := newND(3, 2)
+	A.each(func(i0, i1, i2, _ int) { RB.v[RB.idx(i0%3, i1%2, 0, 0)] += A.at(i0, i1, i2, 0) })
+	requireClose(t, RB, got, func(int) float64 { return 1e-5 })
+
+	got, _ = ggml.Data[float32](d)
+	for i := range 4 {
+		for j := range 4 {
+			want := float32(0)
+			if i == j {
+				want = bv[i]
+			}
+			require.Equal(t, want, got[j*4+i])
+		}
+	}
+	keep := map[ggml.TriType]func(i0, i1 int) bool{
+		ggml.TriLower: func(i0, i1 int) bool { return i0 < i1 }, ggml.TriLowerDiag: func(i0, i1 int) bool { return i0 <= i1 },
+		ggml.TriUpper: func(i0, i1 int) bool { return i0 > i1 }, ggml.TriUpperDiag: func(i0, i1 int) bool { return i0 >= i1 },
+	}
+	for k, x := range tris {
+		got, _ = ggml.Data[float32](x)
+		for i2 := range n2 {
+			for i1 := range n1 {
+				for i0 := range n1 {
+					idx := i0 + n1*(i1+n1*i2)
+					want := float32(0)
+					if keep[k](i0, i1) {
+						want = av[idx]
+					}
+					require.Equal(t, want, got[idx], "tri %d (%d,%d)", k, i0, i1)
+				}
+			}
+		}
+	}
+	got, _ = ggml.Data[float32](fill)
+	for _, v := range got {
+		require.Equal(t, float32(2.5), v)
+	}
+	got, _ = ggml.Data[float32](fillIn)
+	for _, v := range got {
+		require.Equal(t, float32(-1), v)
+	}
+	got, _ = ggml.Data[float32](cont)
+	require.Equal(t, []int64{n0 * n1 * n2}, cont.Shape())
+	for r := range n1 * n2 {
+		for i0 := range n0 {
+			require.Equal(t, av[r*n0+i0], got[i0*n1*n2+r])
+		}
+	}
+}
+
 func TestScale(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
@@ -124,294 +312,65 @@ func TestScaleBias(t *testing.T) {
 	})
 }
 
-func TestUnaryOps(t *testing.T) {
-	rng := newRNG(t)
-	// gelu on f32 goes through ggml's f16 table: x and the result are
-	// rounded to f16 (relative error 2^-11 each), and gelu' <= 1.13.
-	const f16Eps = 1.0 / 2048
-	geluTol := func(x, r float64) float64 { return 1.13*math.Abs(x)*f16Eps + math.Abs(r)*f16Eps + 1e-6 }
-	ops := []struct {
-		name  string
-		build func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor
-		ref   func(x float64) float64
-		tol   func(x, r float64) float64
-	}{
-		{"relu", (*ggml.Context).Relu, func(x float64) float64 { return math.Max(x, 0) }, nil},
-		{"silu", (*ggml.Context).Silu, func(x float64) float64 { return x / (1 + math.Exp(-x)) }, nil},
-		{"gelu", (*ggml.Context).Gelu, func(x float64) float64 {
-			return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
-		}, geluTol},
-	}
-	for _, op := range ops {
-		for _, ne := range [][]int{{17}, {8, 3}, {4, 3, 2, 2}} {
-			t.Run(fmt.Sprintf("%s/%v", op.name, ne), func(t *testing.T) {
-				e := newEnv(t)
-				n := 1
-				for _, v := range ne {
-					n *= v
-				}
-				av := randF32(rng, n)
-				for i := range av {
-					av[i] *= 3
-				}
-				a := e.input(ggml.TypeF32, av, i64s(ne)...)
-				out := op.build(e.ctx, a)
-				e.compute(out)
-				got, err := ggml.Data[float32](out)
-				require.NoError(t, err)
-				ref := fromF32(av, ne...)
-				for i := range ref.v {
-					ref.v[i] = op.ref(ref.v[i])
-				}
-				tol := relTol(ref, 4*f32Rel)
-				if op.tol != nil {
-					tol = func(i int) float64 { return op.tol(float64(av[i]), ref.v[i]) }
-				}
-				requireClose(t, ref, got, tol)
-			})
-		}
-	}
-}
-
-func TestSoftMax(t *testing.T) {
-	rng := newRNG(t)
-	for _, withMask := range []bool{false, true} {
-		t.Run(fmt.Sprintf("mask=%v", withMask), func(t *testing.T) {
-			e := newEnv(t)
-			const n0, n1, n2 = 9, 4, 3
-			av := randF32(rng, n0*n1*n2)
-			a := e.input(ggml.TypeF32, av, n0, n1, n2)
-			scale := float32(0.5 + rng.Float64())
-			var out *ggml.Tensor
-			var mv []float32
-			if withMask {
-				mv = randF32(rng, n0*n1)
-				mask := e.input(ggml.TypeF32, mv, n0, n1)
-				out = e.ctx.SoftMaxExt(a, mask, scale, 0)
-			} else {
-				scale = 1
-				out = e.ctx.SoftMax(a)
-			}
-			e.compute(out)
-			got, err := ggml.Data[float32](out)
-			require.NoError(t, err)
-			ref := fromF32(av, n0, n1, n2)
-			for i2 := range n2 {
-				for i1 := range n1 {
-					row := ref.v[ref.idx(0, i1, i2, 0):][:n0]
-					m := math.Inf(-1)
-					for i0 := range row {
-						row[i0] *= float64(scale)
-						if withMask {
-							row[i0] += float64(mv[i1*n0+i0])
-						}
-						m = math.Max(m, row[i0])
-					}
-					sum := 0.0
-					for i0 := range row {
-						row[i0] = math.Exp(row[i0] - m)
-						sum += row[i0]
-					}
-					for i0 := range row {
-						row[i0] /= sum
-					}
-				}
-			}
-			requireClose(t, ref, got, func(int) float64 { return 1e-6 })
-		})
-	}
-}
-
-func TestSumRows(t *testing.T) {
+func TestClampTopKRepeat4D(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
-	av := randF32(rng, 11*3*2)
-	a := e.input(ggml.TypeF32, av, 11, 3, 2)
-	out := e.ctx.SumRows(a)
-	e.compute(out)
-	got, err := ggml.Data[float32](out)
-	require.NoError(t, err)
-	require.Equal(t, [4]int64{1, 3, 2, 1}, out.Ne())
-	A := fromF32(av, 11, 3, 2)
-	ref := newND(1, 3, 2)
-	abs := newND(1, 3, 2)
-	A.each(func(i0, i1, i2, _ int) {
-		ref.v[ref.idx(0, i1, i2, 0)] += A.at(i0, i1, i2, 0)
-		abs.v[abs.idx(0, i1, i2, 0)] += math.Abs(A.at(i0, i1, i2, 0))
-	})
-	// Summation error is bounded by n*eps*sum|x|.
-	requireClose(t, ref, got, func(i int) float64 { return 11 * 6e-8 * abs.v[i] })
-}
-
-func TestMulMat(t *testing.T) {
-	rng := newRNG(t)
-	cases := []struct{ a, b [4]int }{
-		{[4]int{8, 5, 1, 1}, [4]int{8, 3, 1, 1}},
-		{[4]int{64, 33, 1, 1}, [4]int{64, 17, 1, 1}},
-		{[4]int{32, 7, 2, 1}, [4]int{32, 5, 4, 3}},  // a broadcast over b's dims 2 and 3
-		{[4]int{16, 16, 1, 1}, [4]int{16, 1, 1, 1}}, // matrix-vector
-	}
-	for _, cs := range cases {
-		t.Run(fmt.Sprintf("%v x %v", cs.a, cs.b), func(t *testing.T) {
-			e := newEnv(t)
-			av, bv := randF32(rng, prod(cs.a)), randF32(rng, prod(cs.b))
-			a := e.input(ggml.TypeF32, av, i64(cs.a)...)
-			b := e.input(ggml.TypeF32, bv, i64(cs.b)...)
-			out := e.ctx.MulMat(a, b)
-			e.compute(out)
-			got, err := ggml.Data[float32](out)
-			require.NoError(t, err)
-			A, B := fromF32(av, cs.a[:]...), fromF32(bv, cs.b[:]...)
-			ref, bound := mulMatRef(A, B)
-			k := float64(cs.a[0])
-			requireClose(t, ref, got, func(i int) float64 { return 2*k*6e-8*bound.v[i] + 1e-7 })
-		})
-	}
-}
-
-// mulMatRef is ggml's mul_mat in float64: out[i,j,k,l] = sum_x a[x,i,k/rk,l/rl] * b[x,j,k,l],
-// and the sum of |products| for an error bound.
-func mulMatRef(a, b nd) (nd, nd) {
-	ref := newND(a.ne[1], b.ne[1], b.ne[2], b.ne[3])
-	bound := newND(a.ne[1], b.ne[1], b.ne[2], b.ne[3])
-	r2, r3 := b.ne[2]/a.ne[2], b.ne[3]/a.ne[3]
-	ref.each(func(i, j, k, l int) {
-		s, abs := 0.0, 0.0
-		for x := range a.ne[0] {
-			p := a.at(x, i, k/r2, l/r3) * b.at(x, j, k, l)
-			s += p
-			abs += math.Abs(p)
-		}
-		ref.v[ref.idx(i, j, k, l)] = s
-		bound.v[bound.idx(i, j, k, l)] = abs
-	})
-	return ref, bound
-}
-
-func TestShapeOps(t *testing.T) {
-	rng := newRNG(t)
-	const n0, n1, n2, n3 = 5, 4, 3, 2
-	xv := randF32(rng, n0*n1*n2*n3)
-	X := fromF32(xv, n0, n1, n2, n3)
-	cases := []struct {
-		name  string
-		build func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor
-		ref   func() nd
-	}{
-		{"reshape", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Reshape(x, n0*n1, n2*n3)) },
-			func() nd { r := newND(n0*n1, n2*n3); copy(r.v, X.v); return r }},
-		{"permute", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Permute(x, 2, 0, 3, 1)) },
-			func() nd {
-				// dimension i of x goes to axis[i]: result ne = [n1, n3, n0, n2]
-				r := newND(n1, n3, n0, n2)
-				X.each(func(i0, i1, i2, i3 int) { r.v[r.idx(i1, i3, i0, i2)] = X.at(i0, i1, i2, i3) })
-				return r
-			}},
-		{"transpose", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Transpose(x)) },
-			func() nd {
-				r := newND(n1, n0, n2, n3)
-				X.each(func(i0, i1, i2, i3 int) { r.v[r.idx(i1, i0, i2, i3)] = X.at(i0, i1, i2, i3) })
-				return r
-			}},
-		{"view2d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
-			// columns 1..3 of rows 0..2 of the second matrix
-			nb := x.Nb()
-			return c.Cont(c.View2D(x, 3, 3, nb[1], nb[2]+nb[0]))
-		}, func() nd {
-			r := newND(3, 3)
-			r.each(func(i0, i1, _, _ int) { r.v[r.idx(i0, i1, 0, 0)] = X.at(i0+1, i1, 1, 0) })
-			return r
-		}},
-		{"view1d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.View1D(x, 7, 4*x.Nb()[0])) },
-			func() nd { r := newND(7); copy(r.v, X.v[4:11]); return r }},
-		{"view3d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
-			nb := x.Nb()
-			return c.Cont(c.View3D(x, 2, 2, 2, nb[1], nb[2], nb[3]))
-		}, func() nd {
-			r := newND(2, 2, 2)
-			r.each(func(i0, i1, i2, _ int) { r.v[r.idx(i0, i1, i2, 0)] = X.at(i0, i1, i2, 1) })
-			return r
-		}},
-		{"view4d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
-			nb := x.Nb()
-			// every other row: row stride 2*nb1
-			return c.Cont(c.View4D(x, n0, 2, n2, n3, 2*nb[1], nb[2], nb[3], 0))
-		}, func() nd {
-			r := newND(n0, 2, n2, n3)
-			r.each(func(i0, i1, i2, i3 int) { r.v[r.idx(i0, i1, i2, i3)] = X.at(i0, 2*i1, i2, i3) })
-			return r
-		}},
-		{"cpy f32->f32", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
-			dst := c.NewTensor(ggml.TypeF32, n0*n1*n2*n3)
-			return c.Cpy(c.Transpose(x), dst)
-		}, func() nd {
-			r := newND(n0 * n1 * n2 * n3)
-			T := newND(n1, n0, n2, n3)
-			X.each(func(i0, i1, i2, i3 int) { T.v[T.idx(i1, i0, i2, i3)] = X.at(i0, i1, i2, i3) })
-			copy(r.v, T.v)
-			return r
-		}},
-	}
-	for _, cs := range cases {
-		t.Run(cs.name, func(t *testing.T) {
-			e := newEnv(t)
-			x := e.input(ggml.TypeF32, xv, n0, n1, n2, n3)
-			out := cs.build(e.ctx, x)
-			require.NoError(t, e.ctx.Err())
-			e.compute(out)
-			got, err := ggml.Data[float32](out)
-			require.NoError(t, err)
-			ref := cs.ref()
-			require.Equal(t, ref.ne, [4]int{int(out.Ne()[0]), int(out.Ne()[1]), int(out.Ne()[2]), int(out.Ne()[3])})
-			requireClose(t, ref, got, func(int) float64 { return 0 }) // moves are exact
-		})
-	}
-}
-
-func TestCpyToF16(t *testing.T) {
-	rng := newRNG(t)
-	e := newEnv(t)
-	xv := randF32(rng, 24)
-	x := e.input(ggml.TypeF32, xv, 6, 4)
-	h := e.ctx.NewTensor(ggml.TypeF16, 6, 4)
-	back := e.ctx.Cpy(e.ctx.Cpy(x, h), e.ctx.NewTensor(ggml.TypeF32, 6, 4))
-	e.compute(back)
-	got, err := ggml.Data[float32](back)
-	require.NoError(t, err)
-	ref := fromF32(xv, 6, 4)
-	// f16 keeps 11 significant bits: relative error <= 2^-11.
-	requireClose(t, ref, got, func(i int) float64 { return math.Abs(ref.v[i])/2048 + 1e-7 })
-}
-
-func TestGetRows(t *testing.T) {
-	rng := newRNG(t)
-	e := newEnv(t)
-	const n0, n1, n2 = 4, 6, 2 // a: n2 matrices of n1 rows
+	const n0, n1, n2 = 9, 4, 3
 	av := randF32(rng, n0*n1*n2)
-	idx := make([]int32, 3*n2)
-	for i := range idx {
-		idx[i] = int32(rng.IntN(n1))
-	}
 	a := e.input(ggml.TypeF32, av, n0, n1, n2)
-	b := e.input(ggml.TypeI32, idx, 3, n2)
-	out := e.ctx.GetRows(a, b)
-	e.compute(out)
-	got, err := ggml.Data[float32](out)
-	require.NoError(t, err)
+	ah := toF16(av)
+	a16 := e.input(ggml.TypeF16, ah, n0, n1, n2)
+	cl := e.ctx.Clamp(a, -0.5, 0.75)
+	cl16 := e.ctx.Clamp(a16, -0.5, 0.75)
+	// In place on a copy, so a itself stays as given.
+	b := e.ctx.Cont(a)
+	clIn := e.ctx.ClampInPlace(b, -0.25, 0.25)
+	const k = 4
+	top := e.ctx.TopK(a, k)
+	sorted := e.ctx.Cont(e.ctx.ArgsortTopK(a, k)) // a view: its rows keep a.ne0 apart
+	rep := e.ctx.Repeat4D(a, 2*n0, n1, 2*n2, 3)
+	e.compute(cl, cl16, clIn, top, sorted, rep, a)
+
 	A := fromF32(av, n0, n1, n2)
-	ref := newND(n0, 3, n2)
-	ref.each(func(i0, i1, i2, _ int) { ref.v[ref.idx(i0, i1, i2, 0)] = A.at(i0, int(idx[i2*3+i1]), i2, 0) })
-	requireClose(t, ref, got, func(int) float64 { return 0 })
-}
-
-func prod(ne [4]int) int { return ne[0] * ne[1] * ne[2] * ne[3] }
-
-func i64(ne [4]int) []int64 { return []int64{int64(ne[0]), int64(ne[1]), int64(ne[2]), int64(ne[3])} }
-
-func i64s(ne []int) []int64 {
-	out := make([]int64, len(ne))
-	for i, v := range ne {
-		out[i] = int64(v)
+	clamp := func(x, lo, hi float64) float64 { return math.Max(math.Min(x, hi), lo) }
+	gotCl, _ := ggml.Data[float32](cl)
+	gotCl16, _ := ggml.Data[uint16](cl16)
+	gotIn, _ := ggml.Data[float32](clIn)
+	gotB, _ := ggml.Data[float32](b)
+	gotA, _ := ggml.Data[float32](a)
+	for i, x := range A.v {
+		require.Equal(t, float32(clamp(x, -0.5, 0.75)), gotCl[i])
+		require.Equal(t, clamp(f16ToF64(ah[i]), -0.5, 0.75), f16ToF64(gotCl16[i]))
+		require.Equal(t, float32(clamp(x, -0.25, 0.25)), gotIn[i])
+		require.Equal(t, gotIn[i], gotB[i], "ClampInPlace writes into its input")
+		require.Equal(t, av[i], gotA[i], "Clamp leaves its input alone")
 	}
-	return out
+
+	gotTop, err := ggml.Data[int32](top)
+	require.NoError(t, err)
+	gotSorted, err := ggml.Data[int32](sorted)
+	require.NoError(t, err)
+	for r := range n1 * n2 {
+		row := A.v[r*n0 : (r+1)*n0]
+		idx := make([]int, n0)
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.Slice(idx, func(x, y int) bool { return row[idx[x]] > row[idx[y]] })
+		want := make([]int, k)
+		got := make([]int, k)
+		for i := range k {
+			want[i] = idx[i]
+			got[i] = int(gotTop[r*k+i])
+			require.Equal(t, int32(idx[i]), gotSorted[r*k+i], "argsort_top_k row %d", r)
+		}
+		sort.Ints(want)
+		sort.Ints(got)
+		require.Equal(t, want, got, "top_k row %d (any order)", r)
+	}
+
+	gotRep, _ := ggml.Data[float32](rep)
+	R := newND(2*n0, n1, 2*n2, 3)
+	R.each(func(i0, i1, i2, i3 int) { R.v[R.idx(i0, i1, i2, i3)] = A.at(i0%n0, i1, i2%n2, 0) })
+	requireClose(t, R, gotRep, func(int) float64 { return 0 })
 }

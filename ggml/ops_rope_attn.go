@@ -8,6 +8,58 @@ import (
 	"math"
 )
 
+// Rotary position embeddings (rope and its multi-section modes), fused
+// flash attention, and attention's helpers: the causal masks, SAM's
+// windows and relative positions. Rope's gradient (rope_back) is in
+// ops_train.go.
+
+// DiagMaskInf sets to -inf the elements of each matrix of a above the
+// diagonal shifted by nPast: element (i, j) with i > j + nPast
+// (ggml_diag_mask_inf), the causal mask of attention. a must be f32 and
+// contiguous.
+func (c *Context) DiagMaskInf(a *Tensor, nPast int) *Tensor {
+	return c.diagMask("diag_mask_inf", a, nPast, func() *C.struct_ggml_tensor { return C.ggml_diag_mask_inf(c.c, a.c, C.int(nPast)) })
+}
+
+// DiagMaskInfInPlace is DiagMaskInf computed into a
+// (ggml_diag_mask_inf_inplace).
+func (c *Context) DiagMaskInfInPlace(a *Tensor, nPast int) *Tensor {
+	return c.inPlace(a, func() *Tensor {
+		return c.diagMask("diag_mask_inf", a, nPast, func() *C.struct_ggml_tensor { return C.ggml_diag_mask_inf_inplace(c.c, a.c, C.int(nPast)) })
+	})
+}
+
+// DiagMaskZero is DiagMaskInf with 0 instead of -inf (ggml_diag_mask_zero).
+func (c *Context) DiagMaskZero(a *Tensor, nPast int) *Tensor {
+	return c.diagMask("diag_mask_zero", a, nPast, func() *C.struct_ggml_tensor { return C.ggml_diag_mask_zero(c.c, a.c, C.int(nPast)) })
+}
+
+// DiagMaskZeroInPlace is DiagMaskZero computed into a
+// (ggml_diag_mask_zero_inplace).
+func (c *Context) DiagMaskZeroInPlace(a *Tensor, nPast int) *Tensor {
+	return c.inPlace(a, func() *Tensor {
+		return c.diagMask("diag_mask_zero", a, nPast, func() *C.struct_ggml_tensor { return C.ggml_diag_mask_zero_inplace(c.c, a.c, C.int(nPast)) })
+	})
+}
+
+func (c *Context) diagMask(op string, a *Tensor, nPast int, f func() *C.struct_ggml_tensor) *Tensor {
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	case nPast < 0 || nPast > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("nPast %d must be >= 0", nPast), a)
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, f, a)
+}
+
 // RopeMode is how Rope pairs up the dimensions it rotates.
 type RopeMode int
 
@@ -149,85 +201,237 @@ func (c *Context) rope(op string, a, pos *Tensor, p RopeParams, inPlace bool) *T
 	}, inputs...)
 }
 
-// GLUOp is the activation of a gated linear unit (enum ggml_glu_op).
-type GLUOp int
-
-// GLU activations. The numbers come from the linked provider's ggml.h
-// through cgo: enum ggml_glu_op grows with ggml's op set.
-const (
-	GLUReglu      GLUOp = C.GGML_GLU_OP_REGLU       // relu
-	GLUGeglu      GLUOp = C.GGML_GLU_OP_GEGLU       // gelu (tanh approximation, ggml's f16 table)
-	GLUSwiglu     GLUOp = C.GGML_GLU_OP_SWIGLU      // silu
-	GLUGegluErf   GLUOp = C.GGML_GLU_OP_GEGLU_ERF   // exact gelu
-	GLUGegluQuick GLUOp = C.GGML_GLU_OP_GEGLU_QUICK // gelu quick
-)
-
-var gluNames = map[GLUOp]string{GLUReglu: "reglu", GLUGeglu: "geglu", GLUSwiglu: "swiglu", GLUGegluErf: "geglu_erf", GLUGegluQuick: "geglu_quick"}
-
-// GLU returns act(x) * g where x and g are the two halves of each row of a
-// (ggml_glu): x the first half, g the second, or the other way round when
-// swapped. The result has half of a.ne0.
-func (c *Context) GLU(a *Tensor, act GLUOp, swapped bool) *Tensor {
-	return c.glu(a, nil, act, swapped)
+// FlashAttnParams are FlashAttnExt's parameters.
+type FlashAttnParams struct {
+	Scale        float32 // multiplies q·k; usually 1/sqrt(head dim)
+	MaxBias      float32 // ALiBi: > 0 needs a mask
+	LogitSoftcap float32 // if > 0, scores become softcap·tanh(score/softcap)
+	// Sinks, if not nil, is one f32 logit per head that joins each
+	// softmax's denominator (attention sinks; ggml_flash_attn_ext_add_sinks).
+	Sinks     *Tensor
+	Precision Precision // ggml_flash_attn_ext_set_prec
 }
 
-// GLUSplit returns act(a) * b for a and b of the same shape and type
-// (ggml_glu_split).
-func (c *Context) GLUSplit(a, b *Tensor, act GLUOp) *Tensor { return c.glu(a, b, act, false) }
-
-// Swiglu is GLU(a, GLUSwiglu, false) (ggml_swiglu).
-func (c *Context) Swiglu(a *Tensor) *Tensor { return c.GLU(a, GLUSwiglu, false) }
-
-// Geglu is GLU(a, GLUGeglu, false) (ggml_geglu).
-func (c *Context) Geglu(a *Tensor) *Tensor { return c.GLU(a, GLUGeglu, false) }
-
-// Reglu is GLU(a, GLUReglu, false) (ggml_reglu).
-func (c *Context) Reglu(a *Tensor) *Tensor { return c.GLU(a, GLUReglu, false) }
-
-func (c *Context) glu(a, b *Tensor, act GLUOp, swapped bool) *Tensor {
-	name, ok := gluNames[act]
-	if !ok {
-		name = "glu"
+// FlashAttnExt is fused attention: for each query row n of head h,
+// softmax over the keys j of (scale·q·k_j + slope_h·mask[j, n]) weighs
+// the rows of v (ggml_flash_attn_ext). q is f32 [D, N, H, B]; k is
+// [D, KV, Hk, B] and v [Dv, KV, Hv, B] with H a multiple of Hk and Hv
+// (grouped-query attention); mask, if not nil, is f16 [>= KV, >= N, H/m2,
+// B/m3], contiguous, -Inf where a key is hidden. The result is f32 [Dv, H,
+// N, B]: heads and queries swapped, ready for a reshape to [Dv·H, N, B].
+func (c *Context) FlashAttnExt(q, k, v, mask *Tensor, p FlashAttnParams) *Tensor {
+	const op = "flash_attn_ext"
+	inputs := []*Tensor{q, k, v}
+	if mask != nil {
+		inputs = append(inputs, mask)
 	}
-	inputs := []*Tensor{a}
-	if b != nil {
-		inputs = append(inputs, b)
+	if p.Sinks != nil {
+		inputs = append(inputs, p.Sinks)
 	}
-	if p := c.begin(name, inputs...); p != nil {
-		return p
+	if r := c.begin(op, inputs...); r != nil {
+		return r
 	}
-	if !ok {
-		return c.fail(name, ErrInvalid, fmt.Sprintf("unknown GLU activation %d", act), inputs...)
+	if r := c.checkTypeList(op, TypeF32, []Type{q.Type(), k.Type(), v.Type()}, inputs...); r != nil {
+		return r
 	}
-	if a.Type() != TypeF32 && a.Type() != TypeF16 {
-		return c.fail(name, ErrType, fmt.Sprintf("ggml's kernels take f32 or f16, not %v", a.Type()), inputs...)
+	qn, kn, vn := q.Ne(), k.Ne(), v.Ne()
+	switch {
+	case !adjacent(q) || !adjacent(k) || !adjacent(v):
+		return c.fail(op, ErrShape, "q's, k's and v's elements must be adjacent in dimension 0; copy them with Cont", inputs...)
+	case qn[0] != kn[0]:
+		return c.fail(op, ErrShape, fmt.Sprintf("q.ne0 (%d) != k.ne0 (%d): the head dimension", qn[0], kn[0]), inputs...)
+	case kn[1] != vn[1]:
+		return c.fail(op, ErrShape, fmt.Sprintf("k.ne1 (%d) != v.ne1 (%d): one value row per key", kn[1], vn[1]), inputs...)
+	case kn[2] == 0 || vn[2] == 0 || qn[2]%kn[2] != 0 || qn[2]%vn[2] != 0:
+		return c.fail(op, ErrShape, fmt.Sprintf("q's heads (%d) must be a multiple of k's (%d) and v's (%d)", qn[2], kn[2], vn[2]), inputs...)
+	case qn[3] != kn[3] || qn[3] != vn[3]:
+		return c.fail(op, ErrShape, fmt.Sprintf("q.ne3 (%d), k.ne3 (%d) and v.ne3 (%d) must be equal", qn[3], kn[3], vn[3]), inputs...)
+	case p.MaxBias > 0 && mask == nil:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("MaxBias %g needs a mask", p.MaxBias), inputs...)
+	case !p.Precision.valid():
+		return c.fail(op, ErrInvalid, fmt.Sprintf("precision %d is not PrecDefault or PrecF32", p.Precision), inputs...)
+	case math.IsNaN(float64(p.Scale)) || math.IsNaN(float64(p.MaxBias)) || math.IsNaN(float64(p.LogitSoftcap)):
+		return c.fail(op, ErrInvalid, "Scale, MaxBias and LogitSoftcap must not be NaN", inputs...)
+	case p.LogitSoftcap < 0:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("LogitSoftcap %g must be >= 0", p.LogitSoftcap), inputs...)
+	case qn[1]*qn[2]*qn[3] > math.MaxInt32:
+		return c.fail(op, ErrShape, "q has more than 2^31 rows (ggml indexes them as int)", inputs...)
 	}
-	if !rowsContiguous(a) {
-		return c.fail(name, ErrShape, "a must be contiguous in dimensions >= 1; copy it with Cont", inputs...)
-	}
-	ne := a.Ne()
-	if b != nil {
+	var mc, sc *C.struct_ggml_tensor
+	if mask != nil {
+		mn := mask.Ne()
 		switch {
-		case b.Type() != a.Type():
-			return c.fail(name, ErrType, fmt.Sprintf("a is %v, b %v: they must be the same type", a.Type(), b.Type()), inputs...)
-		case !sameShape(a, b):
-			return c.fail(name, ErrShape, "a and b must have the same shape", inputs...)
-		case !rowsContiguous(b):
-			return c.fail(name, ErrShape, "b must be contiguous in dimensions >= 1; copy it with Cont", inputs...)
+		case mask.Type() != TypeF16:
+			return c.fail(op, ErrType, fmt.Sprintf("mask must be f16, not %v", mask.Type()), inputs...)
+		case !dense(mask):
+			return c.fail(op, ErrShape, "mask must be contiguous", inputs...)
+		case mn[0] < kn[1]:
+			return c.fail(op, ErrShape, fmt.Sprintf("mask.ne0 (%d) must be at least the number of keys k.ne1 (%d)", mn[0], kn[1]), inputs...)
+		case mn[1] < qn[1]:
+			return c.fail(op, ErrShape, fmt.Sprintf("mask.ne1 (%d) must be at least the number of queries q.ne1 (%d)", mn[1], qn[1]), inputs...)
+		case mn[2] == 0 || mn[3] == 0 || qn[2]%mn[2] != 0 || qn[3]%mn[3] != 0:
+			return c.fail(op, ErrShape, fmt.Sprintf("q.ne2 (%d) and q.ne3 (%d) must be multiples of mask.ne2 (%d) and mask.ne3 (%d)", qn[2], qn[3], mn[2], mn[3]), inputs...)
 		}
-	} else {
-		if ne[0] < 2 {
-			return c.fail(name, ErrShape, fmt.Sprintf("a.ne0 (%d) must hold two halves", ne[0]), inputs...)
-		}
-		ne[0] /= 2
+		mc = mask.c
 	}
-	if p := c.ensure(name, a.Type(), ne, nil, inputs...); p != nil {
+	if s := p.Sinks; s != nil {
+		if s.Type() != TypeF32 || s.Ne()[0] != qn[2] || !adjacent(s) {
+			return c.fail(op, ErrShape, fmt.Sprintf("Sinks must be f32 with ne0 = q's heads (%d) and adjacent elements", qn[2]), inputs...)
+		}
+		sc = s.c
+	}
+	if r := c.ensure(op, TypeF32, [MaxDims]int64{vn[0], qn[2], qn[1], qn[3]}, nil, inputs...); r != nil {
+		return r
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		r := C.ggml_flash_attn_ext(c.c, q.c, k.c, v.c, mc, C.float(p.Scale), C.float(p.MaxBias), C.float(p.LogitSoftcap))
+		if sc != nil {
+			C.ggml_flash_attn_ext_add_sinks(r, sc)
+		}
+		if p.Precision != PrecDefault {
+			C.ggml_flash_attn_ext_set_prec(r, C.enum_ggml_prec(p.Precision))
+		}
+		return r
+	}, inputs...)
+}
+
+// WinPart cuts the f32 image a, [C, W, H] (channels innermost), into w×w
+// windows, zero-padding W and H up to multiples of w (ggml_win_part, as in
+// SAM): the result is f32 [C, w, w, nx*ny] with nx = ceil(W/w), ny =
+// ceil(H/w), window (px, py) at index py*nx + px. a must be contiguous and
+// 3-d, w >= 1.
+func (c *Context) WinPart(a *Tensor, w int) *Tensor {
+	const op = "win_part"
+	if p := c.begin(op, a); p != nil {
 		return p
 	}
-	return c.call(name, func() *C.struct_ggml_tensor {
-		if b != nil {
-			return C.ggml_glu_split(c.c, a.c, b.c, C.enum_ggml_glu_op(act))
-		}
-		return C.ggml_glu(c.c, a.c, C.enum_ggml_glu_op(act), C.bool(swapped))
-	}, inputs...)
+	an := a.Ne()
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	case an[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a must be 3-d, not %v", an), a)
+	case w < 1 || w > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("window size %d must be >= 1", w), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	case an[1] > math.MaxInt32-int64(w) || an[2] > math.MaxInt32-int64(w):
+		return c.fail(op, ErrShape, fmt.Sprintf("a %v: ggml counts windows in 32-bit integers", an), a)
+	}
+	ww := int64(w)
+	nx, ny := (an[1]+ww-1)/ww, (an[2]+ww-1)/ww
+	if nx*ny > math.MaxInt32 {
+		return c.fail(op, ErrShape, fmt.Sprintf("%d×%d windows: ggml counts them in 32-bit integers", nx, ny), a)
+	}
+	ne := [MaxDims]int64{an[0], ww, ww, nx * ny}
+	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_win_part(c.c, a.c, C.int(w)) }, a)
+}
+
+// WinUnpart reassembles the w×w windows of a (as WinPart makes them, f32
+// [C, w, w, ceil(w0/w)*ceil(h0/w)], contiguous) into an f32 image [C, w0,
+// h0], dropping the padding (ggml_win_unpart).
+func (c *Context) WinUnpart(a *Tensor, w0, h0, w int) *Tensor {
+	const op = "win_unpart"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	an := a.Ne()
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	case w < 1 || w > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("window size %d must be >= 1", w), a)
+	case w0 < 0 || h0 < 0 || w0 > math.MaxInt32-w || h0 > math.MaxInt32-w:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("image size %d×%d must be >= 0 (and fit 32-bit integers)", w0, h0), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	}
+	nx, ny := int64((w0+w-1)/w), int64((h0+w-1)/w)
+	if an[1] != int64(w) || an[2] != int64(w) || an[3] != nx*ny {
+		return c.fail(op, ErrShape, fmt.Sprintf("a must be [C %d %d %d] (windows of %d for a %d×%d image), not %v", w, w, nx*ny, w, w0, h0, an), a)
+	}
+	ne := [MaxDims]int64{an[0], int64(w0), int64(h0), 1}
+	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_win_unpart(c.c, a.c, C.int(w0), C.int(h0), C.int(w))
+	}, a)
+}
+
+// GetRelPos expands SAM's relative position table a, f16 [C, 2*n-1], to
+// the f16 [C, n, n] table of every query-key pair (ggml_get_rel_pos):
+// result[:, k, q] = a[:, (n-1-k) + q]. qh and kh, the query and key
+// lengths, must both be n (ggml supports no other case). a must be an f16
+// contiguous matrix. (ggml's CPU kernel also takes bf16 but labels the
+// copied bits f16, so bf16 is refused here.)
+func (c *Context) GetRelPos(a *Tensor, qh, kh int) *Tensor {
+	const op = "get_rel_pos"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	an := a.Ne()
+	switch {
+	case a.Type() != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f16, not %v", a.Type()), a)
+	case qh != kh:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("qh (%d) != kh (%d): ggml supports equal lengths only", qh, kh), a)
+	case qh < 1 || qh > math.MaxInt32/2:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("length %d must be >= 1", qh), a)
+	case an[1] != int64(2*qh-1):
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) must be 2*qh-1 (%d)", an[1], 2*qh-1), a)
+	case an[2] != 1 || an[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a must be a matrix (ggml's kernel reads its first matrix only), not %v", an), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	}
+	ne := [MaxDims]int64{an[0], int64(kh), int64(qh), 1}
+	if p := c.ensure(op, TypeF16, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_get_rel_pos(c.c, a.c, C.int(qh), C.int(kh)) }, a)
+}
+
+// AddRelPos adds SAM's decomposed relative position terms to attention
+// scores (ggml_add_rel_pos): a, f32 [W*W, R1, R2] with R1*R2 rows of
+// scores, each row W×W (x innermost); pw and ph, f32 of the same shape [W,
+// P1, P2, R2] with P1*P2 = R1. With r a row (over dimensions 1 and 2):
+//
+//	result[x + W*y, r] = a[x + W*y, r] + pw[x, r] + ph[y, r]
+//
+// a, pw and ph must be contiguous, and a 3-d (ggml's kernel would add to
+// the first matrix of dimension 3 only).
+func (c *Context) AddRelPos(a, pw, ph *Tensor) *Tensor {
+	const op = "add_rel_pos"
+	if p := c.begin(op, a, pw, ph); p != nil {
+		return p
+	}
+	an, pn := a.Ne(), pw.Ne()
+	sq, sqOK := seqMul(pn[0], pn[0])
+	rows, rowsOK := seqMul(pn[1], pn[2])
+	switch {
+	case a.Type() != TypeF32 || pw.Type() != TypeF32 || ph.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("a, pw and ph must be f32, not %v, %v and %v", a.Type(), pw.Type(), ph.Type()), a, pw, ph)
+	case !sameShape(pw, ph):
+		return c.fail(op, ErrShape, fmt.Sprintf("pw %v and ph %v must have the same shape", pn, ph.Ne()), a, pw, ph)
+	case !dense(a) || !dense(pw) || !dense(ph):
+		return c.fail(op, ErrShape, "a, pw and ph must be contiguous; copy with Cont", a, pw, ph)
+	case an[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a must be 3-d, not %v", an), a, pw, ph)
+	case pn[3] != an[2]:
+		return c.fail(op, ErrShape, fmt.Sprintf("pw.ne3 (%d) != a.ne2 (%d)", pn[3], an[2]), a, pw, ph)
+	case !sqOK || sq != an[0]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be pw.ne0 squared (%d²)", an[0], pn[0]), a, pw, ph)
+	case !rowsOK || rows != an[1]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) must be pw.ne1*pw.ne2 (%d*%d)", an[1], pn[1], pn[2]), a, pw, ph)
+	case pn[3] > math.MaxInt32:
+		return c.fail(op, ErrShape, "ggml's kernel counts pw.ne3 in 32-bit integers", a, pw, ph)
+	}
+	if p := c.ensure(op, TypeF32, an, nil, a, pw, ph); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add_rel_pos(c.c, a.c, pw.c, ph.c) }, a, pw, ph)
 }

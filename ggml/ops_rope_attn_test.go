@@ -5,9 +5,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/require"
 )
 
 // ropeRef is RoPE in float64, as ggml defines it with ext_factor 0: pair i
@@ -75,120 +74,6 @@ func TestRope(t *testing.T) {
 				requireClose(t, ref, got, func(int) float64 { return 2e-5 })
 			})
 		}
-	}
-}
-
-func TestGLU(t *testing.T) {
-	rng := newRNG(t)
-	const f16Eps = 1.0 / 2048
-	gelu := func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))) }
-	acts := []struct {
-		op  ggml.GLUOp
-		f   func(x float64) float64
-		tbl bool // through ggml's f16 table
-	}{
-		{ggml.GLUReglu, func(x float64) float64 { return math.Max(x, 0) }, false},
-		{ggml.GLUGeglu, gelu, true},
-		{ggml.GLUSwiglu, func(x float64) float64 { return x / (1 + math.Exp(-x)) }, false},
-		{ggml.GLUGegluErf, func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, false},
-		{ggml.GLUGegluQuick, func(x float64) float64 { return x / (1 + math.Exp(-1.702*x)) }, true},
-	}
-	const n0, n1 = 16, 3
-	for _, act := range acts {
-		for _, variant := range []string{"fused", "swapped", "split"} {
-			t.Run(fmt.Sprintf("%d/%s", act.op, variant), func(t *testing.T) {
-				e := newEnv(t)
-				var out *ggml.Tensor
-				ref := newND(n0/2, n1)
-				var xs, gs []float64
-				if variant == "split" {
-					av, bv := randF32(rng, n0/2*n1), randF32(rng, n0/2*n1)
-					a := e.input(ggml.TypeF32, av, n0/2, n1)
-					b := e.input(ggml.TypeF32, bv, n0/2, n1)
-					out = e.ctx.GLUSplit(a, b, act.op)
-					for i := range av {
-						xs, gs = append(xs, float64(av[i])), append(gs, float64(bv[i]))
-					}
-				} else {
-					av := randF32(rng, n0*n1)
-					a := e.input(ggml.TypeF32, av, n0, n1)
-					out = e.ctx.GLU(a, act.op, variant == "swapped")
-					for r := range n1 {
-						for i := range n0 / 2 {
-							x, g := float64(av[r*n0+i]), float64(av[r*n0+n0/2+i])
-							if variant == "swapped" {
-								x, g = g, x
-							}
-							xs, gs = append(xs, x), append(gs, g)
-						}
-					}
-				}
-				e.compute(out)
-				got, err := ggml.Data[float32](out)
-				require.NoError(t, err)
-				for i := range ref.v {
-					ref.v[i] = act.f(xs[i]) * gs[i]
-				}
-				requireClose(t, ref, got, func(i int) float64 {
-					if act.tbl {
-						return (1.13*math.Abs(xs[i])*f16Eps+math.Abs(act.f(xs[i]))*f16Eps)*math.Abs(gs[i]) + 1e-6
-					}
-					return 1e-6 * math.Max(1, math.Abs(ref.v[i]))
-				})
-			})
-		}
-	}
-}
-
-func TestRopeGLUMisuse(t *testing.T) {
-	cases := []struct {
-		name string
-		want error
-		op   func(c *ggml.Context) *ggml.Tensor
-	}{
-		{"rope odd dims", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 3, FreqBase: 1e4, FreqScale: 1})
-		}},
-		{"rope dims past ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 10})
-		}},
-		{"rope positions count", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 3), ggml.RopeParams{Dims: 8})
-		}},
-		{"rope positions type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeF32, 2), ggml.RopeParams{Dims: 8})
-		}},
-		{"rope mode", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 8, Mode: 1})
-		}},
-		{"rope q8_0", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.NewTensor(ggml.TypeQ8_0, 32, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 8})
-		}},
-		{"rope freq factors short", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2),
-				ggml.RopeParams{Dims: 8, FreqFactors: c.NewTensor(ggml.TypeF32, 3)})
-		}},
-		{"rope transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.Rope(c.Transpose(c.NewTensor(ggml.TypeF32, 2, 8)), c.NewTensor(ggml.TypeI32, 1), ggml.RopeParams{Dims: 2})
-		}},
-		{"glu unknown op", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GLU(c.NewTensor(ggml.TypeF32, 8), 99, false) }},
-		{"glu split shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.GLUSplit(c.NewTensor(ggml.TypeF32, 8), c.NewTensor(ggml.TypeF32, 4), ggml.GLUSwiglu)
-		}},
-		{"glu split types", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.GLUSplit(c.NewTensor(ggml.TypeF32, 8), c.NewTensor(ggml.TypeF16, 8), ggml.GLUSwiglu)
-		}},
-		{"glu i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Swiglu(c.NewTensor(ggml.TypeI32, 8)) }},
-		{"glu one element", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Geglu(c.NewTensor(ggml.TypeF32, 1)) }},
-		{"glu transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Reglu(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 4))) }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
-			require.NoError(t, err)
-			defer c.Close()
-			require.ErrorIs(t, tc.op(c).Err(), tc.want)
-		})
 	}
 }
 
@@ -291,4 +176,344 @@ func TestRopeMulti(t *testing.T) {
 			requireClose(t, ref, got, func(int) float64 { return 2e-5 })
 		})
 	}
+}
+
+// alibiSlope is ALiBi's slope for head h of nHead with maxBias.
+func alibiSlope(h, nHead int, maxBias float64) float64 {
+	if maxBias <= 0 {
+		return 1
+	}
+	n2 := 1 << int(math.Floor(math.Log2(float64(nHead))))
+	m0 := math.Pow(2, -maxBias/float64(n2))
+	m1 := math.Pow(2, -(maxBias/2)/float64(n2))
+	if h < n2 {
+		return math.Pow(m0, float64(h+1))
+	}
+	return math.Pow(m1, float64(2*(h-n2)+1))
+}
+
+// attnRef is attention in float64: out[:, h, n, b] = Σ_j softmax_j(s_j)
+// v[:, j, h/rv, b] with s_j = softcap(scale·q[:, n, h, b]·k[:, j, h/rk, b]) +
+// slope_h·mask[j, n, h%mh, b%mb]; a sink adds exp(sink_h) to the
+// denominator.
+func attnRef(q, k, v nd, mask *nd, sinks []float64, scale, maxBias, softcap float64) nd {
+	D, N, H, B := q.ne[0], q.ne[1], q.ne[2], q.ne[3]
+	KV, Hk := k.ne[1], k.ne[2]
+	Dv, Hv := v.ne[0], v.ne[2]
+	out := newND(Dv, H, N, B)
+	for b := range B {
+		for h := range H {
+			slope := alibiSlope(h, H, maxBias)
+			for n := range N {
+				s := make([]float64, KV)
+				m := math.Inf(-1)
+				for j := range KV {
+					dot := 0.0
+					for d := range D {
+						dot += q.at(d, n, h, b) * k.at(d, j, h/(H/Hk), b)
+					}
+					x := dot * scale
+					if softcap > 0 {
+						x = softcap * math.Tanh(x/softcap)
+					}
+					if mask != nil {
+						x += slope * mask.at(j, n, h%mask.ne[2], b%mask.ne[3])
+					}
+					s[j] = x
+					m = math.Max(m, x)
+				}
+				if sinks != nil {
+					m = math.Max(m, sinks[h])
+				}
+				den := 0.0
+				for j := range KV {
+					if !math.IsInf(s[j], -1) {
+						s[j] = math.Exp(s[j] - m)
+					} else {
+						s[j] = 0
+					}
+					den += s[j]
+				}
+				if sinks != nil {
+					den += math.Exp(sinks[h] - m)
+				}
+				for d := range Dv {
+					acc := 0.0
+					for j := range KV {
+						acc += s[j] * v.at(d, j, h/(H/Hv), b)
+					}
+					if den > 0 {
+						acc /= den
+					}
+					out.v[out.idx(d, h, n, b)] = acc
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestFlashAttnExt(t *testing.T) {
+	rng := newRNG(t)
+	for _, tc := range []struct {
+		name            string
+		kvType          ggml.Type
+		D, Dv, N, KV, H int
+		Hk, B           int
+		mask, sinks     bool
+		maxBias, cap    float64
+	}{
+		{"f32 plain", ggml.TypeF32, 16, 16, 3, 7, 2, 2, 1, false, false, 0, 0},
+		{"f32 gqa mask", ggml.TypeF32, 8, 12, 4, 9, 4, 2, 2, true, false, 0, 0},
+		{"f32 alibi softcap sinks", ggml.TypeF32, 8, 8, 2, 5, 3, 1, 1, true, true, 8, 20},
+		{"f16 mask", ggml.TypeF16, 32, 32, 5, 11, 2, 1, 1, true, false, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			qv := randF32(rng, tc.D*tc.N*tc.H*tc.B)
+			kv := randF32(rng, tc.D*tc.KV*tc.Hk*tc.B)
+			vv := randF32(rng, tc.Dv*tc.KV*tc.Hk*tc.B)
+			q := e.input(ggml.TypeF32, qv, int64(tc.D), int64(tc.N), int64(tc.H), int64(tc.B))
+			Q := fromF32(qv, tc.D, tc.N, tc.H, tc.B)
+			K := fromF32(kv, tc.D, tc.KV, tc.Hk, tc.B)
+			V := fromF32(vv, tc.Dv, tc.KV, tc.Hk, tc.B)
+			var k, v *ggml.Tensor
+			if tc.kvType == ggml.TypeF16 {
+				k = e.input(ggml.TypeF16, toF16(kv), int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+				v = e.input(ggml.TypeF16, toF16(vv), int64(tc.Dv), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+				// ggml rounds k and v to f16 on input, and q to f16 for the dot product.
+				K.v, V.v = fromF16Slice(toF16(kv)), fromF16Slice(toF16(vv))
+				Q.v = fromF16Slice(toF16(qv))
+			} else {
+				k = e.input(ggml.TypeF32, kv, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+				v = e.input(ggml.TypeF32, vv, int64(tc.Dv), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+			}
+			var mask *ggml.Tensor
+			var M *nd
+			if tc.mask {
+				// A causal-style mask with random -Inf holes, padded rows, one per batch.
+				mr := tc.N + 2
+				mv := make([]float32, tc.KV*mr*tc.B)
+				for i := range mv {
+					if rng.IntN(4) == 0 {
+						mv[i] = float32(math.Inf(-1))
+					} else {
+						mv[i] = float32(rng.NormFloat64())
+					}
+				}
+				mh := toF16(mv)
+				mask = e.input(ggml.TypeF16, mh, int64(tc.KV), int64(mr), 1, int64(tc.B))
+				m := fromF32(mv, tc.KV, mr, 1, tc.B)
+				m.v = fromF16Slice(mh)
+				M = &m
+			}
+			scale := 1 / math.Sqrt(float64(tc.D))
+			p := ggml.FlashAttnParams{Scale: float32(scale), MaxBias: float32(tc.maxBias), LogitSoftcap: float32(tc.cap), Precision: ggml.PrecF32}
+			var sinks []float64
+			if tc.sinks {
+				sv := randF32(rng, tc.H)
+				p.Sinks = e.input(ggml.TypeF32, sv, int64(tc.H))
+				for _, x := range sv {
+					sinks = append(sinks, float64(x))
+				}
+			}
+			out := e.ctx.FlashAttnExt(q, k, v, mask, p)
+			require.Equal(t, []int64{int64(tc.Dv), int64(tc.H), int64(tc.N), int64(tc.B)}, padShape(out.Shape()))
+			e.compute(out)
+			got, err := ggml.Data[float32](out)
+			require.NoError(t, err)
+			ref := attnRef(Q, K, V, M, sinks, float64(float32(scale)), tc.maxBias, tc.cap)
+			tol := 2e-5
+			if tc.kvType == ggml.TypeF16 {
+				// v accumulates in an f16 vector: each of KV updates rounds to
+				// 2^-11 relative, on values bounded by max|v|.
+				tol = float64(tc.KV) * 4 * math.Pow(2, -11)
+			}
+			requireClose(t, ref, got, func(int) float64 { return tol })
+		})
+	}
+}
+
+// padShape pads a Shape to four dimensions.
+func padShape(s []int64) []int64 {
+	for len(s) < 4 {
+		s = append(s, 1)
+	}
+	return s
+}
+
+func TestFlashAttnMisuse(t *testing.T) {
+	f32 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF32, ne...) }
+	f16 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF16, ne...) }
+	fa := func(c *ggml.Context, q, k, v, m *ggml.Tensor) *ggml.Tensor {
+		return c.FlashAttnExt(q, k, v, m, ggml.FlashAttnParams{Scale: 1})
+	}
+	cases := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		{"q f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f16(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil)
+		}},
+		{"k i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), c.NewTensor(ggml.TypeI32, 8, 4, 2), f16(c, 8, 4, 2), nil)
+		}},
+		{"v i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), c.NewTensor(ggml.TypeI32, 8, 4, 2), nil)
+		}},
+		{"head dim", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 4, 4, 2), f16(c, 8, 4, 2), nil)
+		}},
+		{"v rows != k rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 3, 2), nil)
+		}},
+		{"heads not a multiple of k's", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 3), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil)
+		}},
+		{"heads not a multiple of v's", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 4), f16(c, 8, 4, 2), f16(c, 8, 4, 3), nil)
+		}},
+		{"batch", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2, 2), f16(c, 8, 4, 2, 1), f16(c, 8, 4, 2, 1), nil)
+		}},
+		{"q transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, c.Transpose(f32(c, 2, 8)), f16(c, 8, 4), f16(c, 8, 4), nil)
+		}},
+		{"mask f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), f32(c, 4, 2))
+		}},
+		{"mask too few keys", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), f16(c, 3, 2))
+		}},
+		{"mask too few queries", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), f16(c, 4, 1))
+		}},
+		{"mask heads", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), f16(c, 4, 2, 3))
+		}},
+		{"mask not contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return fa(c, f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), c.Transpose(f16(c, 2, 4)))
+		}},
+		{"max_bias without mask", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.FlashAttnExt(f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil, ggml.FlashAttnParams{Scale: 1, MaxBias: 8})
+		}},
+		{"precision", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.FlashAttnExt(f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil, ggml.FlashAttnParams{Scale: 1, Precision: 3})
+		}},
+		{"sinks per head", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.FlashAttnExt(f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil, ggml.FlashAttnParams{Scale: 1, Sinks: f32(c, 3)})
+		}},
+		{"sinks f16", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.FlashAttnExt(f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil, ggml.FlashAttnParams{Scale: 1, Sinks: f16(c, 2)})
+		}},
+		{"negative softcap", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.FlashAttnExt(f32(c, 8, 2, 2), f16(c, 8, 4, 2), f16(c, 8, 4, 2), nil, ggml.FlashAttnParams{Scale: 1, LogitSoftcap: -1})
+		}},
+		{"mul_mat precision", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.MulMatPrec(f32(c, 4, 2), f32(c, 4, 3), 7) }},
+		{"rope odd ne0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(f32(c, 5, 2, 3), c.NewTensor(ggml.TypeI32, 3), ggml.RopeParams{Dims: 2, FreqBase: 1e4, FreqScale: 1})
+		}},
+		{"rope multi positions", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(f32(c, 8, 2, 3), c.NewTensor(ggml.TypeI32, 3), ggml.RopeParams{Dims: 8, Mode: ggml.RopeMRope, Sections: [4]int{2, 2, 0, 0}})
+		}},
+		{"rope multi no sections", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(f32(c, 8, 2, 3), c.NewTensor(ggml.TypeI32, 12), ggml.RopeParams{Dims: 8, Mode: ggml.RopeMRope, Sections: [4]int{0, 0, 0, 3}})
+		}},
+		{"rope multi negative section", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(f32(c, 8, 2, 3), c.NewTensor(ggml.TypeI32, 12), ggml.RopeParams{Dims: 8, Mode: ggml.RopeMRope, Sections: [4]int{4, -2, 0, 0}})
+		}},
+		{"rope multi sections > ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(f32(c, 8, 2, 3), c.NewTensor(ggml.TypeI32, 12), ggml.RopeParams{Dims: 8, Mode: ggml.RopeMRope, Sections: [4]int{4, 4, 4, 0}})
+		}},
+		{"rope vision dims", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(f32(c, 8, 2, 3), c.NewTensor(ggml.TypeI32, 12), ggml.RopeParams{Dims: 8, Mode: ggml.RopeVision, Sections: [4]int{2, 2, 0, 0}})
+		}},
+		{"rope sections in normal mode", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(f32(c, 8, 2, 3), c.NewTensor(ggml.TypeI32, 3), ggml.RopeParams{Dims: 8, Sections: [4]int{2, 2, 0, 0}})
+		}},
+		{"rope in place transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.RopeInPlace(c.Transpose(f32(c, 3, 8)), c.NewTensor(ggml.TypeI32, 1), ggml.RopeParams{Dims: 2})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+			require.NoError(t, err)
+			defer c.Close()
+			r := tc.op(c)
+			require.ErrorIs(t, r.Err(), tc.want, fmt.Sprint(r.Err()))
+		})
+	}
+}
+
+func TestWinPartUnpart(t *testing.T) {
+	rng := newRNG(t)
+	for _, sh := range []struct{ C, W, H, w int }{{3, 5, 4, 3}, {2, 6, 4, 2}, {4, 3, 2, 5}, {1, 7, 1, 7}} {
+		t.Run(fmt.Sprintf("%+v", sh), func(t *testing.T) {
+			e := newEnv(t)
+			xv := randF32(rng, sh.C*sh.W*sh.H)
+			x := e.input(ggml.TypeF32, xv, int64(sh.C), int64(sh.W), int64(sh.H))
+			part := e.ctx.WinPart(x, sh.w)
+			back := e.ctx.WinUnpart(part, sh.W, sh.H, sh.w)
+			require.NoError(t, back.Err())
+			e.compute(part, back)
+			nx, ny := (sh.W+sh.w-1)/sh.w, (sh.H+sh.w-1)/sh.w
+			gotPart := seqOutF32(t, part, int64(sh.C), int64(sh.w), int64(sh.w), int64(nx*ny))
+			X := fromF32(xv, sh.C, sh.W, sh.H)
+			ref := newND(sh.C, sh.w, sh.w, nx*ny)
+			ref.each(func(c, i1, i2, win int) {
+				px, py := win%nx, win/nx
+				if x, y := px*sh.w+i1, py*sh.w+i2; x < sh.W && y < sh.H {
+					ref.v[ref.idx(c, i1, i2, win)] = X.at(c, x, y, 0)
+				}
+			})
+			requireClose(t, ref, gotPart, func(int) float64 { return 0 })
+			requireClose(t, X, seqOutF32(t, back, int64(sh.C), int64(sh.W), int64(sh.H)), func(int) float64 { return 0 })
+		})
+	}
+}
+
+func TestRelPos(t *testing.T) {
+	rng := newRNG(t)
+	t.Run("get", func(t *testing.T) {
+		e := newEnv(t)
+		const c, n = 4, 3
+		av := toF16(randF32(rng, c*(2*n-1)))
+		a := e.input(ggml.TypeF16, av, c, 2*n-1)
+		out := e.ctx.GetRelPos(a, n, n)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		require.Equal(t, [4]int64{c, n, n, 1}, out.Ne())
+		require.Equal(t, ggml.TypeF16, out.Type())
+		got, err := ggml.Data[uint16](out)
+		require.NoError(t, err)
+		for q := range n {
+			for k := range n {
+				for i := range c {
+					require.Equal(t, av[(n-1-k+q)*c+i], got[(q*n+k)*c+i], "[%d %d %d]", i, k, q)
+				}
+			}
+		}
+	})
+	t.Run("add", func(t *testing.T) {
+		e := newEnv(t)
+		const W, P1, P2, R2 = 3, 2, 2, 2
+		av, pwv, phv := randF32(rng, W*W*P1*P2*R2), randF32(rng, W*P1*P2*R2), randF32(rng, W*P1*P2*R2)
+		a := e.input(ggml.TypeF32, av, W*W, P1*P2, R2)
+		pw := e.input(ggml.TypeF32, pwv, W, P1, P2, R2)
+		ph := e.input(ggml.TypeF32, phv, W, P1, P2, R2)
+		out := e.ctx.AddRelPos(a, pw, ph)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		got := seqOutF32(t, out, W*W, P1*P2, R2)
+		ref, mag := newND(W*W, P1*P2*R2), newND(W*W, P1*P2*R2)
+		ref.each(func(xy, r, _, _ int) {
+			x, y := xy%W, xy/W
+			terms := []float64{float64(av[r*W*W+xy]), float64(pwv[r*W+x]), float64(phv[r*W+y])}
+			ref.v[ref.idx(xy, r, 0, 0)] = terms[0] + terms[1] + terms[2]
+			mag.v[mag.idx(xy, r, 0, 0)] = math.Abs(terms[0]) + math.Abs(terms[1]) + math.Abs(terms[2])
+		})
+		requireClose(t, ref, got, seqMagTol(mag, 3*seqU, 0))
+	})
 }

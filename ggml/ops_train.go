@@ -8,9 +8,9 @@ import (
 	"math"
 )
 
-// This file holds the rest of ggml.h's constructors: the backward ops that
-// training graphs use, the optimizer steps, and a few small ops (acc,
-// add_cast, diag, tri, fill, cont_4d, swiglu_oai, soft_max sinks).
+// Training: the backward ops (the gradients of silu, rms_norm, soft_max,
+// rope, get_rows, repeat, im2col and pool_2d), the cross-entropy loss and
+// its gradient, and the optimizer steps.
 
 // denseF32 checks inputs that a kernel reads as dense f32 rows of one
 // shape.
@@ -26,345 +26,6 @@ func (c *Context) denseF32(op string, ts []*Tensor, inputs ...*Tensor) *Tensor {
 		}
 	}
 	return nil
-}
-
-// Acc returns a copy of a with b added into it: b's element (i0, i1, i2,
-// i3) is added at byte offset + i0*4 + i1*nb1 + i2*nb2 + i3*nb3 of a's data
-// (ggml_acc). a and b are f32, a contiguous; the rules of Set hold.
-func (c *Context) Acc(a, b *Tensor, nb1, nb2, nb3, offset uint64) *Tensor {
-	return c.acc(a, b, nb1, nb2, nb3, offset, false)
-}
-
-// AccInPlace is Acc computed into a (ggml_acc_inplace).
-func (c *Context) AccInPlace(a, b *Tensor, nb1, nb2, nb3, offset uint64) *Tensor {
-	return c.inPlace(a, func() *Tensor { return c.acc(a, b, nb1, nb2, nb3, offset, true) })
-}
-
-func (c *Context) acc(a, b *Tensor, nb1, nb2, nb3, offset uint64, inPlace bool) *Tensor {
-	const op = "acc"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	if a.Type() != TypeF32 {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v", a.Type()), a, b)
-	}
-	// The rules are Set's: f32 here.
-	if p := c.setRules(op, a, b, nb1, nb2, nb3, offset); p != nil {
-		return p
-	}
-	if p := c.ensure(op, a.Type(), a.Ne(), nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		if inPlace {
-			return C.ggml_acc_inplace(c.c, a.c, b.c, C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
-		}
-		return C.ggml_acc(c.c, a.c, b.c, C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
-	}, a, b)
-}
-
-// AddCast returns a + b as a tensor of type t (ggml_add_cast): a is f16 or
-// bf16 (b of a's type broadcast along rows with t a's type, or b f32 with t
-// f32 or a's type) or quantized with a conversion to f32 (t then a type the
-// CPU converts f32 to, b f32 of a's shape).
-func (c *Context) AddCast(a, b *Tensor, t Type) *Tensor {
-	const op = "add_cast"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	at := a.Type()
-	if !t.Valid() {
-		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), a, b)
-	}
-	if p := c.checkTypes(op, t, a, b); p != nil {
-		return p
-	}
-	switch {
-	case !at.IsQuantized() && at != TypeF16 && at != TypeBF16:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml_add_cast takes a of f16, bf16 or a quantized type, not %v", at), a, b)
-	case !adjacent(a) || !adjacent(b):
-		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0; copy them with Cont", a, b)
-	case b.Ne()[0] != a.Ne()[0] || !canRepeat(b, a):
-		return c.fail(op, ErrShape, fmt.Sprintf("b %v must have a's rows (ne0 %d) and broadcast to a %v", b.Ne(), a.Ne()[0], a.Ne()), a, b)
-	case at.IsQuantized():
-		if !sameShape(a, b) {
-			return c.fail(op, ErrShape, "with a quantized, b must have a's shape", a, b)
-		}
-		if a.Ne()[0]%t.BlockSize() != 0 {
-			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size", a.Ne()[0], t), a, b)
-		}
-	}
-	if p := c.ensure(op, t, a.Ne(), nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add_cast(c.c, a.c, b.c, C.enum_ggml_type(t)) }, a, b)
-}
-
-// RepeatBack sums a over the tiles of b's shape: the gradient of Repeat
-// (ggml_repeat_back). Each a.ne[i] must be a multiple of b.ne[i]; a is f32
-// with adjacent elements; the result has b's shape.
-func (c *Context) RepeatBack(a, b *Tensor) *Tensor {
-	const op = "repeat_back"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	switch {
-	case a.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v", a.Type()), a, b)
-	case !adjacent(a):
-		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a, b)
-	case isEmpty(b) || !canRepeat(b, a):
-		return c.fail(op, ErrShape, fmt.Sprintf("each a.ne[i] %v must be a multiple of b.ne[i] %v", a.Ne(), b.Ne()), a, b)
-	}
-	if p := c.ensure(op, a.Type(), b.Ne(), nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_repeat_back(c.c, a.c, b.c) }, a, b)
-}
-
-// Diag turns each row vector of a (a.ne1 == 1) into a diagonal matrix: the
-// result is [ne0, ne0, ne2, ne3] (ggml_diag). a is f32 with adjacent
-// elements.
-func (c *Context) Diag(a *Tensor) *Tensor {
-	const op = "diag"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	if p := c.rowOp(op, a, TypeF32); p != nil {
-		return p
-	}
-	an := a.Ne()
-	if an[1] != 1 {
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) must be 1", an[1]), a)
-	}
-	if p := c.ensure(op, a.Type(), [MaxDims]int64{an[0], an[0], an[2], an[3]}, nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_diag(c.c, a.c) }, a)
-}
-
-// TriType says which triangle Tri keeps (enum ggml_tri_type).
-type TriType int
-
-// Triangles: element (i0, i1) is kept where i0 < i1 (TriLower), i0 <= i1,
-// i0 > i1, or i0 >= i1; the rest become 0 (GGML_TRI_TYPE_*).
-const (
-	TriLower     TriType = 3
-	TriLowerDiag TriType = 2
-	TriUpper     TriType = 1
-	TriUpperDiag TriType = 0
-)
-
-// Tri keeps one triangle of each square matrix of a and zeroes the rest
-// (ggml_tri). a is f32, contiguous, with ne0 == ne1.
-func (c *Context) Tri(a *Tensor, which TriType) *Tensor {
-	const op = "tri"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	switch {
-	case which != TriLower && which != TriLowerDiag && which != TriUpper && which != TriUpperDiag:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("triangle %d is not a TriType", which), a)
-	case a.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v", a.Type()), a)
-	case !dense(a):
-		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
-	case a.Ne()[0] != a.Ne()[1]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) != a.ne1 (%d): the matrices must be square", a.Ne()[0], a.Ne()[1]), a)
-	}
-	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_tri(c.c, a.c, C.enum_ggml_tri_type(which)) }, a)
-}
-
-// Fill returns a tensor of a's shape with every element v (ggml_fill). a
-// is f32 and contiguous; only its shape matters.
-func (c *Context) Fill(a *Tensor, v float32) *Tensor { return c.fill(a, v, false) }
-
-// FillInPlace sets every element of a to v (ggml_fill_inplace).
-func (c *Context) FillInPlace(a *Tensor, v float32) *Tensor {
-	return c.inPlace(a, func() *Tensor { return c.fill(a, v, true) })
-}
-
-func (c *Context) fill(a *Tensor, v float32, inPlace bool) *Tensor {
-	const op = "fill"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	switch {
-	case a.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v", a.Type()), a)
-	case !dense(a):
-		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
-	}
-	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		if inPlace {
-			return C.ggml_fill_inplace(c.c, a.c, C.float(v))
-		}
-		return C.ggml_fill(c.c, a.c, C.float(v))
-	}, a)
-}
-
-// ContND copies a into a new contiguous tensor of shape ne (one to four
-// dimensions) with a's element count (ggml_cont_1d .. ggml_cont_4d).
-func (c *Context) ContND(a *Tensor, ne ...int64) *Tensor {
-	const op = "cont"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	if len(ne) < 1 || len(ne) > MaxDims {
-		return c.fail(op, ErrShape, fmt.Sprintf("%d dimensions given, ggml takes 1 to %d", len(ne), MaxDims), a)
-	}
-	shape := [MaxDims]int64{1, 1, 1, 1}
-	n := int64(1)
-	for i, v := range ne {
-		if v < 0 {
-			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) must be >= 0", i, v), a)
-		}
-		shape[i] = v
-		if v != 0 && n > math.MaxInt64/v {
-			return c.fail(op, ErrShape, fmt.Sprintf("shape %v overflows", ne), a)
-		}
-		n *= v
-	}
-	if n != a.Elements() {
-		return c.fail(op, ErrShape, fmt.Sprintf("shape %v holds %d elements, a %d", ne, n, a.Elements()), a)
-	}
-	if a.Type().IsQuantized() && shape[0]%a.Type().BlockSize() != 0 {
-		return c.fail(op, ErrShape, fmt.Sprintf("ne0 (%d) must be a multiple of %v's block size", shape[0], a.Type()), a)
-	}
-	// ggml copies any type to itself (ggml_compute_forward_dup_bytes).
-	if p := c.ensure(op, a.Type(), shape, nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_cont_4d(c.c, a.c, C.int64_t(shape[0]), C.int64_t(shape[1]), C.int64_t(shape[2]), C.int64_t(shape[3]))
-	}, a)
-}
-
-// SwigluOAI is the gated unit of gpt-oss (ggml_swiglu_oai): with x = min(a,
-// limit) and g = clamp(b, -limit, limit), x·sigmoid(alpha·x)·(g + 1). a
-// and b are f32 of one shape with contiguous rows.
-func (c *Context) SwigluOAI(a, b *Tensor, alpha, limit float32) *Tensor {
-	const op = "swiglu_oai"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	switch {
-	case a.Type() != TypeF32 || b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v and %v", a.Type(), b.Type()), a, b)
-	case !sameShape(a, b):
-		return c.fail(op, ErrShape, "a and b must have the same shape", a, b)
-	case !rowsContiguous(a) || !rowsContiguous(b):
-		return c.fail(op, ErrShape, "a and b must have contiguous rows; copy them with Cont", a, b)
-	case math.IsNaN(float64(alpha)) || !(limit >= 0):
-		return c.fail(op, ErrInvalid, fmt.Sprintf("alpha %g must not be NaN, limit %g must be >= 0", alpha, limit), a, b)
-	}
-	if p := c.ensure(op, a.Type(), a.Ne(), nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_swiglu_oai(c.c, a.c, b.c, C.float(alpha), C.float(limit)) }, a, b)
-}
-
-// SoftMaxExtSinks is SoftMaxExt with attention sinks: one f32 logit per
-// a.ne2 (head) that joins each row's denominator (ggml_soft_max_add_sinks).
-func (c *Context) SoftMaxExtSinks(a, mask, sinks *Tensor, scale, maxBias float32) *Tensor {
-	const op = "soft_max"
-	if p := c.begin(op, a, sinks); p != nil {
-		return p
-	}
-	if sinks.Type() != TypeF32 || sinks.Ne()[0] != a.Ne()[2] || !adjacent(sinks) {
-		return c.fail(op, ErrShape, fmt.Sprintf("sinks must be f32 with ne0 = a.ne2 (%d) and adjacent elements", a.Ne()[2]), a, sinks)
-	}
-	t := c.SoftMaxExt(a, mask, scale, maxBias)
-	if t.err != nil {
-		return t
-	}
-	C.ggml_soft_max_add_sinks(t.c, sinks.c)
-	// The node gained a source: its handle must name it too.
-	srcs := make([]*Tensor, 3)
-	copy(srcs, t.srcs)
-	srcs[2] = sinks
-	t.srcs = srcs
-	return t
-}
-
-// GetRowsBack is the gradient of GetRows (ggml_get_rows_back): row i of a
-// (f32 or f16, a matrix) is added to row b[i] of a zero f32 matrix of c's
-// shape. b is an i32 vector with one index per row of a, each below c.ne1
-// (checked before compute when b is an input in host memory).
-func (c *Context) GetRowsBack(a, b, like *Tensor) *Tensor {
-	const op = "get_rows_back"
-	if p := c.begin(op, a, b, like); p != nil {
-		return p
-	}
-	an, bn, cn := a.Ne(), b.Ne(), like.Ne()
-	switch {
-	case a.Type() != TypeF32 && a.Type() != TypeF16:
-		return c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b, like)
-	case b.Type() != TypeI32:
-		return c.fail(op, ErrType, fmt.Sprintf("b must be i32, not %v", b.Type()), a, b, like)
-	case an[2] != 1 || an[3] != 1 || cn[2] != 1 || cn[3] != 1:
-		return c.fail(op, ErrShape, "a and c must be matrices", a, b, like)
-	case bn[1] != 1 || bn[2] != 1 || bn[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("b must be a vector, not %v", bn), a, b, like)
-	case bn[0] != an[1]:
-		return c.fail(op, ErrShape, fmt.Sprintf("b.ne0 (%d) != a.ne1 (%d): one index per row of a", bn[0], an[1]), a, b, like)
-	case an[0] != cn[0]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) != c.ne0 (%d)", an[0], cn[0]), a, b, like)
-	case !adjacent(a) || !dense(b):
-		return c.fail(op, ErrShape, "a's elements must be adjacent and b contiguous", a, b, like)
-	}
-	if b.c.op != C.GGML_OP_NONE {
-		bound, ok := indexBound(b)
-		if !ok || bound > cn[1] {
-			return c.fail(op, ErrInvalid, "row indices computed by the graph cannot be checked against c's rows; pass them as an input", a, b, like)
-		}
-	}
-	if p := c.ensure(op, TypeF32, [MaxDims]int64{cn[0], cn[1], 1, 1}, nil, a, b, like); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_get_rows_back(c.c, a.c, b.c, like.c) }, a, b, like)
-}
-
-// SoftMaxExtBack is the gradient of SoftMaxExt (ggml_soft_max_ext_back):
-// from dy (a) and the forward result y (b), scale·y·(dy - Σ y·dy) row by
-// row. a and b are contiguous f32 of one shape; maxBias must be 0 (ggml's
-// kernel has no ALiBi gradient).
-func (c *Context) SoftMaxExtBack(a, b *Tensor, scale, maxBias float32) *Tensor {
-	return c.softMaxBack(a, b, scale, maxBias, false)
-}
-
-// SoftMaxExtBackInPlace is SoftMaxExtBack computed into a
-// (ggml_soft_max_ext_back_inplace).
-func (c *Context) SoftMaxExtBackInPlace(a, b *Tensor, scale, maxBias float32) *Tensor {
-	return c.inPlace(a, func() *Tensor { return c.softMaxBack(a, b, scale, maxBias, true) })
-}
-
-func (c *Context) softMaxBack(a, b *Tensor, scale, maxBias float32, inPlace bool) *Tensor {
-	const op = "soft_max_back"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	if p := c.denseF32(op, []*Tensor{a, b}, a, b); p != nil {
-		return p
-	}
-	if maxBias != 0 {
-		return c.fail(op, ErrInvalid, fmt.Sprintf("maxBias %g: ggml's kernel takes 0 only", maxBias), a, b)
-	}
-	if p := c.ensure(op, a.Type(), a.Ne(), nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		if inPlace {
-			return C.ggml_soft_max_ext_back_inplace(c.c, a.c, b.c, C.float(scale), C.float(maxBias))
-		}
-		return C.ggml_soft_max_ext_back(c.c, a.c, b.c, C.float(scale), C.float(maxBias))
-	}, a, b)
 }
 
 // SiluBack is the gradient of Silu (ggml_silu_back): from dy (a) and the
@@ -413,6 +74,42 @@ func (c *Context) RMSNormBack(a, b *Tensor, eps float32) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_rms_norm_back(c.c, a.c, b.c, C.float(eps)) }, a, b)
 }
 
+// SoftMaxExtBack is the gradient of SoftMaxExt (ggml_soft_max_ext_back):
+// from dy (a) and the forward result y (b), scale·y·(dy - Σ y·dy) row by
+// row. a and b are contiguous f32 of one shape; maxBias must be 0 (ggml's
+// kernel has no ALiBi gradient).
+func (c *Context) SoftMaxExtBack(a, b *Tensor, scale, maxBias float32) *Tensor {
+	return c.softMaxBack(a, b, scale, maxBias, false)
+}
+
+// SoftMaxExtBackInPlace is SoftMaxExtBack computed into a
+// (ggml_soft_max_ext_back_inplace).
+func (c *Context) SoftMaxExtBackInPlace(a, b *Tensor, scale, maxBias float32) *Tensor {
+	return c.inPlace(a, func() *Tensor { return c.softMaxBack(a, b, scale, maxBias, true) })
+}
+
+func (c *Context) softMaxBack(a, b *Tensor, scale, maxBias float32, inPlace bool) *Tensor {
+	const op = "soft_max_back"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	if p := c.denseF32(op, []*Tensor{a, b}, a, b); p != nil {
+		return p
+	}
+	if maxBias != 0 {
+		return c.fail(op, ErrInvalid, fmt.Sprintf("maxBias %g: ggml's kernel takes 0 only", maxBias), a, b)
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		if inPlace {
+			return C.ggml_soft_max_ext_back_inplace(c.c, a.c, b.c, C.float(scale), C.float(maxBias))
+		}
+		return C.ggml_soft_max_ext_back(c.c, a.c, b.c, C.float(scale), C.float(maxBias))
+	}, a, b)
+}
+
 // RopeBack is the gradient of Rope (ggml_rope_ext_back,
 // ggml_rope_multi_back): the rotation by the opposite angles, with the
 // same parameters and rules.
@@ -422,6 +119,268 @@ func (c *Context) RopeBack(a, pos *Tensor, p RopeParams) *Tensor {
 		t.c.op = C.GGML_OP_ROPE_BACK // what ggml_rope_ext_back and _multi_back do
 	}
 	return t
+}
+
+// GetRowsBack is the gradient of GetRows (ggml_get_rows_back): row i of a
+// (f32 or f16, a matrix) is added to row b[i] of a zero f32 matrix of c's
+// shape. b is an i32 vector with one index per row of a, each below c.ne1
+// (checked before compute when b is an input in host memory).
+func (c *Context) GetRowsBack(a, b, like *Tensor) *Tensor {
+	const op = "get_rows_back"
+	if p := c.begin(op, a, b, like); p != nil {
+		return p
+	}
+	an, bn, cn := a.Ne(), b.Ne(), like.Ne()
+	switch {
+	case a.Type() != TypeF32 && a.Type() != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b, like)
+	case b.Type() != TypeI32:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be i32, not %v", b.Type()), a, b, like)
+	case an[2] != 1 || an[3] != 1 || cn[2] != 1 || cn[3] != 1:
+		return c.fail(op, ErrShape, "a and c must be matrices", a, b, like)
+	case bn[1] != 1 || bn[2] != 1 || bn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("b must be a vector, not %v", bn), a, b, like)
+	case bn[0] != an[1]:
+		return c.fail(op, ErrShape, fmt.Sprintf("b.ne0 (%d) != a.ne1 (%d): one index per row of a", bn[0], an[1]), a, b, like)
+	case an[0] != cn[0]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) != c.ne0 (%d)", an[0], cn[0]), a, b, like)
+	case !adjacent(a) || !dense(b):
+		return c.fail(op, ErrShape, "a's elements must be adjacent and b contiguous", a, b, like)
+	}
+	if b.c.op != C.GGML_OP_NONE {
+		bound, ok := indexBound(b)
+		if !ok || bound > cn[1] {
+			return c.fail(op, ErrInvalid, "row indices computed by the graph cannot be checked against c's rows; pass them as an input", a, b, like)
+		}
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{cn[0], cn[1], 1, 1}, nil, a, b, like); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_get_rows_back(c.c, a.c, b.c, like.c) }, a, b, like)
+}
+
+// RepeatBack sums a over the tiles of b's shape: the gradient of Repeat
+// (ggml_repeat_back). Each a.ne[i] must be a multiple of b.ne[i]; a is f32
+// with adjacent elements; the result has b's shape.
+func (c *Context) RepeatBack(a, b *Tensor) *Tensor {
+	const op = "repeat_back"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v", a.Type()), a, b)
+	case !adjacent(a):
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a, b)
+	case isEmpty(b) || !canRepeat(b, a):
+		return c.fail(op, ErrShape, fmt.Sprintf("each a.ne[i] %v must be a multiple of b.ne[i] %v", a.Ne(), b.Ne()), a, b)
+	}
+	if p := c.ensure(op, a.Type(), b.Ne(), nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_repeat_back(c.c, a.c, b.c) }, a, b)
+}
+
+// Im2ColBack is the gradient of Im2Col with respect to its input: it sums
+// each element of grad, an Im2Col result, back into the input position it
+// was read from (ggml_im2col_back). ne is the shape of Im2Col's input b
+// ([W, H, IC, N], or [L, IC, N, 1] without is2D) and kernel is Im2Col's a;
+// only its shape is used. grad and kernel are f32, grad contiguous and
+// shaped as Im2Col(kernel, b, ...) would be. The result is f32 of shape ne.
+//
+// ggml's header names the kernel as the first argument; its CPU kernel and
+// its own backward pass take the gradient first, as here.
+func (c *Context) Im2ColBack(grad, kernel *Tensor, ne [MaxDims]int64, s0, s1, p0, p1, d0, d1 int, is2D bool) *Tensor {
+	const op = "im2col_back"
+	if p := c.begin(op, grad, kernel); p != nil {
+		return p
+	}
+	if !is2D {
+		s1, p1, d1 = 0, 0, 0
+	}
+	switch {
+	case grad.Type() != TypeF32 || kernel.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("grad and kernel must be f32, not %v and %v", grad.Type(), kernel.Type()), grad, kernel)
+	case !dense(grad):
+		return c.fail(op, ErrShape, "grad must be contiguous; copy it with Cont", grad, kernel)
+	}
+	for i, n := range ne {
+		if n < 1 {
+			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) of the input shape must be >= 1", i, n), grad, kernel)
+		}
+	}
+	if !is2D && ne[3] != 1 {
+		return c.fail(op, ErrShape, fmt.Sprintf("ne3 (%d) must be 1 for a 1-D im2col: the input is [L, IC, N]", ne[3]), grad, kernel)
+	}
+	// The forward shape: check it as Im2Col would, on a stand-in for b.
+	if _, err := dataSize(TypeF32, ne); err != nil {
+		return c.fail(op, ErrShape, err.Error(), grad, kernel)
+	}
+	kn, gn := kernel.Ne(), grad.Ne()
+	ps := []convParam{convStride("s0", s0), convPad("p0", p0), convDil("d0", d0)}
+	if is2D {
+		ps = append(ps, convStride("s1", s1), convPad("p1", p1), convDil("d1", d1))
+	}
+	if p := c.checkParams(op, ps, grad, kernel); p != nil {
+		return p
+	}
+	var want [MaxDims]int64
+	if is2D {
+		if kn[2] != ne[2] {
+			return c.fail(op, ErrShape, fmt.Sprintf("kernel.ne2 (%d) != ne2 (%d): kernel and input must have the same channels", kn[2], ne[2]), grad, kernel)
+		}
+		ow, ok := convOut(ne[0], kn[0], s0, p0, d0)
+		if !ok {
+			return c.convFail(op, "dimension 0", ne[0], kn[0], s0, p0, d0, grad, kernel)
+		}
+		oh, ok := convOut(ne[1], kn[1], s1, p1, d1)
+		if !ok {
+			return c.convFail(op, "dimension 1", ne[1], kn[1], s1, p1, d1, grad, kernel)
+		}
+		want = shape4(ne[2]*kn[1]*kn[0], ow, oh, ne[3])
+	} else {
+		if kn[1] != ne[1] {
+			return c.fail(op, ErrShape, fmt.Sprintf("kernel.ne1 (%d) != ne1 (%d): kernel and input must have the same channels", kn[1], ne[1]), grad, kernel)
+		}
+		ow, ok := convOut(ne[0], kn[0], s0, p0, d0)
+		if !ok {
+			return c.convFail(op, "dimension 0", ne[0], kn[0], s0, p0, d0, grad, kernel)
+		}
+		want = shape4(ne[1]*kn[0], ow, ne[2], 1)
+	}
+	if gn != want {
+		return c.fail(op, ErrShape, fmt.Sprintf("grad %v must have the shape of Im2Col's result, %v", gn, want), grad, kernel)
+	}
+	// The kernel keeps the result's channel and batch strides in C ints.
+	chStride, nbStride := uint64(ne[0])*uint64(ne[1])*4, uint64(ne[0])*uint64(ne[1])*uint64(ne[2])*4
+	channels, batch := ne[2], ne[3]
+	if !is2D {
+		chStride, nbStride, channels, batch = uint64(ne[0])*4, uint64(ne[0])*uint64(ne[1])*4, ne[1], ne[2]
+	}
+	if (channels > 1 && chStride > math.MaxInt32) || (batch > 1 && nbStride > math.MaxInt32) {
+		return c.fail(op, ErrShape, "the input's channel and batch strides must fit a C int (ggml's kernel keeps them in one)", grad, kernel)
+	}
+	if p := c.ensure(op, TypeF32, ne, nil, grad, kernel); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		cne := [MaxDims]C.int64_t{C.int64_t(ne[0]), C.int64_t(ne[1]), C.int64_t(ne[2]), C.int64_t(ne[3])}
+		return C.ggml_im2col_back(c.c, grad.c, kernel.c, &cne[0], C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1), C.bool(is2D))
+	}, grad, kernel)
+}
+
+// Pool2DBack is the gradient of Pool2D with respect to its input af
+// (ggml_pool_2d_back): grad, the gradient of Pool2D(af, op, ...)'s result,
+// is spread back over af's shape. PoolMax gives each window's gradient to
+// the first largest element of af in it; PoolAvg gives grad/(k0*k1) to each
+// element of the window inside af. grad and af are f32 and contiguous, and
+// grad has Pool2D's result shape. The result is f32 of af's shape.
+func (c *Context) Pool2DBack(grad, af *Tensor, op PoolOp, k0, k1, s0, s1, p0, p1 int) *Tensor {
+	const name = "pool_2d_back"
+	if p := c.begin(name, grad, af); p != nil {
+		return p
+	}
+	if p := c.poolInput(name, "af", af, op, grad, af); p != nil {
+		return p
+	}
+	switch {
+	case grad.Type() != TypeF32 || af.Type() != TypeF32:
+		return c.fail(name, ErrType, fmt.Sprintf("grad and af must be f32 (ggml's kernel reads af as its f32 result), not %v and %v", grad.Type(), af.Type()), grad, af)
+	case !dense(grad):
+		return c.fail(name, ErrShape, "grad must be contiguous; copy it with Cont", grad, af)
+	}
+	ne, p := c.pool2DShape(name, af, k0, k1, s0, s1, p0, p1, grad, af)
+	if p != nil {
+		return p
+	}
+	if grad.Ne() != ne {
+		return c.fail(name, ErrShape, fmt.Sprintf("grad %v must have Pool2D's result shape %v", grad.Ne(), ne), grad, af)
+	}
+	if p := c.ensure(name, TypeF32, af.Ne(), nil, grad, af); p != nil {
+		return p
+	}
+	return c.call(name, func() *C.struct_ggml_tensor {
+		return C.ggml_pool_2d_back(c.c, grad.c, af.c, C.enum_ggml_op_pool(op), C.int(k0), C.int(k1), C.int(s0), C.int(s1), C.float(p0), C.float(p1))
+	}, grad, af)
+}
+
+// seqEvenRows reports whether every row of a (all ne1*ne2*ne3 of them) is
+// reached as row i at i*nb1, as the kernels that walk rows by nb1 alone
+// assume: dimensions 2 and 3 continue dimension 1's stride.
+func seqEvenRows(a *Tensor) bool {
+	ne, nb := a.Ne(), a.Nb()
+	want := nb[1] * uint64(ne[1])
+	for i := 2; i < MaxDims; i++ {
+		if ne[i] > 1 && nb[i] != want {
+			return false
+		}
+		want *= uint64(ne[i])
+	}
+	return true
+}
+
+// CrossEntropyLoss returns the mean over rows of the cross-entropy between
+// the distributions b (the targets) and softmax(a) (a: logits), as one f32
+// value (ggml_cross_entropy_loss):
+//
+//	loss = -1/rows * sum over rows r and i of b[i,r] * log_softmax(a[:,r])[i]
+//
+// a and b are f32 of the same shape, with adjacent elements in dimension 0
+// and rows evenly spaced (dimensions 2 and 3 continuing dimension 1's
+// stride; the row stride itself may be larger than a row). With no rows the
+// loss is NaN.
+func (c *Context) CrossEntropyLoss(a, b *Tensor) *Tensor {
+	const op = "cross_entropy_loss"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeF32 || b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("a and b must be f32, not %v and %v", a.Type(), b.Type()), a, b)
+	case !sameShape(a, b):
+		return c.fail(op, ErrShape, fmt.Sprintf("a %v and b %v must have the same shape", a.Ne(), b.Ne()), a, b)
+	case !adjacent(a) || !adjacent(b):
+		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0; copy with Cont", a, b)
+	case !seqEvenRows(a) || !seqEvenRows(b):
+		return c.fail(op, ErrShape, "ggml's kernel reaches row i at i*nb1: a's and b's dimensions 2 and 3 must continue dimension 1's stride; copy with Cont", a, b)
+	case a.Ne()[0] > math.MaxInt32:
+		return c.fail(op, ErrShape, "ggml's kernel counts a row's elements in 32-bit integers", a, b)
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{1, 1, 1, 1}, nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cross_entropy_loss(c.c, a.c, b.c) }, a, b)
+}
+
+// CrossEntropyLossBack returns the gradient of CrossEntropyLoss(a, b) with
+// respect to a, given grad, the gradient of the loss (one f32 value)
+// (ggml_cross_entropy_loss_back):
+//
+//	result[:, r] = (softmax(a[:, r]) - b[:, r]) * grad / rows
+//
+// a and b are f32 of the same shape and contiguous; the result has their
+// shape.
+func (c *Context) CrossEntropyLossBack(grad, a, b *Tensor) *Tensor {
+	const op = "cross_entropy_loss_back"
+	if p := c.begin(op, grad, a, b); p != nil {
+		return p
+	}
+	switch {
+	case grad.Type() != TypeF32 || a.Type() != TypeF32 || b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("grad, a and b must be f32, not %v, %v and %v", grad.Type(), a.Type(), b.Type()), grad, a, b)
+	case grad.Ne() != [MaxDims]int64{1, 1, 1, 1}:
+		return c.fail(op, ErrShape, fmt.Sprintf("grad must be a scalar, not %v", grad.Ne()), grad, a, b)
+	case !sameShape(a, b):
+		return c.fail(op, ErrShape, fmt.Sprintf("a %v and b %v must have the same shape", a.Ne(), b.Ne()), grad, a, b)
+	case !dense(a) || !dense(b):
+		return c.fail(op, ErrShape, "a and b must be contiguous; copy with Cont", grad, a, b)
+	case a.Ne()[0] > math.MaxInt32:
+		return c.fail(op, ErrShape, "ggml's kernel counts a row's elements in 32-bit integers", grad, a, b)
+	}
+	if p := c.ensure(op, TypeF32, a.Ne(), nil, grad, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cross_entropy_loss_back(c.c, grad.c, a.c, b.c) }, grad, a, b)
 }
 
 // OptStepAdamW updates the parameter a in place by one AdamW step from its

@@ -1,183 +1,14 @@
 package ggml_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
-
-func TestAccAddCastRepeatBackDiagTriFill(t *testing.T) {
-	rng := newRNG(t)
-	e := newEnv(t)
-	c := e.ctx
-	const n0, n1, n2 = 6, 4, 2
-	av, bv := randF32(rng, n0*n1*n2), randF32(rng, 3*2*2)
-	a := e.input(ggml.TypeF32, av, n0, n1, n2)
-	b := e.input(ggml.TypeF32, bv, 3, 2, 2)
-	nb := a.Nb()
-	acc := c.Acc(a, b, nb[1], nb[2], nb[3], 4)
-	accIn := c.AccInPlace(c.Cont(a), b, 2*nb[1], nb[2], nb[3], 0)
-	ah := toF16(av)
-	a16 := e.input(ggml.TypeF16, ah, n0, n1, n2)
-	row := e.input(ggml.TypeF32, bv[:n0], n0)
-	cast := c.AddCast(a16, row, ggml.TypeF32)
-	rb := c.RepeatBack(a, c.NewTensor(ggml.TypeF32, 3, 2, 1))
-	d := c.Diag(e.input(ggml.TypeF32, bv[:4], 4, 1, 1))
-	sq := e.input(ggml.TypeF32, av[:n1*n1*n2], n1, n1, n2)
-	tris := map[ggml.TriType]*ggml.Tensor{}
-	for _, k := range []ggml.TriType{ggml.TriLower, ggml.TriLowerDiag, ggml.TriUpper, ggml.TriUpperDiag} {
-		tris[k] = c.Tri(sq, k)
-	}
-	fill := c.Fill(a, 2.5)
-	fillIn := c.FillInPlace(c.Cont(a), -1)
-	cont := c.ContND(c.Transpose(c.Reshape(a, n0, n1*n2)), n1*n2*n0)
-	outs := []*ggml.Tensor{acc, accIn, cast, rb, d, fill, fillIn, cont}
-	for _, x := range tris {
-		outs = append(outs, x)
-	}
-	require.NoError(t, c.Err())
-	e.compute(outs...)
-
-	accRef := func(nb1, nb2, off uint64) []float32 {
-		out := append([]float32(nil), av...)
-		for i2 := range 2 {
-			for i1 := range 2 {
-				for i0 := range 3 {
-					out[(off+uint64(i0)*4+uint64(i1)*nb1+uint64(i2)*nb2)/4] += bv[i0+3*(i1+2*i2)]
-				}
-			}
-		}
-		return out
-	}
-	got, _ := ggml.Data[float32](acc)
-	require.Equal(t, accRef(nb[1], nb[2], 4), got)
-	got, _ = ggml.Data[float32](accIn)
-	require.Equal(t, accRef(2*nb[1], nb[2], 0), got)
-
-	got, _ = ggml.Data[float32](cast)
-	require.Equal(t, []int64{n0, n1, n2}, cast.Shape())
-	for i := range got {
-		want := float32(f16ToF64(ah[i])) + bv[i%n0]
-		require.Equal(t, want, got[i], "add_cast element %d", i)
-	}
-
-	got, _ = ggml.Data[float32](rb)
-	A := fromF32(av, n0, n1, n2)
-	RB := newND(3, 2)
-	A.each(func(i0, i1, i2, _ int) { RB.v[RB.idx(i0%3, i1%2, 0, 0)] += A.at(i0, i1, i2, 0) })
-	requireClose(t, RB, got, func(int) float64 { return 1e-5 })
-
-	got, _ = ggml.Data[float32](d)
-	for i := range 4 {
-		for j := range 4 {
-			want := float32(0)
-			if i == j {
-				want = bv[i]
-			}
-			require.Equal(t, want, got[j*4+i])
-		}
-	}
-	keep := map[ggml.TriType]func(i0, i1 int) bool{
-		ggml.TriLower: func(i0, i1 int) bool { return i0 < i1 }, ggml.TriLowerDiag: func(i0, i1 int) bool { return i0 <= i1 },
-		ggml.TriUpper: func(i0, i1 int) bool { return i0 > i1 }, ggml.TriUpperDiag: func(i0, i1 int) bool { return i0 >= i1 },
-	}
-	for k, x := range tris {
-		got, _ = ggml.Data[float32](x)
-		for i2 := range n2 {
-			for i1 := range n1 {
-				for i0 := range n1 {
-					idx := i0 + n1*(i1+n1*i2)
-					want := float32(0)
-					if keep[k](i0, i1) {
-						want = av[idx]
-					}
-					require.Equal(t, want, got[idx], "tri %d (%d,%d)", k, i0, i1)
-				}
-			}
-		}
-	}
-	got, _ = ggml.Data[float32](fill)
-	for _, v := range got {
-		require.Equal(t, float32(2.5), v)
-	}
-	got, _ = ggml.Data[float32](fillIn)
-	for _, v := range got {
-		require.Equal(t, float32(-1), v)
-	}
-	got, _ = ggml.Data[float32](cont)
-	require.Equal(t, []int64{n0 * n1 * n2}, cont.Shape())
-	for r := range n1 * n2 {
-		for i0 := range n0 {
-			require.Equal(t, av[r*n0+i0], got[i0*n1*n2+r])
-		}
-	}
-}
-
-func TestAddCastQuantized(t *testing.T) {
-	rng := newRNG(t)
-	e := newEnv(t)
-	av, bv := randF32(rng, 64*2), randF32(rng, 64*2)
-	q, err := ggml.Quantize(ggml.TypeQ8_0, av, 64, nil)
-	require.NoError(t, err)
-	deq, err := ggml.Dequantize(ggml.TypeQ8_0, q)
-	require.NoError(t, err)
-	a := e.ctx.NewTensor(ggml.TypeQ8_0, 64, 2).SetInput()
-	e.inputs = append(e.inputs, func() error { return ggml.SetBytes(a, q) })
-	b := e.input(ggml.TypeF32, bv, 64, 2)
-	sum := e.ctx.AddCast(a, b, ggml.TypeF32)
-	e.compute(sum)
-	got, _ := ggml.Data[float32](sum)
-	for i := range got {
-		require.InDelta(t, float64(deq[i])+float64(bv[i]), float64(got[i]), 1e-6, "element %d", i)
-	}
-}
-
-func TestSwigluOAIAndSinks(t *testing.T) {
-	rng := newRNG(t)
-	e := newEnv(t)
-	const n0, n1, n2 = 7, 3, 2
-	av, bv := randF32(rng, n0*n1*n2), randF32(rng, n0*n1*n2)
-	for i := range av {
-		av[i] *= 3
-		bv[i] *= 3
-	}
-	a := e.input(ggml.TypeF32, av, n0, n1, n2)
-	b := e.input(ggml.TypeF32, bv, n0, n1, n2)
-	const alpha, limit = 1.702, 2.5
-	oai := e.ctx.SwigluOAI(a, b, alpha, limit)
-	sv := randF32(rng, n2)
-	sinks := e.input(ggml.TypeF32, sv, n2)
-	sm := e.ctx.SoftMaxExtSinks(a, nil, sinks, 0.7, 0)
-	e.compute(oai, sm)
-	got, _ := ggml.Data[float32](oai)
-	ref := newND(n0, n1, n2)
-	for i := range av {
-		x := math.Min(float64(av[i]), limit)
-		y := math.Max(math.Min(float64(bv[i]), limit), -limit)
-		ref.v[i] = x / (1 + math.Exp(-alpha*x)) * (y + 1)
-	}
-	requireClose(t, ref, got, relTol(ref, 2e-6))
-
-	got, _ = ggml.Data[float32](sm)
-	for r := range n1 * n2 {
-		h := r / n1
-		m := float64(sv[h])
-		for i := range n0 {
-			m = math.Max(m, 0.7*float64(av[r*n0+i]))
-		}
-		den := math.Exp(float64(sv[h]) - m)
-		for i := range n0 {
-			den += math.Exp(0.7*float64(av[r*n0+i]) - m)
-		}
-		for i := range n0 {
-			ref.v[r*n0+i] = math.Exp(0.7*float64(av[r*n0+i])-m) / den
-		}
-	}
-	requireClose(t, ref, got, relTol(ref, 1e-6))
-}
 
 func TestBackwardOps(t *testing.T) {
 	rng := newRNG(t)
@@ -258,6 +89,195 @@ func TestBackwardOps(t *testing.T) {
 
 	got, _ = ggml.Data[float32](roundTrip)
 	requireClose(t, X, got, func(int) float64 { return 1e-5 })
+}
+
+func TestConvIm2ColBack(t *testing.T) {
+	rng := newRNG(t)
+	for _, c := range []struct {
+		w, h, ic, n, kw, kh, s0, s1, p0, p1, d0, d1 int
+		is2D                                        bool
+	}{
+		{6, 5, 2, 2, 3, 2, 1, 2, 1, 0, 1, 2, true},
+		{7, 7, 3, 1, 2, 3, 2, 1, 2, 3, 2, 1, true},
+		{9, 1, 3, 2, 3, 1, 2, 0, 1, 0, 2, 0, false},
+	} {
+		e := newEnv(t)
+		var ker *ggml.Tensor
+		var g convGeom
+		var ne [4]int
+		kh := 1
+		if c.is2D {
+			ker = e.ctx.NewTensor(ggml.TypeF32, int64(c.kw), int64(c.kh), int64(c.ic), 2)
+			g = convGeom2(c.w, c.h, c.kw, c.kh, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1)
+			ne, kh = [4]int{c.w, c.h, c.ic, c.n}, c.kh
+		} else {
+			ker = e.ctx.NewTensor(ggml.TypeF32, int64(c.kw), int64(c.ic), 2)
+			g = convGeom1(c.w, c.kw, c.s0, c.p0, c.d0)
+			ne = [4]int{c.w, c.ic, c.n, 1}
+		}
+		ow, oh := g.out(0), g.out(1)
+		var grad convIn
+		if c.is2D {
+			grad = convInput(e, rng, ggml.TypeF32, c.ic*kh*c.kw, ow, oh, c.n)
+		} else {
+			grad = convInput(e, rng, ggml.TypeF32, c.ic*c.kw, ow, c.n)
+		}
+		out := e.ctx.Im2ColBack(grad.t, ker, [4]int64{int64(ne[0]), int64(ne[1]), int64(ne[2]), int64(ne[3])}, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1, c.is2D)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		// The adjoint of im2col: scatter each gradient element back to
+		// the input element it was copied from.
+		ref, mag := newND(ne[:]...), newND(ne[:]...)
+		grad.v.each(func(i0, i1, i2, i3 int) {
+			kw, khi, ic := i0%c.kw, i0/c.kw%kh, i0/(c.kw*kh)
+			x := i1*g.s[0] + kw*g.d[0] - g.p[0]
+			y, n := 0, i2
+			if c.is2D {
+				y, n = i2*g.s[1]+khi*g.d[1]-g.p[1], i3
+			}
+			if x < 0 || x >= g.in[0] || y < 0 || y >= g.in[1] {
+				return
+			}
+			var i int
+			if c.is2D {
+				i = ref.idx(x, y, ic, n)
+			} else {
+				i = ref.idx(x, ic, n, 0)
+			}
+			v := grad.v.at(i0, i1, i2, i3)
+			ref.v[i] += v
+			mag.v[i] += math.Abs(v)
+		})
+		requireClose(t, ref, convData(t, out), convTol(mag, convTolF32))
+	}
+}
+
+func TestConvPool2DBack(t *testing.T) {
+	rng := newRNG(t)
+	for _, op := range []ggml.PoolOp{ggml.PoolMax, ggml.PoolAvg} {
+		for _, c := range []struct{ w, h, k0, k1, s0, s1, p0, p1 int }{
+			{6, 4, 2, 2, 2, 2, 0, 0}, {7, 5, 3, 3, 1, 1, 1, 1}, {7, 6, 3, 2, 2, 1, 1, 0},
+		} {
+			e := newEnv(t)
+			af := convInput(e, rng, ggml.TypeF32, c.w, c.h, 2)
+			ow, oh := (c.w+2*c.p0-c.k0)/c.s0+1, (c.h+2*c.p1-c.k1)/c.s1+1
+			grad := convInput(e, rng, ggml.TypeF32, ow, oh, 2)
+			out := e.ctx.Pool2DBack(grad.t, af.t, op, c.k0, c.k1, c.s0, c.s1, c.p0, c.p1)
+			require.NoError(t, out.Err())
+			e.compute(out)
+			ref, mag := newND(c.w, c.h, 2), newND(c.w, c.h, 2)
+			grad.v.each(func(ox, oy, p, _ int) {
+				gv := grad.v.at(ox, oy, p, 0)
+				bx, by, best := -1, -1, -float64(math.MaxFloat32)
+				for ky := range c.k1 {
+					for kx := range c.k0 {
+						x, y := ox*c.s0-c.p0+kx, oy*c.s1-c.p1+ky
+						if x < 0 || x >= c.w || y < 0 || y >= c.h {
+							continue
+						}
+						if op == ggml.PoolAvg {
+							i := ref.idx(x, y, p, 0)
+							ref.v[i] += gv / float64(c.k0*c.k1)
+							mag.v[i] += math.Abs(gv) / float64(c.k0*c.k1)
+						} else if v := af.v.at(x, y, p, 0); v > best {
+							bx, by, best = x, y, v
+						}
+					}
+				}
+				if op == ggml.PoolMax && bx >= 0 {
+					i := ref.idx(bx, by, p, 0)
+					ref.v[i] += gv
+					mag.v[i] += math.Abs(gv)
+				}
+			})
+			require.Equal(t, af.t.Ne(), out.Ne())
+			requireClose(t, ref, convData(t, out), convTol(mag, convTolF32))
+		}
+	}
+}
+
+func TestCrossEntropyLoss(t *testing.T) {
+	rng := newRNG(t)
+	for _, sh := range []struct {
+		ne     [4]int
+		padRow int // extra elements after each row: rows not adjacent
+	}{{[4]int{10, 3, 2, 1}, 0}, {[4]int{10, 3, 2, 1}, 6}, {[4]int{37, 5, 1, 1}, 0}, {[4]int{5, 2, 2, 2}, 3}, {[4]int{1, 4, 1, 1}, 0}} {
+		t.Run(fmt.Sprintf("%v/pad%d", sh.ne, sh.padRow), func(t *testing.T) {
+			e := newEnv(t)
+			nc, rows := sh.ne[0], sh.ne[1]*sh.ne[2]*sh.ne[3]
+			stride := nc + sh.padRow
+			logits, target := make([]float32, stride*rows), make([]float32, stride*rows)
+			for r := range rows {
+				z, sum := randF32(rng, nc), 0.0
+				for i := range nc {
+					logits[r*stride+i] = 2 * float32(rng.NormFloat64())
+					sum += math.Exp(float64(z[i]))
+				}
+				for i := range nc { // targets: a distribution per row
+					target[r*stride+i] = float32(math.Exp(float64(z[i])) / sum)
+				}
+			}
+			view := func(v []float32) *ggml.Tensor {
+				in := e.input(ggml.TypeF32, v, int64(stride), int64(sh.ne[1]), int64(sh.ne[2]), int64(sh.ne[3]))
+				if sh.padRow == 0 {
+					return in
+				}
+				nb := in.Nb()
+				return e.ctx.View4D(in, int64(nc), int64(sh.ne[1]), int64(sh.ne[2]), int64(sh.ne[3]), nb[1], nb[2], nb[3], 0)
+			}
+			a, b := view(logits), view(target)
+			loss := e.ctx.CrossEntropyLoss(a, b)
+			grad := e.input(ggml.TypeF32, []float32{1.7}, 1)
+			var back *ggml.Tensor
+			outs := []*ggml.Tensor{loss}
+			if sh.padRow == 0 {
+				back = e.ctx.CrossEntropyLossBack(grad, a, b)
+				outs = append(outs, back)
+			}
+			require.NoError(t, e.ctx.Err())
+			e.compute(outs...)
+			got := seqOutF32(t, loss, 1)
+
+			ref, mag := newND(1), newND(1)
+			gref, gmag := newND(sh.ne[:]...), newND(sh.ne[:]...)
+			for r := range rows {
+				row, tgt := logits[r*stride:r*stride+nc], target[r*stride:r*stride+nc]
+				mx := math.Inf(-1)
+				for _, v := range row {
+					mx = math.Max(mx, float64(v))
+				}
+				se := 0.0
+				for _, v := range row {
+					se += math.Exp(float64(v) - mx)
+				}
+				lse := math.Log(se)
+				for i := range nc {
+					ls := float64(row[i]) - mx - lse
+					ref.v[0] -= float64(tgt[i]) * ls / float64(rows)
+					mag.v[0] += math.Abs(float64(tgt[i])) * (math.Abs(float64(row[i])-mx) + lse) / float64(rows)
+					p := math.Exp(ls)
+					gref.v[r*nc+i] = (p - float64(tgt[i])) * 1.7 / float64(rows)
+					gmag.v[r*nc+i] = (p + float64(tgt[i])) * 1.7 / float64(rows)
+				}
+			}
+			// Row sums of nc terms and a sum over rows, in f32.
+			requireClose(t, ref, got, seqMagTol(mag, float64(2*(nc+rows)+8)*seqU, 1e-7))
+			if back != nil {
+				requireClose(t, gref, seqOutF32(t, back, i64(sh.ne)...), seqMagTol(gmag, 2e-6, 1e-9))
+			}
+		})
+	}
+}
+
+// Valid but odd: no rows (the loss is NaN) and rows of no elements (0).
+func TestCrossEntropyLossEmpty(t *testing.T) {
+	e := newEnv(t)
+	noRows := e.ctx.CrossEntropyLoss(e.input(ggml.TypeF32, []float32{}, 5, 0), e.input(ggml.TypeF32, []float32{}, 5, 0))
+	emptyRows := e.ctx.CrossEntropyLoss(e.input(ggml.TypeF32, []float32{}, 0, 3), e.input(ggml.TypeF32, []float32{}, 0, 3))
+	require.NoError(t, e.ctx.Err())
+	e.compute(noRows, emptyRows)
+	assert.True(t, math.IsNaN(float64(seqOutF32(t, noRows, 1)[0])))
+	assert.Zero(t, seqOutF32(t, emptyRows, 1)[0])
 }
 
 func TestOptimizerSteps(t *testing.T) {

@@ -6,107 +6,46 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"math/bits"
 )
 
-// This file holds the copy, set and rearranging ops: clamp, top_k, repeat_4d,
-// pad_ext, roll, cast, dup, set, set_rows and group_norm.
+// Views, copies and rearranging (ggml.h from dup to transpose, then
+// get_rows, set_rows, the pad family, roll, fill and arange): the ops
+// that move, select or make elements without computing on them.
 
-// Clamp returns a with every element limited to [lo, hi] (ggml's
-// GGML_OP_CLAMP). Unlike ggml_clamp, whose result is a view of a (computing
-// it overwrites a), the result is a tensor of its own; ClampInPlace is
-// ggml_clamp itself. a is f32 or f16, contiguous in dimensions >= 1 with
-// adjacent elements.
-func (c *Context) Clamp(a *Tensor, lo, hi float32) *Tensor {
-	return c.clamp("clamp", a, lo, hi, false)
-}
-
-// ClampInPlace is Clamp computed into a's own memory: the result is a view
-// of a (ggml_clamp).
-func (c *Context) ClampInPlace(a *Tensor, lo, hi float32) *Tensor {
-	return c.clamp("clamp", a, lo, hi, true)
-}
-
-func (c *Context) clamp(op string, a *Tensor, lo, hi float32, inPlace bool) *Tensor {
+// Dup returns a copy of a in a new contiguous tensor (ggml_dup). It is Cont
+// under another op name.
+func (c *Context) Dup(a *Tensor) *Tensor {
+	const op = "dup"
 	if p := c.begin(op, a); p != nil {
 		return p
-	}
-	switch {
-	case a.Type() != TypeF32 && a.Type() != TypeF16:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or f16, not %v", a.Type()), a)
-	case !rowsContiguous(a):
-		return c.fail(op, ErrShape, "a must be contiguous in dimensions >= 1 with adjacent elements in dimension 0; copy it with Cont", a)
-	case math.IsNaN(float64(lo)) || math.IsNaN(float64(hi)):
-		return c.fail(op, ErrInvalid, fmt.Sprintf("bounds %g and %g must not be NaN", lo, hi), a)
-	}
-	if inPlace {
-		if p := c.ensure(op, a.Type(), a.Ne(), a, a); p != nil {
-			return p
-		}
-		return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_clamp(c.c, a.c, C.float(lo), C.float(hi)) }, a)
 	}
 	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
 		return p
 	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.goggml_clamp_new(c.c, a.c, C.float(lo), C.float(hi)) }, a)
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_dup(c.c, a.c) }, a)
 }
 
-// TopK returns, for each row of a, the indices (i32) of its k largest
-// elements, in no particular order: ggml's kernel does not sort them and
-// swaps the first two on purpose (ggml_top_k). a is f32, contiguous in
-// dimensions >= 1 with adjacent elements; 1 <= k <= a.ne0. ArgsortTopK
-// returns them sorted.
-func (c *Context) TopK(a *Tensor, k int) *Tensor {
-	const op = "top_k"
-	if p := c.begin(op, a); p != nil {
+// Repeat tiles a to b's shape: each b.ne[i] must be a multiple of a.ne[i]
+// (ggml_repeat). The result has a's type and b's shape.
+func (c *Context) Repeat(a, b *Tensor) *Tensor {
+	const op = "repeat"
+	if p := c.begin(op, a, b); p != nil {
 		return p
 	}
-	if p := c.topKRules(op, a, k); p != nil {
+	if p := c.checkTypes(op, a.Type(), a); p != nil {
 		return p
 	}
-	if !rowsContiguous(a) {
-		return c.fail(op, ErrShape, "a's rows must be contiguous (ggml_is_contiguous_1, and one stride apart); copy it with Cont", a)
+	if !canRepeat(a, b) {
+		return c.fail(op, ErrShape, fmt.Sprintf("a %v cannot be tiled to b %v: each b.ne[i] must be a multiple of a.ne[i]", a.Ne(), b.Ne()), a, b)
 	}
-	ne := a.Ne()
-	ne[0] = int64(k)
-	if p := c.ensure(op, TypeI32, ne, nil, a); p != nil {
+	if !adjacent(a) {
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a, b)
+	}
+	if p := c.ensure(op, a.Type(), b.Ne(), nil, a, b); p != nil {
 		return p
 	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_top_k(c.c, a.c, C.int(k)) }, a)
-}
-
-// ArgsortTopK returns, for each row of a, the indices (i32) of its k
-// largest elements, largest first: a view of the first k columns of a
-// descending Argsort (ggml_argsort_top_k), so not contiguous: Cont it to
-// read it. a is f32 with adjacent elements.
-func (c *Context) ArgsortTopK(a *Tensor, k int) *Tensor {
-	const op = "argsort_top_k"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	if p := c.topKRules(op, a, k); p != nil {
-		return p
-	}
-	// An argsort of a's shape, then a view of it.
-	if p := c.ensure(op, TypeI32, a.Ne(), nil, a); p != nil {
-		return p
-	}
-	if p := c.ensure(op, TypeI32, a.Ne(), a, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_argsort_top_k(c.c, a.c, C.int(k)) }, a)
-}
-
-func (c *Context) topKRules(op string, a *Tensor, k int) *Tensor {
-	if p := c.rowOp(op, a, TypeF32); p != nil {
-		return p
-	}
-	if !flatRows(a) {
-		return c.fail(op, ErrShape, "a's rows must be one stride apart; copy it with Cont", a)
-	}
-	if k < 1 || int64(k) > a.Ne()[0] {
-		return c.fail(op, ErrInvalid, fmt.Sprintf("k %d must be 1 to a.ne0 (%d)", k, a.Ne()[0]), a)
-	}
-	return nil
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_repeat(c.c, a.c, b.c) }, a, b)
 }
 
 // Repeat4D tiles a to the shape [ne0, ne1, ne2, ne3]: each ne_i must be a
@@ -150,139 +89,32 @@ func (c *Context) Repeat4D(a *Tensor, ne0, ne1, ne2, ne3 int64) *Tensor {
 	}, a)
 }
 
-// Padding is the number of elements PadExt adds before (left) and after
-// (right) each dimension.
-type Padding [MaxDims][2]int
-
-// PadExt pads each dimension i of a with p[i][0] zeros before and p[i][1]
-// zeros after (ggml_pad_ext). a must be f32 with adjacent elements.
-func (c *Context) PadExt(a *Tensor, p Padding) *Tensor {
-	return c.padExt("pad_ext", a, p, false)
-}
-
-// PadCircular pads like PadExt but wraps around: the padding repeats a's
-// elements from the other end, as on a torus (ggml_pad_ext_circular).
-func (c *Context) PadCircular(a *Tensor, p Padding) *Tensor {
-	return c.padExt("pad_circular", a, p, true)
-}
-
-func (c *Context) padExt(op string, a *Tensor, p Padding, circular bool) *Tensor {
-	if q := c.begin(op, a); q != nil {
-		return q
+// Concat joins a and b along dimension dim; the other dimensions must be
+// equal, and the types the same (ggml_concat).
+func (c *Context) Concat(a, b *Tensor, dim int) *Tensor {
+	const op = "concat"
+	if p := c.begin(op, a, b); p != nil {
+		return p
 	}
-	if q := c.rowOp(op, a, TypeF32); q != nil {
-		return q
+	if dim < 0 || dim >= MaxDims {
+		return c.fail(op, ErrInvalid, fmt.Sprintf("dim %d is not 0 to %d", dim, MaxDims-1), a, b)
 	}
-	if circular && isEmpty(a) {
-		return c.fail(op, ErrShape, "a is empty: there is nothing to wrap around", a)
+	if p := c.checkTypes(op, a.Type(), a, b); p != nil {
+		return p
 	}
-	ne := a.Ne()
-	for i := range MaxDims {
-		for j, v := range p[i] {
-			if v < 0 || v > math.MaxInt32 {
-				return c.fail(op, ErrInvalid, fmt.Sprintf("padding %d of dimension %d (side %d) must be 0 to 2^31-1", v, i, j), a)
-			}
-			ne[i] += int64(v)
+	an, bn := a.Ne(), b.Ne()
+	ne := an
+	for d := range MaxDims {
+		if d == dim {
+			ne[d] = an[d] + bn[d]
+		} else if an[d] != bn[d] {
+			return c.fail(op, ErrShape, fmt.Sprintf("a.ne%d (%d) != b.ne%d (%d): only dimension %d may differ", d, an[d], d, bn[d], dim), a, b)
 		}
 	}
-	if q := c.ensure(op, a.Type(), ne, nil, a); q != nil {
-		return q
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		if circular {
-			return C.ggml_pad_ext_circular(c.c, a.c, C.int(p[0][0]), C.int(p[0][1]), C.int(p[1][0]), C.int(p[1][1]),
-				C.int(p[2][0]), C.int(p[2][1]), C.int(p[3][0]), C.int(p[3][1]))
-		}
-		return C.ggml_pad_ext(c.c, a.c, C.int(p[0][0]), C.int(p[0][1]), C.int(p[1][0]), C.int(p[1][1]),
-			C.int(p[2][0]), C.int(p[2][1]), C.int(p[3][0]), C.int(p[3][1]))
-	}, a)
-}
-
-// Roll shifts a's elements cyclically by s0..s3 positions along each
-// dimension: result[i] = a[(i - s) mod ne] (ggml_roll). |s_i| must be below
-// a.ne[i]; a must be f32 with adjacent elements.
-func (c *Context) Roll(a *Tensor, s0, s1, s2, s3 int) *Tensor {
-	const op = "roll"
-	if p := c.begin(op, a); p != nil {
+	if p := c.ensure(op, a.Type(), ne, nil, a, b); p != nil {
 		return p
 	}
-	if p := c.rowOp(op, a, TypeF32); p != nil {
-		return p
-	}
-	an := a.Ne()
-	for i, s := range [MaxDims]int{s0, s1, s2, s3} {
-		if s <= math.MinInt32 || s > math.MaxInt32 || int64(max(s, -s)) >= an[i] {
-			return c.fail(op, ErrInvalid, fmt.Sprintf("shift %d of dimension %d: |shift| must be below a.ne%d (%d)", s, i, i, an[i]), a)
-		}
-	}
-	if p := c.ensure(op, a.Type(), an, nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_roll(c.c, a.c, C.int(s0), C.int(s1), C.int(s2), C.int(s3))
-	}, a)
-}
-
-// Cast returns a converted to type t, in a new contiguous tensor of a's
-// shape (ggml_cast). The conversions are Cpy's.
-func (c *Context) Cast(a *Tensor, t Type) *Tensor {
-	const op = "cast"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	if !t.Valid() {
-		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), a)
-	}
-	if p := c.copyRules(op, a, t, nil, a); p != nil {
-		return p
-	}
-	if p := c.ensure(op, t, a.Ne(), nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cast(c.c, a.c, C.enum_ggml_type(t)) }, a)
-}
-
-// copyRules checks a copy of a converted to type to, into dst (Cpy) or,
-// when dst is nil, into a new contiguous tensor (Cast, Dup).
-func (c *Context) copyRules(op string, a *Tensor, to Type, dst *Tensor, inputs ...*Tensor) *Tensor {
-	if p := c.checkTypeList(op, to, []Type{a.Type()}, inputs...); p != nil {
-		return p
-	}
-	if to.IsQuantized() && a.Type() != to {
-		if !a.IsContiguous() || (dst != nil && !dst.IsContiguous()) {
-			return c.fail(op, ErrShape, "quantizing copies need a (and the destination) contiguous; copy a with Cont first", inputs...)
-		}
-		// ggml quantizes a row of a at a time.
-		if bs := to.BlockSize(); a.Ne()[0]%bs != 0 {
-			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], to, bs), inputs...)
-		}
-		// It converts each row to f32 in a work buffer that ggml sizes by
-		// the destination's rows (ggml_graph_plan): a longer row of a
-		// overflows it (a segfault).
-		if dst != nil && a.Ne()[0] > dst.Ne()[0] {
-			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) > the destination's ne0 (%d): ggml converts a's rows in a buffer sized by the destination's rows; reshape the destination", a.Ne()[0], dst.Ne()[0]), inputs...)
-		}
-	}
-	if a.Type().IsQuantized() && a.Type() != to && dst != nil {
-		// ggml dequantizes a block at a time into the destination's rows.
-		if bs := a.Type().BlockSize(); !adjacent(dst) || (dst.Ne()[0]%bs != 0 && !dst.IsContiguous()) {
-			return c.fail(op, ErrShape, fmt.Sprintf("dequantizing copies need the destination's elements adjacent, and it contiguous unless its ne0 is a multiple of %v's block size %d", a.Type(), bs), inputs...)
-		}
-	}
-	return nil
-}
-
-// Dup returns a copy of a in a new contiguous tensor (ggml_dup). It is Cont
-// under another op name.
-func (c *Context) Dup(a *Tensor) *Tensor {
-	const op = "dup"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_dup(c.c, a.c) }, a)
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_concat(c.c, a.c, b.c, C.int(dim)) }, a, b)
 }
 
 // Set returns a copy of a with b written into it: b's element (i0, i1, i2,
@@ -388,6 +220,370 @@ func (c *Context) setRules(op string, a, b *Tensor, nb1, nb2, nb3, offset uint64
 	return nil
 }
 
+// Cpy copies a into b, converting to b's type, and returns a view of b that
+// the graph computes (ggml_cpy). a and b must have the same number of
+// elements. The conversions are a type to itself, among f32, f16 and bf16,
+// f32 to and from i32, f32, f16 or bf16 to a quantized type the CPU
+// quantizes to (not the iq1, iq2 and iq3 types; a.ne0 then at most
+// b.ne0), and a quantized type to f32.
+func (c *Context) Cpy(a, b *Tensor) *Tensor {
+	const op = "cpy"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	if a.Elements() != b.Elements() {
+		return c.fail(op, ErrShape, fmt.Sprintf("a has %d elements, b %d; they must be equal", a.Elements(), b.Elements()), a, b)
+	}
+	if p := c.copyRules(op, a, b.Type(), b, a, b); p != nil {
+		return p
+	}
+	if p := c.ensure(op, b.Type(), b.Ne(), b, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cpy(c.c, a.c, b.c) }, a, b)
+}
+
+// Cast returns a converted to type t, in a new contiguous tensor of a's
+// shape (ggml_cast). The conversions are Cpy's.
+func (c *Context) Cast(a *Tensor, t Type) *Tensor {
+	const op = "cast"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if !t.Valid() {
+		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), a)
+	}
+	if p := c.copyRules(op, a, t, nil, a); p != nil {
+		return p
+	}
+	if p := c.ensure(op, t, a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cast(c.c, a.c, C.enum_ggml_type(t)) }, a)
+}
+
+// copyRules checks a copy of a converted to type to, into dst (Cpy) or,
+// when dst is nil, into a new contiguous tensor (Cast, Dup).
+func (c *Context) copyRules(op string, a *Tensor, to Type, dst *Tensor, inputs ...*Tensor) *Tensor {
+	if p := c.checkTypeList(op, to, []Type{a.Type()}, inputs...); p != nil {
+		return p
+	}
+	if to.IsQuantized() && a.Type() != to {
+		if !a.IsContiguous() || (dst != nil && !dst.IsContiguous()) {
+			return c.fail(op, ErrShape, "quantizing copies need a (and the destination) contiguous; copy a with Cont first", inputs...)
+		}
+		// ggml quantizes a row of a at a time.
+		if bs := to.BlockSize(); a.Ne()[0]%bs != 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a multiple of %v's block size %d: a is quantized a row at a time", a.Ne()[0], to, bs), inputs...)
+		}
+		// It converts each row to f32 in a work buffer that ggml sizes by
+		// the destination's rows (ggml_graph_plan): a longer row of a
+		// overflows it (a segfault).
+		if dst != nil && a.Ne()[0] > dst.Ne()[0] {
+			return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) > the destination's ne0 (%d): ggml converts a's rows in a buffer sized by the destination's rows; reshape the destination", a.Ne()[0], dst.Ne()[0]), inputs...)
+		}
+	}
+	if a.Type().IsQuantized() && a.Type() != to && dst != nil {
+		// ggml dequantizes a block at a time into the destination's rows.
+		if bs := a.Type().BlockSize(); !adjacent(dst) || (dst.Ne()[0]%bs != 0 && !dst.IsContiguous()) {
+			return c.fail(op, ErrShape, fmt.Sprintf("dequantizing copies need the destination's elements adjacent, and it contiguous unless its ne0 is a multiple of %v's block size %d", a.Type(), bs), inputs...)
+		}
+	}
+	return nil
+}
+
+// Cont returns a contiguous copy of a, same type and shape (ggml_cont).
+func (c *Context) Cont(a *Tensor) *Tensor {
+	const op = "cont"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	// ggml copies any type to itself (ggml_compute_forward_dup_bytes).
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cont(c.c, a.c) }, a)
+}
+
+// ContND copies a into a new contiguous tensor of shape ne (one to four
+// dimensions) with a's element count (ggml_cont_1d .. ggml_cont_4d).
+func (c *Context) ContND(a *Tensor, ne ...int64) *Tensor {
+	const op = "cont"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if len(ne) < 1 || len(ne) > MaxDims {
+		return c.fail(op, ErrShape, fmt.Sprintf("%d dimensions given, ggml takes 1 to %d", len(ne), MaxDims), a)
+	}
+	shape := [MaxDims]int64{1, 1, 1, 1}
+	n := int64(1)
+	for i, v := range ne {
+		if v < 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) must be >= 0", i, v), a)
+		}
+		shape[i] = v
+		if v != 0 && n > math.MaxInt64/v {
+			return c.fail(op, ErrShape, fmt.Sprintf("shape %v overflows", ne), a)
+		}
+		n *= v
+	}
+	if n != a.Elements() {
+		return c.fail(op, ErrShape, fmt.Sprintf("shape %v holds %d elements, a %d", ne, n, a.Elements()), a)
+	}
+	if a.Type().IsQuantized() && shape[0]%a.Type().BlockSize() != 0 {
+		return c.fail(op, ErrShape, fmt.Sprintf("ne0 (%d) must be a multiple of %v's block size", shape[0], a.Type()), a)
+	}
+	// ggml copies any type to itself (ggml_compute_forward_dup_bytes).
+	if p := c.ensure(op, a.Type(), shape, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_cont_4d(c.c, a.c, C.int64_t(shape[0]), C.int64_t(shape[1]), C.int64_t(shape[2]), C.int64_t(shape[3]))
+	}, a)
+}
+
+// Reshape returns a view of a with the shape ne (one to four dimensions)
+// and the same number of elements (ggml_reshape_1d .. _4d). a must be
+// contiguous.
+func (c *Context) Reshape(a *Tensor, ne ...int64) *Tensor {
+	const op = "reshape"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if len(ne) < 1 || len(ne) > MaxDims {
+		return c.fail(op, ErrShape, fmt.Sprintf("%d dimensions given, ggml takes 1 to %d", len(ne), MaxDims), a)
+	}
+	if !a.IsContiguous() {
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	}
+	shape := [MaxDims]int64{1, 1, 1, 1}
+	n := int64(1)
+	for i, v := range ne {
+		if v < 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) is negative", i, v), a)
+		}
+		shape[i] = v
+		n *= v
+	}
+	if _, err := dataSize(a.Type(), shape); err != nil {
+		return c.fail(op, ErrShape, err.Error(), a)
+	}
+	if n != a.Elements() {
+		return c.fail(op, ErrShape, fmt.Sprintf("new shape %v has %d elements, a has %d", ne, n, a.Elements()), a)
+	}
+	if p := c.ensure(op, a.Type(), shape, a, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		switch len(ne) {
+		case 1:
+			return C.ggml_reshape_1d(c.c, a.c, C.int64_t(ne[0]))
+		case 2:
+			return C.ggml_reshape_2d(c.c, a.c, C.int64_t(ne[0]), C.int64_t(ne[1]))
+		case 3:
+			return C.ggml_reshape_3d(c.c, a.c, C.int64_t(ne[0]), C.int64_t(ne[1]), C.int64_t(ne[2]))
+		default:
+			return C.ggml_reshape_4d(c.c, a.c, C.int64_t(ne[0]), C.int64_t(ne[1]), C.int64_t(ne[2]), C.int64_t(ne[3]))
+		}
+	}, a)
+}
+
+// view checks a view of a with shape ne and strides nb (nb[0] is the type
+// size) starting offset bytes into a's data: it must lie inside the memory
+// of a's source tensor.
+func (c *Context) view(op string, a *Tensor, dims int, ne [MaxDims]int64, nb [MaxDims]uint64, offset uint64, f func() *C.struct_ggml_tensor) *Tensor {
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	for i, v := range ne {
+		if v < 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) is negative", i, v), a)
+		}
+	}
+	if bs := a.Type().BlockSize(); ne[0]%bs != 0 {
+		return c.fail(op, ErrShape, fmt.Sprintf("ne0 (%d) of a view of %v must be a multiple of its block size %d", ne[0], a.Type(), bs), a)
+	}
+	size, err := dataSize(a.Type(), ne)
+	if err != nil {
+		return c.fail(op, ErrShape, err.Error(), a)
+	}
+	base, offs := a, offset
+	if a.viewSrc != nil {
+		var carry uint64
+		base = a.viewSrc
+		if offs, carry = bits.Add64(offset, a.ViewOffset(), 0); carry != 0 {
+			return c.fail(op, ErrShape, fmt.Sprintf("offset %d past a's own offset %d overflows 64 bits", offset, a.ViewOffset()), a)
+		}
+	}
+	// The bytes the view reaches with its strides (ggml_nbytes), and those
+	// ggml_new_tensor_impl checks (the dense size), both from offs; every
+	// sum is checked for overflow, so a stride that wraps is out of range.
+	limit := base.Bytes()
+	end, ok := extent(a.Type(), ne, nb, offs)
+	if !ok || end > limit || offs > limit || size > limit-offs {
+		reach := "past 2^64"
+		if ok && end > limit {
+			reach = fmt.Sprintf("byte %d", end)
+		} else if ok {
+			reach = fmt.Sprintf("%d bytes from byte %d (its dense size)", size, offs)
+		}
+		return c.fail(op, ErrShape, fmt.Sprintf("view of %v with strides %v at offset %d reaches %s of a source of %d bytes",
+			ne[:dims], nb[1:dims], offset, reach, limit), a)
+	}
+	if p := c.ensure(op, a.Type(), ne, a, a); p != nil {
+		return p
+	}
+	return c.call(op, f, a)
+}
+
+// View1D returns a view of ne0 elements of a, starting offset bytes into
+// a's data (ggml_view_1d).
+func (c *Context) View1D(a *Tensor, ne0 int64, offset uint64) *Tensor {
+	ne := [MaxDims]int64{ne0, 1, 1, 1}
+	return c.view("view", a, 1, ne, viewStrides(a, ne, 1, 0, 0, 0), offset, func() *C.struct_ggml_tensor {
+		return C.ggml_view_1d(c.c, a.c, C.int64_t(ne0), C.size_t(offset))
+	})
+}
+
+// View2D returns a view of shape [ne0, ne1] with row stride nb1 bytes,
+// starting offset bytes into a's data (ggml_view_2d).
+func (c *Context) View2D(a *Tensor, ne0, ne1 int64, nb1, offset uint64) *Tensor {
+	ne := [MaxDims]int64{ne0, ne1, 1, 1}
+	return c.view("view", a, 2, ne, viewStrides(a, ne, 2, nb1, 0, 0), offset, func() *C.struct_ggml_tensor {
+		return C.ggml_view_2d(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.size_t(nb1), C.size_t(offset))
+	})
+}
+
+// View3D returns a view of shape [ne0, ne1, ne2] with strides nb1, nb2
+// bytes, starting offset bytes into a's data (ggml_view_3d).
+func (c *Context) View3D(a *Tensor, ne0, ne1, ne2 int64, nb1, nb2, offset uint64) *Tensor {
+	ne := [MaxDims]int64{ne0, ne1, ne2, 1}
+	return c.view("view", a, 3, ne, viewStrides(a, ne, 3, nb1, nb2, 0), offset, func() *C.struct_ggml_tensor {
+		return C.ggml_view_3d(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.int64_t(ne2), C.size_t(nb1), C.size_t(nb2), C.size_t(offset))
+	})
+}
+
+// View4D returns a view of shape [ne0, ne1, ne2, ne3] with strides nb1, nb2,
+// nb3 bytes, starting offset bytes into a's data (ggml_view_4d).
+func (c *Context) View4D(a *Tensor, ne0, ne1, ne2, ne3 int64, nb1, nb2, nb3, offset uint64) *Tensor {
+	ne := [MaxDims]int64{ne0, ne1, ne2, ne3}
+	return c.view("view", a, 4, ne, viewStrides(a, ne, 4, nb1, nb2, nb3), offset, func() *C.struct_ggml_tensor {
+		return C.ggml_view_4d(c.c, a.c, C.int64_t(ne0), C.int64_t(ne1), C.int64_t(ne2), C.int64_t(ne3),
+			C.size_t(nb1), C.size_t(nb2), C.size_t(nb3), C.size_t(offset))
+	})
+}
+
+// viewStrides returns the strides ggml gives a view of dims dimensions:
+// those given, and for the dimensions the call does not take, what
+// ggml_new_tensor_impl and ggml_view_2d/3d derive (size_t arithmetic, as in
+// C; such a dimension has size 1, so its stride adds nothing to the view's
+// extent).
+func viewStrides(a *Tensor, ne [MaxDims]int64, dims int, nb1, nb2, nb3 uint64) [MaxDims]uint64 {
+	t := a.Type()
+	nb := [MaxDims]uint64{t.Size(), nb1, nb2, nb3}
+	if dims < 2 {
+		nb[1] = nb[0] * uint64(ne[0]/t.BlockSize())
+	}
+	for i := max(dims, 2); i < MaxDims; i++ {
+		nb[i] = nb[i-1] * uint64(ne[i-1])
+	}
+	return nb
+}
+
+// Permute returns a view of a whose dimension i is a's dimension axis_i
+// moved: a's dimension 0 goes to axis0, 1 to axis1, and so on
+// (ggml_permute). The axes must be a permutation of 0..3.
+func (c *Context) Permute(a *Tensor, axis0, axis1, axis2, axis3 int) *Tensor {
+	const op = "permute"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	axes := [MaxDims]int{axis0, axis1, axis2, axis3}
+	var seen [MaxDims]bool
+	for _, ax := range axes {
+		if ax < 0 || ax >= MaxDims || seen[ax] {
+			return c.fail(op, ErrInvalid, fmt.Sprintf("axes %v must be a permutation of 0, 1, 2, 3", axes), a)
+		}
+		seen[ax] = true
+	}
+	if a.Type().BlockSize() > 1 && axis0 != 0 {
+		return c.fail(op, ErrShape, quantMoves, a)
+	}
+	var ne [MaxDims]int64
+	for i, ax := range axes {
+		ne[ax] = a.Ne()[i]
+	}
+	if p := c.ensure(op, a.Type(), ne, a, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_permute(c.c, a.c, C.int(axis0), C.int(axis1), C.int(axis2), C.int(axis3))
+	}, a)
+}
+
+// Transpose returns a view of a with dimensions 0 and 1 swapped
+// (ggml_transpose).
+func (c *Context) Transpose(a *Tensor) *Tensor {
+	const op = "transpose"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if a.Type().BlockSize() > 1 {
+		return c.fail(op, ErrShape, quantMoves, a)
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), a, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_transpose(c.c, a.c) }, a)
+}
+
+// quantMoves is why a quantized tensor's dimension 0 cannot move: found by
+// FuzzOps, a transposed q8_0 [32] (ne0 1, half a block) hung ggml's copy.
+const quantMoves = "a quantized tensor's blocks lie along dimension 0, which must stay dimension 0 (convert it with Cast to f32 first)"
+
+// GetRows returns the rows of a selected by the i32 indices in b: result
+// row (i, j, k) is a's row b[i, j, k] of matrix (j, k) (ggml_get_rows). The
+// result is f32 (i32 when a is i32) of shape [a.ne0, b.ne0, b.ne1, b.ne2].
+// Requires a.ne2 == b.ne1, a.ne3 == b.ne2, b.ne3 == 1.
+func (c *Context) GetRows(a, b *Tensor) *Tensor {
+	const op = "get_rows"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	ty := TypeF32
+	if a.Type() == TypeI32 {
+		ty = TypeI32
+	}
+	if p := c.checkTypes(op, ty, a, b); p != nil {
+		return p
+	}
+	an, bn := a.Ne(), b.Ne()
+	switch {
+	case an[2] != bn[1]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != b.ne1 (%d)", an[2], bn[1]), a, b)
+	case an[3] != bn[2]:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne3 (%d) != b.ne2 (%d)", an[3], bn[2]), a, b)
+	case bn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be 1", bn[3]), a, b)
+	}
+	// ggml's kernel asserts every index is a row of a. Indices that are
+	// graph inputs are checked before compute; computed ones only when they
+	// are bounded by construction (argsort of a row no longer than a's).
+	if b.c.op != C.GGML_OP_NONE {
+		bound, ok := indexBound(b)
+		if !ok {
+			return c.fail(op, ErrInvalid, "row indices computed by the graph cannot be checked against a's rows; compute them in a graph of their own and pass them as an input", a, b)
+		}
+		if bound > an[1] {
+			return c.fail(op, ErrShape, fmt.Sprintf("the indices (an argsort of rows of %d) can exceed a's %d rows", bound, an[1]), a, b)
+		}
+	}
+	if p := c.ensure(op, ty, [MaxDims]int64{an[0], bn[0], bn[1], bn[2]}, nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_get_rows(c.c, a.c, b.c) }, a, b)
+}
+
 // SetRows writes rows of b (f32) into a: b's row (i, j, k) goes to a's row
 // idx[i, j % idx.ne1, k % idx.ne2] of matrix (j, k), converted to a's type
 // (ggml_set_rows). It returns a view of a that the graph computes, so a
@@ -433,17 +629,110 @@ func (c *Context) SetRows(a, b, idx *Tensor) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_set_rows(c.c, a.c, b.c, idx.c) }, a, b, idx)
 }
 
-// GroupNorm normalises a in groups of channels (dimension 2): a.ne2 is cut
-// into groups of ceil(a.ne2/groups) channels, and each group of each
-// sample (dimension 3) gets mean 0 and variance 1, with eps added to the
-// variance (ggml_group_norm). a is f32 with adjacent elements; 1 <= groups
-// <= a.ne2.
-func (c *Context) GroupNorm(a *Tensor, groups int, eps float32) *Tensor {
-	return c.groupNorm(a, groups, eps, false)
+// Pad appends p0..p3 zeros at the end of each dimension of a (ggml_pad).
+// a must be f32 with adjacent elements.
+func (c *Context) Pad(a *Tensor, p0, p1, p2, p3 int) *Tensor {
+	const op = "pad"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if p := c.rowOp(op, a, TypeF32); p != nil {
+		return p
+	}
+	pads := [MaxDims]int{p0, p1, p2, p3}
+	ne := a.Ne()
+	for i, p := range pads {
+		if p < 0 || p > math.MaxInt32 {
+			return c.fail(op, ErrInvalid, fmt.Sprintf("padding %d of dimension %d must be >= 0", p, i), a)
+		}
+		ne[i] += int64(p)
+	}
+	if p := c.ensure(op, a.Type(), ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.ggml_pad(c.c, a.c, C.int(p0), C.int(p1), C.int(p2), C.int(p3))
+	}, a)
 }
 
-func (c *Context) groupNorm(a *Tensor, groups int, eps float32, inPlace bool) *Tensor {
-	const op = "group_norm"
+// Padding is the number of elements PadExt adds before (left) and after
+// (right) each dimension.
+type Padding [MaxDims][2]int
+
+// PadExt pads each dimension i of a with p[i][0] zeros before and p[i][1]
+// zeros after (ggml_pad_ext). a must be f32 with adjacent elements.
+func (c *Context) PadExt(a *Tensor, p Padding) *Tensor {
+	return c.padExt("pad_ext", a, p, false)
+}
+
+// PadCircular pads like PadExt but wraps around: the padding repeats a's
+// elements from the other end, as on a torus (ggml_pad_ext_circular).
+func (c *Context) PadCircular(a *Tensor, p Padding) *Tensor {
+	return c.padExt("pad_circular", a, p, true)
+}
+
+func (c *Context) padExt(op string, a *Tensor, p Padding, circular bool) *Tensor {
+	if q := c.begin(op, a); q != nil {
+		return q
+	}
+	if q := c.rowOp(op, a, TypeF32); q != nil {
+		return q
+	}
+	if circular && isEmpty(a) {
+		return c.fail(op, ErrShape, "a is empty: there is nothing to wrap around", a)
+	}
+	ne := a.Ne()
+	for i := range MaxDims {
+		for j, v := range p[i] {
+			if v < 0 || v > math.MaxInt32 {
+				return c.fail(op, ErrInvalid, fmt.Sprintf("padding %d of dimension %d (side %d) must be 0 to 2^31-1", v, i, j), a)
+			}
+			ne[i] += int64(v)
+		}
+	}
+	if q := c.ensure(op, a.Type(), ne, nil, a); q != nil {
+		return q
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		if circular {
+			return C.ggml_pad_ext_circular(c.c, a.c, C.int(p[0][0]), C.int(p[0][1]), C.int(p[1][0]), C.int(p[1][1]),
+				C.int(p[2][0]), C.int(p[2][1]), C.int(p[3][0]), C.int(p[3][1]))
+		}
+		return C.ggml_pad_ext(c.c, a.c, C.int(p[0][0]), C.int(p[0][1]), C.int(p[1][0]), C.int(p[1][1]),
+			C.int(p[2][0]), C.int(p[2][1]), C.int(p[3][0]), C.int(p[3][1]))
+	}, a)
+}
+
+// PadReflect1D pads each row of a with p0 elements before and p1 after,
+// mirrored around the row's first and last element: [a b c d] with 2, 1
+// gives [c b a b c d c] (ggml_pad_reflect_1d). a is f32 and contiguous;
+// p0 and p1 are >= 0 and less than ne0.
+func (c *Context) PadReflect1D(a *Tensor, p0, p1 int) *Tensor {
+	const op = "pad_reflect_1d"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	ne := a.Ne()
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	case p0 < 0 || p1 < 0 || int64(p0) >= ne[0] || int64(p1) >= ne[0]:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("paddings %d and %d must be >= 0 and less than ne0 (%d)", p0, p1, ne[0]), a)
+	}
+	ne[0] += int64(p0) + int64(p1)
+	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_pad_reflect_1d(c.c, a.c, C.int(p0), C.int(p1)) }, a)
+}
+
+// Roll shifts a's elements cyclically by s0..s3 positions along each
+// dimension: result[i] = a[(i - s) mod ne] (ggml_roll). |s_i| must be below
+// a.ne[i]; a must be f32 with adjacent elements.
+func (c *Context) Roll(a *Tensor, s0, s1, s2, s3 int) *Tensor {
+	const op = "roll"
 	if p := c.begin(op, a); p != nil {
 		return p
 	}
@@ -451,21 +740,74 @@ func (c *Context) groupNorm(a *Tensor, groups int, eps float32, inPlace bool) *T
 		return p
 	}
 	an := a.Ne()
-	switch {
-	case groups < 1 || int64(groups) > an[2]:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("groups %d must be 1 to a.ne2 (%d)", groups, an[2]), a)
-	case an[2] > math.MaxInt32:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) must fit in int32", an[2]), a)
-	case !(eps >= 0) || math.IsInf(float64(eps), 0):
-		return c.fail(op, ErrInvalid, fmt.Sprintf("eps %g must be finite and >= 0", eps), a)
+	for i, s := range [MaxDims]int{s0, s1, s2, s3} {
+		if s <= math.MinInt32 || s > math.MaxInt32 || int64(max(s, -s)) >= an[i] {
+			return c.fail(op, ErrInvalid, fmt.Sprintf("shift %d of dimension %d: |shift| must be below a.ne%d (%d)", s, i, i, an[i]), a)
+		}
 	}
 	if p := c.ensure(op, a.Type(), an, nil, a); p != nil {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		if inPlace {
-			return C.ggml_group_norm_inplace(c.c, a.c, C.int(groups), C.float(eps))
-		}
-		return C.ggml_group_norm(c.c, a.c, C.int(groups), C.float(eps))
+		return C.ggml_roll(c.c, a.c, C.int(s0), C.int(s1), C.int(s2), C.int(s3))
 	}, a)
+}
+
+// Fill returns a tensor of a's shape with every element v (ggml_fill). a
+// is f32 and contiguous; only its shape matters.
+func (c *Context) Fill(a *Tensor, v float32) *Tensor { return c.fill(a, v, false) }
+
+// FillInPlace sets every element of a to v (ggml_fill_inplace).
+func (c *Context) FillInPlace(a *Tensor, v float32) *Tensor {
+	return c.inPlace(a, func() *Tensor { return c.fill(a, v, true) })
+}
+
+func (c *Context) fill(a *Tensor, v float32, inPlace bool) *Tensor {
+	const op = "fill"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32, not %v", a.Type()), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		if inPlace {
+			return C.ggml_fill_inplace(c.c, a.c, C.float(v))
+		}
+		return C.ggml_fill(c.c, a.c, C.float(v))
+	}, a)
+}
+
+// Arange returns the f32 vector start, start+step, ... up to but not
+// including stop: ceil((stop-start)/step) values, computed in float32 as
+// ggml does (ggml_arange). It needs finite arguments, stop > start and
+// step > 0.
+func (c *Context) Arange(start, stop, step float32) *Tensor {
+	const op = "arange"
+	if p := c.begin(op); p != nil {
+		return p
+	}
+	finite := func(v float32) bool { return !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) }
+	switch {
+	case !finite(start) || !finite(stop) || !finite(step):
+		return c.fail(op, ErrInvalid, fmt.Sprintf("start %g, stop %g and step %g must be finite", start, stop, step))
+	case !(stop > start):
+		return c.fail(op, ErrInvalid, fmt.Sprintf("stop %g must be > start %g", stop, start))
+	case !(step > 0):
+		return c.fail(op, ErrInvalid, fmt.Sprintf("step %g must be > 0", step))
+	}
+	n := math.Ceil(float64((stop - start) / step)) // float32 division, as in C
+	if !(n >= 1 && n <= 1<<40) {
+		return c.fail(op, ErrShape, fmt.Sprintf("(stop-start)/step gives %g values: must be 1 to 2^40", n))
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{int64(n), 1, 1, 1}, nil); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_arange(c.c, C.float(start), C.float(stop), C.float(step)) })
 }

@@ -2,138 +2,186 @@ package ggml_test
 
 import (
 	"math"
-	"sort"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-func TestClampTopKRepeat4D(t *testing.T) {
+func TestShapeOps(t *testing.T) {
+	rng := newRNG(t)
+	const n0, n1, n2, n3 = 5, 4, 3, 2
+	xv := randF32(rng, n0*n1*n2*n3)
+	X := fromF32(xv, n0, n1, n2, n3)
+	cases := []struct {
+		name  string
+		build func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor
+		ref   func() nd
+	}{
+		{"reshape", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Reshape(x, n0*n1, n2*n3)) },
+			func() nd { r := newND(n0*n1, n2*n3); copy(r.v, X.v); return r }},
+		{"permute", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Permute(x, 2, 0, 3, 1)) },
+			func() nd {
+				// dimension i of x goes to axis[i]: result ne = [n1, n3, n0, n2]
+				r := newND(n1, n3, n0, n2)
+				X.each(func(i0, i1, i2, i3 int) { r.v[r.idx(i1, i3, i0, i2)] = X.at(i0, i1, i2, i3) })
+				return r
+			}},
+		{"transpose", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.Transpose(x)) },
+			func() nd {
+				r := newND(n1, n0, n2, n3)
+				X.each(func(i0, i1, i2, i3 int) { r.v[r.idx(i1, i0, i2, i3)] = X.at(i0, i1, i2, i3) })
+				return r
+			}},
+		{"view2d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+			// columns 1..3 of rows 0..2 of the second matrix
+			nb := x.Nb()
+			return c.Cont(c.View2D(x, 3, 3, nb[1], nb[2]+nb[0]))
+		}, func() nd {
+			r := newND(3, 3)
+			r.each(func(i0, i1, _, _ int) { r.v[r.idx(i0, i1, 0, 0)] = X.at(i0+1, i1, 1, 0) })
+			return r
+		}},
+		{"view1d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cont(c.View1D(x, 7, 4*x.Nb()[0])) },
+			func() nd { r := newND(7); copy(r.v, X.v[4:11]); return r }},
+		{"view3d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+			nb := x.Nb()
+			return c.Cont(c.View3D(x, 2, 2, 2, nb[1], nb[2], nb[3]))
+		}, func() nd {
+			r := newND(2, 2, 2)
+			r.each(func(i0, i1, i2, _ int) { r.v[r.idx(i0, i1, i2, 0)] = X.at(i0, i1, i2, 1) })
+			return r
+		}},
+		{"view4d", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+			nb := x.Nb()
+			// every other row: row stride 2*nb1
+			return c.Cont(c.View4D(x, n0, 2, n2, n3, 2*nb[1], nb[2], nb[3], 0))
+		}, func() nd {
+			r := newND(n0, 2, n2, n3)
+			r.each(func(i0, i1, i2, i3 int) { r.v[r.idx(i0, i1, i2, i3)] = X.at(i0, 2*i1, i2, i3) })
+			return r
+		}},
+		{"cpy f32->f32", func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+			dst := c.NewTensor(ggml.TypeF32, n0*n1*n2*n3)
+			return c.Cpy(c.Transpose(x), dst)
+		}, func() nd {
+			r := newND(n0 * n1 * n2 * n3)
+			T := newND(n1, n0, n2, n3)
+			X.each(func(i0, i1, i2, i3 int) { T.v[T.idx(i1, i0, i2, i3)] = X.at(i0, i1, i2, i3) })
+			copy(r.v, T.v)
+			return r
+		}},
+	}
+	for _, cs := range cases {
+		t.Run(cs.name, func(t *testing.T) {
+			e := newEnv(t)
+			x := e.input(ggml.TypeF32, xv, n0, n1, n2, n3)
+			out := cs.build(e.ctx, x)
+			require.NoError(t, e.ctx.Err())
+			e.compute(out)
+			got, err := ggml.Data[float32](out)
+			require.NoError(t, err)
+			ref := cs.ref()
+			require.Equal(t, ref.ne, [4]int{int(out.Ne()[0]), int(out.Ne()[1]), int(out.Ne()[2]), int(out.Ne()[3])})
+			requireClose(t, ref, got, func(int) float64 { return 0 }) // moves are exact
+		})
+	}
+}
+
+func TestRepeatConcat(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
-	const n0, n1, n2 = 9, 4, 3
+	av := randF32(rng, 3*2)
+	a := e.input(ggml.TypeF32, av, 3, 2)
+	shape := e.ctx.NewTensor(ggml.TypeF32, 6, 4, 2)
+	rep := e.ctx.Repeat(a, shape)
+	bv := randF32(rng, 3*5)
+	b := e.input(ggml.TypeF32, bv, 3, 5)
+	cat := e.ctx.Concat(a, b, 1)
+	e.compute(rep, cat)
+
+	A, B := fromF32(av, 3, 2), fromF32(bv, 3, 5)
+	R := newND(6, 4, 2)
+	R.each(func(i0, i1, i2, _ int) { R.v[R.idx(i0, i1, i2, 0)] = A.at(i0%3, i1%2, 0, 0) })
+	got, err := ggml.Data[float32](rep)
+	require.NoError(t, err)
+	requireClose(t, R, got, func(int) float64 { return 0 })
+
+	C := newND(3, 7)
+	C.each(func(i0, i1, _, _ int) {
+		if i1 < 2 {
+			C.v[C.idx(i0, i1, 0, 0)] = A.at(i0, i1, 0, 0)
+		} else {
+			C.v[C.idx(i0, i1, 0, 0)] = B.at(i0, i1-2, 0, 0)
+		}
+	})
+	got, err = ggml.Data[float32](cat)
+	require.NoError(t, err)
+	requireClose(t, C, got, func(int) float64 { return 0 })
+}
+
+func TestSet(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	const n0, n1, n2 = 6, 5, 2
 	av := randF32(rng, n0*n1*n2)
 	a := e.input(ggml.TypeF32, av, n0, n1, n2)
-	ah := toF16(av)
-	a16 := e.input(ggml.TypeF16, ah, n0, n1, n2)
-	cl := e.ctx.Clamp(a, -0.5, 0.75)
-	cl16 := e.ctx.Clamp(a16, -0.5, 0.75)
-	// In place on a copy, so a itself stays as given.
-	b := e.ctx.Cont(a)
-	clIn := e.ctx.ClampInPlace(b, -0.25, 0.25)
-	const k = 4
-	top := e.ctx.TopK(a, k)
-	sorted := e.ctx.Cont(e.ctx.ArgsortTopK(a, k)) // a view: its rows keep a.ne0 apart
-	rep := e.ctx.Repeat4D(a, 2*n0, n1, 2*n2, 3)
-	e.compute(cl, cl16, clIn, top, sorted, rep, a)
+	bv := randF32(rng, 3*2*2)
+	b := e.input(ggml.TypeF32, bv, 3, 2, 2)
+	nb := a.Nb()
+	// b's rows at column 2 of rows 1.. of both matrices.
+	set := e.ctx.Set(a, b, nb[1], nb[2], nb[3], 4*(2+n0))
+	b1 := e.input(ggml.TypeF32, bv[:5], 5)
+	set1 := e.ctx.Set1D(a, b1, 4*27) // crosses rows: a's data is flat
+	set2 := e.ctx.Set2D(a, b, 2*nb[1], 4)
+	iv := []int32{1, 2, 3, 4, 5, 6, 7, 8}
+	ai := e.input(ggml.TypeI32, iv, 4, 2)
+	bi := e.input(ggml.TypeI32, []int32{-1, -2}, 2)
+	seti := e.ctx.Set1D(ai, bi, 4*5)
+	inPlace := e.ctx.SetInPlace(e.ctx.Cont(a), b1, nb[1], nb[2], nb[3], 0)
+	e.compute(set, set1, set2, seti, inPlace, a)
 
-	A := fromF32(av, n0, n1, n2)
-	clamp := func(x, lo, hi float64) float64 { return math.Max(math.Min(x, hi), lo) }
-	gotCl, _ := ggml.Data[float32](cl)
-	gotCl16, _ := ggml.Data[uint16](cl16)
-	gotIn, _ := ggml.Data[float32](clIn)
-	gotB, _ := ggml.Data[float32](b)
+	ref := func(nb1, nb2, nb3, off uint64, bne [3]int, bsrc []float32) []float32 {
+		out := append([]float32(nil), av...)
+		for i2 := range bne[2] {
+			for i1 := range bne[1] {
+				for i0 := range bne[0] {
+					pos := (off + uint64(i0)*4 + uint64(i1)*nb1 + uint64(i2)*nb2) / 4
+					out[pos] = bsrc[i0+bne[0]*(i1+bne[1]*i2)]
+				}
+			}
+		}
+		return out
+	}
+	got, _ := ggml.Data[float32](set)
+	require.Equal(t, ref(nb[1], nb[2], nb[3], 4*(2+n0), [3]int{3, 2, 2}, bv), got)
+	got, _ = ggml.Data[float32](set1)
+	require.Equal(t, ref(nb[1], nb[2], nb[3], 4*27, [3]int{5, 1, 1}, bv[:5]), got)
+	got, _ = ggml.Data[float32](set2)
+	require.Equal(t, ref(2*nb[1], nb[2], nb[3], 4, [3]int{3, 2, 2}, bv), got)
+	got, _ = ggml.Data[float32](inPlace)
+	require.Equal(t, ref(nb[1], nb[2], nb[3], 0, [3]int{5, 1, 1}, bv[:5]), got)
 	gotA, _ := ggml.Data[float32](a)
-	for i, x := range A.v {
-		require.Equal(t, float32(clamp(x, -0.5, 0.75)), gotCl[i])
-		require.Equal(t, clamp(f16ToF64(ah[i]), -0.5, 0.75), f16ToF64(gotCl16[i]))
-		require.Equal(t, float32(clamp(x, -0.25, 0.25)), gotIn[i])
-		require.Equal(t, gotIn[i], gotB[i], "ClampInPlace writes into its input")
-		require.Equal(t, av[i], gotA[i], "Clamp leaves its input alone")
-	}
-
-	gotTop, err := ggml.Data[int32](top)
-	require.NoError(t, err)
-	gotSorted, err := ggml.Data[int32](sorted)
-	require.NoError(t, err)
-	for r := range n1 * n2 {
-		row := A.v[r*n0 : (r+1)*n0]
-		idx := make([]int, n0)
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.Slice(idx, func(x, y int) bool { return row[idx[x]] > row[idx[y]] })
-		want := make([]int, k)
-		got := make([]int, k)
-		for i := range k {
-			want[i] = idx[i]
-			got[i] = int(gotTop[r*k+i])
-			require.Equal(t, int32(idx[i]), gotSorted[r*k+i], "argsort_top_k row %d", r)
-		}
-		sort.Ints(want)
-		sort.Ints(got)
-		require.Equal(t, want, got, "top_k row %d (any order)", r)
-	}
-
-	gotRep, _ := ggml.Data[float32](rep)
-	R := newND(2*n0, n1, 2*n2, 3)
-	R.each(func(i0, i1, i2, i3 int) { R.v[R.idx(i0, i1, i2, i3)] = A.at(i0%n0, i1, i2%n2, 0) })
-	requireClose(t, R, gotRep, func(int) float64 { return 0 })
+	require.Equal(t, av, gotA, "Set leaves a alone")
+	gotI, _ := ggml.Data[int32](seti)
+	require.Equal(t, []int32{1, 2, 3, 4, 5, -1, -2, 8}, gotI)
 }
 
-func TestTopKShape(t *testing.T) {
-	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
-	require.NoError(t, err)
-	defer c.Close()
-	a := c.NewTensor(ggml.TypeF32, 10, 3, 2)
-	assert.Equal(t, []int64{4, 3, 2}, c.TopK(a, 4).Shape())
-	assert.Equal(t, []int64{4, 3, 2}, c.ArgsortTopK(a, 4).Shape())
-	assert.Equal(t, ggml.TypeI32, c.TopK(a, 4).Type())
-	require.NoError(t, c.Err())
-}
-
-func TestPadExtRoll(t *testing.T) {
+func TestCpyToF16(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
-	const n0, n1, n2 = 5, 4, 3
-	av := randF32(rng, n0*n1*n2)
-	a := e.input(ggml.TypeF32, av, n0, n1, n2)
-	pads := ggml.Padding{{2, 1}, {0, 3}, {1, 1}, {0, 1}}
-	pe := e.ctx.PadExt(a, pads)
-	pc := e.ctx.PadCircular(a, ggml.Padding{{2, 3}, {1, 0}, {0, 2}, {0, 0}})
-	// A strided input: the transpose of a, rows are not adjacent... roll
-	// needs adjacent elements, so use a view that skips rows instead.
-	sub := e.ctx.View3D(a, n0, 2, n2, a.Nb()[1]*2, a.Nb()[2], 0)
-	ro := e.ctx.Roll(a, 2, -1, 1, 0)
-	roSub := e.ctx.Roll(sub, -4, 1, -2, 0)
-	e.compute(pe, pc, ro, roSub)
-
-	A := fromF32(av, n0, n1, n2)
-	P := newND(n0+3, n1+3, n2+2, 2)
-	P.each(func(i0, i1, i2, i3 int) {
-		j0, j1, j2, j3 := i0-pads[0][0], i1-pads[1][0], i2-pads[2][0], i3-pads[3][0]
-		if j0 >= 0 && j0 < n0 && j1 >= 0 && j1 < n1 && j2 >= 0 && j2 < n2 && j3 == 0 {
-			P.v[P.idx(i0, i1, i2, i3)] = A.at(j0, j1, j2, 0)
-		}
-	})
-	got, _ := ggml.Data[float32](pe)
-	requireClose(t, P, got, func(int) float64 { return 0 })
-
-	mod := func(i, n int) int { return ((i % n) + n) % n }
-	PC := newND(n0+5, n1+1, n2+2, 1)
-	PC.each(func(i0, i1, i2, _ int) {
-		PC.v[PC.idx(i0, i1, i2, 0)] = A.at(mod(i0-2, n0), mod(i1-1, n1), mod(i2, n2), 0)
-	})
-	got, _ = ggml.Data[float32](pc)
-	requireClose(t, PC, got, func(int) float64 { return 0 })
-
-	RO := newND(n0, n1, n2)
-	RO.each(func(i0, i1, i2, _ int) {
-		RO.v[RO.idx(i0, i1, i2, 0)] = A.at(mod(i0-2, n0), mod(i1+1, n1), mod(i2-1, n2), 0)
-	})
-	got, _ = ggml.Data[float32](ro)
-	requireClose(t, RO, got, func(int) float64 { return 0 })
-
-	RS := newND(n0, 2, n2)
-	RS.each(func(i0, i1, i2, _ int) {
-		RS.v[RS.idx(i0, i1, i2, 0)] = A.at(mod(i0+4, n0), 2*mod(i1-1, 2), mod(i2+2, n2), 0)
-	})
-	got, _ = ggml.Data[float32](roSub)
-	requireClose(t, RS, got, func(int) float64 { return 0 })
+	xv := randF32(rng, 24)
+	x := e.input(ggml.TypeF32, xv, 6, 4)
+	h := e.ctx.NewTensor(ggml.TypeF16, 6, 4)
+	back := e.ctx.Cpy(e.ctx.Cpy(x, h), e.ctx.NewTensor(ggml.TypeF32, 6, 4))
+	e.compute(back)
+	got, err := ggml.Data[float32](back)
+	require.NoError(t, err)
+	ref := fromF32(xv, 6, 4)
+	// f16 keeps 11 significant bits: relative error <= 2^-11.
+	requireClose(t, ref, got, func(i int) float64 { return math.Abs(ref.v[i])/2048 + 1e-7 })
 }
 
 func TestCastDup(t *testing.T) {
@@ -218,51 +266,25 @@ func TestCastDup(t *testing.T) {
 	}
 }
 
-func TestSet(t *testing.T) {
+func TestGetRows(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
-	const n0, n1, n2 = 6, 5, 2
+	const n0, n1, n2 = 4, 6, 2 // a: n2 matrices of n1 rows
 	av := randF32(rng, n0*n1*n2)
-	a := e.input(ggml.TypeF32, av, n0, n1, n2)
-	bv := randF32(rng, 3*2*2)
-	b := e.input(ggml.TypeF32, bv, 3, 2, 2)
-	nb := a.Nb()
-	// b's rows at column 2 of rows 1.. of both matrices.
-	set := e.ctx.Set(a, b, nb[1], nb[2], nb[3], 4*(2+n0))
-	b1 := e.input(ggml.TypeF32, bv[:5], 5)
-	set1 := e.ctx.Set1D(a, b1, 4*27) // crosses rows: a's data is flat
-	set2 := e.ctx.Set2D(a, b, 2*nb[1], 4)
-	iv := []int32{1, 2, 3, 4, 5, 6, 7, 8}
-	ai := e.input(ggml.TypeI32, iv, 4, 2)
-	bi := e.input(ggml.TypeI32, []int32{-1, -2}, 2)
-	seti := e.ctx.Set1D(ai, bi, 4*5)
-	inPlace := e.ctx.SetInPlace(e.ctx.Cont(a), b1, nb[1], nb[2], nb[3], 0)
-	e.compute(set, set1, set2, seti, inPlace, a)
-
-	ref := func(nb1, nb2, nb3, off uint64, bne [3]int, bsrc []float32) []float32 {
-		out := append([]float32(nil), av...)
-		for i2 := range bne[2] {
-			for i1 := range bne[1] {
-				for i0 := range bne[0] {
-					pos := (off + uint64(i0)*4 + uint64(i1)*nb1 + uint64(i2)*nb2) / 4
-					out[pos] = bsrc[i0+bne[0]*(i1+bne[1]*i2)]
-				}
-			}
-		}
-		return out
+	idx := make([]int32, 3*n2)
+	for i := range idx {
+		idx[i] = int32(rng.IntN(n1))
 	}
-	got, _ := ggml.Data[float32](set)
-	require.Equal(t, ref(nb[1], nb[2], nb[3], 4*(2+n0), [3]int{3, 2, 2}, bv), got)
-	got, _ = ggml.Data[float32](set1)
-	require.Equal(t, ref(nb[1], nb[2], nb[3], 4*27, [3]int{5, 1, 1}, bv[:5]), got)
-	got, _ = ggml.Data[float32](set2)
-	require.Equal(t, ref(2*nb[1], nb[2], nb[3], 4, [3]int{3, 2, 2}, bv), got)
-	got, _ = ggml.Data[float32](inPlace)
-	require.Equal(t, ref(nb[1], nb[2], nb[3], 0, [3]int{5, 1, 1}, bv[:5]), got)
-	gotA, _ := ggml.Data[float32](a)
-	require.Equal(t, av, gotA, "Set leaves a alone")
-	gotI, _ := ggml.Data[int32](seti)
-	require.Equal(t, []int32{1, 2, 3, 4, 5, -1, -2, 8}, gotI)
+	a := e.input(ggml.TypeF32, av, n0, n1, n2)
+	b := e.input(ggml.TypeI32, idx, 3, n2)
+	out := e.ctx.GetRows(a, b)
+	e.compute(out)
+	got, err := ggml.Data[float32](out)
+	require.NoError(t, err)
+	A := fromF32(av, n0, n1, n2)
+	ref := newND(n0, 3, n2)
+	ref.each(func(i0, i1, i2, _ int) { ref.v[ref.idx(i0, i1, i2, 0)] = A.at(i0, int(idx[i2*3+i1]), i2, 0) })
+	requireClose(t, ref, got, func(int) float64 { return 0 })
 }
 
 func TestSetRows(t *testing.T) {
@@ -355,180 +377,96 @@ func TestSetRowsIndexOutOfRange(t *testing.T) {
 	}
 }
 
-func TestGroupNorm(t *testing.T) {
+func TestPadExtRoll(t *testing.T) {
 	rng := newRNG(t)
-	for _, tc := range []struct{ n0, n1, n2, n3, groups int }{
-		{4, 3, 6, 2, 3}, {5, 2, 5, 1, 2}, {3, 3, 4, 1, 4}, {8, 1, 3, 2, 1},
-	} {
+	e := newEnv(t)
+	const n0, n1, n2 = 5, 4, 3
+	av := randF32(rng, n0*n1*n2)
+	a := e.input(ggml.TypeF32, av, n0, n1, n2)
+	pads := ggml.Padding{{2, 1}, {0, 3}, {1, 1}, {0, 1}}
+	pe := e.ctx.PadExt(a, pads)
+	pc := e.ctx.PadCircular(a, ggml.Padding{{2, 3}, {1, 0}, {0, 2}, {0, 0}})
+	// A strided input: the transpose of a, rows are not adjacent... roll
+	// needs adjacent elements, so use a view that skips rows instead.
+	sub := e.ctx.View3D(a, n0, 2, n2, a.Nb()[1]*2, a.Nb()[2], 0)
+	ro := e.ctx.Roll(a, 2, -1, 1, 0)
+	roSub := e.ctx.Roll(sub, -4, 1, -2, 0)
+	e.compute(pe, pc, ro, roSub)
+
+	A := fromF32(av, n0, n1, n2)
+	P := newND(n0+3, n1+3, n2+2, 2)
+	P.each(func(i0, i1, i2, i3 int) {
+		j0, j1, j2, j3 := i0-pads[0][0], i1-pads[1][0], i2-pads[2][0], i3-pads[3][0]
+		if j0 >= 0 && j0 < n0 && j1 >= 0 && j1 < n1 && j2 >= 0 && j2 < n2 && j3 == 0 {
+			P.v[P.idx(i0, i1, i2, i3)] = A.at(j0, j1, j2, 0)
+		}
+	})
+	got, _ := ggml.Data[float32](pe)
+	requireClose(t, P, got, func(int) float64 { return 0 })
+
+	mod := func(i, n int) int { return ((i % n) + n) % n }
+	PC := newND(n0+5, n1+1, n2+2, 1)
+	PC.each(func(i0, i1, i2, _ int) {
+		PC.v[PC.idx(i0, i1, i2, 0)] = A.at(mod(i0-2, n0), mod(i1-1, n1), mod(i2, n2), 0)
+	})
+	got, _ = ggml.Data[float32](pc)
+	requireClose(t, PC, got, func(int) float64 { return 0 })
+
+	RO := newND(n0, n1, n2)
+	RO.each(func(i0, i1, i2, _ int) {
+		RO.v[RO.idx(i0, i1, i2, 0)] = A.at(mod(i0-2, n0), mod(i1+1, n1), mod(i2-1, n2), 0)
+	})
+	got, _ = ggml.Data[float32](ro)
+	requireClose(t, RO, got, func(int) float64 { return 0 })
+
+	RS := newND(n0, 2, n2)
+	RS.each(func(i0, i1, i2, _ int) {
+		RS.v[RS.idx(i0, i1, i2, 0)] = A.at(mod(i0+4, n0), 2*mod(i1-1, 2), mod(i2+2, n2), 0)
+	})
+	got, _ = ggml.Data[float32](roSub)
+	requireClose(t, RS, got, func(int) float64 { return 0 })
+}
+
+func TestConvPadReflect1D(t *testing.T) {
+	rng := newRNG(t)
+	for _, c := range []struct{ n, p0, p1 int }{{5, 2, 1}, {4, 3, 3}, {6, 0, 2}, {3, 0, 0}, {1, 0, 0}} {
 		e := newEnv(t)
-		n := tc.n0 * tc.n1 * tc.n2 * tc.n3
-		av := randF32(rng, n)
-		for i := range av {
-			av[i] = av[i]*2 + 0.5
-		}
-		a := e.input(ggml.TypeF32, av, int64(tc.n0), int64(tc.n1), int64(tc.n2), int64(tc.n3))
-		const eps = 1e-5
-		g := e.ctx.GroupNorm(a, tc.groups, eps)
-		e.compute(g)
-		A := fromF32(av, tc.n0, tc.n1, tc.n2, tc.n3)
-		R := newND(tc.n0, tc.n1, tc.n2, tc.n3)
-		per := (tc.n2 + tc.groups - 1) / tc.groups
-		for i3 := range tc.n3 {
-			for start := 0; start < tc.n2; start += per {
-				end := min(start+per, tc.n2)
-				sum, cnt := 0.0, 0.0
-				for i2 := start; i2 < end; i2++ {
-					for i1 := range tc.n1 {
-						for i0 := range tc.n0 {
-							sum += A.at(i0, i1, i2, i3)
-							cnt++
-						}
-					}
-				}
-				mean := sum / cnt
-				v := 0.0
-				for i2 := start; i2 < end; i2++ {
-					for i1 := range tc.n1 {
-						for i0 := range tc.n0 {
-							d := A.at(i0, i1, i2, i3) - mean
-							v += d * d
-						}
-					}
-				}
-				s := 1 / math.Sqrt(v/cnt+eps)
-				for i2 := start; i2 < end; i2++ {
-					for i1 := range tc.n1 {
-						for i0 := range tc.n0 {
-							R.v[R.idx(i0, i1, i2, i3)] = (A.at(i0, i1, i2, i3) - mean) * s
-						}
-					}
-				}
+		a := convInput(e, rng, ggml.TypeF32, c.n, 3, 2)
+		out := e.ctx.PadReflect1D(a.t, c.p0, c.p1)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		ref := newND(c.n+c.p0+c.p1, 3, 2)
+		ref.each(func(i0, i1, i2, _ int) {
+			j := i0 - c.p0
+			if j < 0 {
+				j = -j
+			} else if j >= c.n {
+				j = 2*(c.n-1) - j
 			}
-		}
-		got, _ := ggml.Data[float32](g)
-		requireClose(t, R, got, relTol(R, 1e-5))
+			ref.v[ref.idx(i0, i1, i2, 0)] = a.v.at(j, i1, i2, 0)
+		})
+		requireClose(t, ref, convData(t, out), func(int) float64 { return 0 })
 	}
 }
 
-func TestSetMisuse(t *testing.T) {
-	f32 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF32, ne...) }
-	tr := func(c *ggml.Context) *ggml.Tensor { return c.Transpose(f32(c, 4, 3)) }
-	cases := []struct {
-		name string
-		want error
-		op   func(c *ggml.Context) *ggml.Tensor
-	}{
-		{"clamp i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(c.NewTensor(ggml.TypeI32, 4), 0, 1) }},
-		{"clamp bf16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(c.NewTensor(ggml.TypeBF16, 4), 0, 1) }},
-		{"clamp transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(tr(c), 0, 1) }},
-		{"clamp NaN bound", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(f32(c, 4), float32(math.NaN()), 1) }},
-		{"clamp in place transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.ClampInPlace(tr(c), 0, 1) }},
-		{"top_k k 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.TopK(f32(c, 4), 0) }},
-		{"top_k k > ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.TopK(f32(c, 4), 5) }},
-		{"top_k f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.TopK(c.NewTensor(ggml.TypeF16, 4), 2) }},
-		{"top_k transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.TopK(tr(c), 2) }},
-		{"top_k rows not contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			a := f32(c, 4, 3, 2)
-			return c.TopK(c.View3D(a, 4, 2, 2, a.Nb()[1], a.Nb()[2], 0), 2)
-		}},
-		{"argsort_top_k k > ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.ArgsortTopK(f32(c, 4), 9) }},
-		{"repeat_4d not a multiple", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(f32(c, 4, 3), 6, 3, 1, 1) }},
-		{"repeat_4d negative", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(f32(c, 4), -4, 1, 1, 1) }},
-		{"repeat_4d q4_0", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(c.NewTensor(ggml.TypeQ4_0, 32), 64, 1, 1, 1) }},
-		{"repeat_4d transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(tr(c), 6, 4, 1, 1) }},
-		{"repeat_4d empty to non-empty", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(f32(c, 0, 2), 4, 2, 1, 1) }},
-		{"pad_ext negative", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.PadExt(f32(c, 4), ggml.Padding{{0, 0}, {-1, 0}}) }},
-		{"pad_ext f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.PadExt(c.NewTensor(ggml.TypeF16, 4), ggml.Padding{{1, 1}})
-		}},
-		{"pad_ext transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.PadExt(tr(c), ggml.Padding{{1, 1}}) }},
-		{"pad_circular empty", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.PadCircular(f32(c, 0, 2), ggml.Padding{{1, 1}}) }},
-		{"pad_ext too large", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.PadExt(f32(c, 4), ggml.Padding{{1 << 31, 0}}) }},
-		{"roll shift = ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Roll(f32(c, 4, 3), 4, 0, 0, 0) }},
-		{"roll shift -ne1", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Roll(f32(c, 4, 3), 0, -3, 0, 0) }},
-		{"roll shift in size-1 dim", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Roll(f32(c, 4, 3), 0, 0, 1, 0) }},
-		{"roll f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Roll(c.NewTensor(ggml.TypeF16, 4), 1, 0, 0, 0) }},
-		{"roll transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Roll(tr(c), 1, 0, 0, 0) }},
-		{"cast to invalid type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(f32(c, 4), ggml.Type(4)) }},
-		{"cast i32 to f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(c.NewTensor(ggml.TypeI32, 4), ggml.TypeF16) }},
-		{"cast to q4_0 partial block", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cast(f32(c, 48), ggml.TypeQ4_0) }},
-		{"cast transposed to q8_0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cast(c.Transpose(f32(c, 32, 32)), ggml.TypeQ8_0) }},
-		{"cast to iq1_s", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(f32(c, 256), ggml.TypeIQ1_S) }},
-		{"cast q4_0 to f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(c.NewTensor(ggml.TypeQ4_0, 32), ggml.TypeF16) }},
-		{"dup nil", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Dup(nil) }},
-		{"set f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.Set1D(c.NewTensor(ggml.TypeF16, 4), c.NewTensor(ggml.TypeF16, 2), 0)
-		}},
-		{"set b of another type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.Set1D(f32(c, 4), c.NewTensor(ggml.TypeI32, 2), 0)
-		}},
-		{"set b larger", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 5), 0) }},
-		{"set past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 12) }},
-		{"set last element at the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			// ggml checks where the last element starts, not where it ends.
-			return c.Set1D(f32(c, 4), f32(c, 1), 16)
-		}},
-		{"set rows past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set2D(f32(c, 4, 4), f32(c, 2, 3), 32, 0) }},
-		{"set empty b past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			// found by FuzzOpsMore: ggml checks an empty b's position too.
-			return c.Set1D(f32(c, 4), f32(c, 0, 2), 32)
-		}},
-		{"set huge b rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.Set2D(f32(c, 1<<20), f32(c, 1, 1<<19), 1<<20, 0)
-		}},
-		{"set misaligned offset", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 2) }},
-		{"set offset 2^30", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 1<<30) }},
-		{"set a transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(tr(c), f32(c, 2), 0) }},
-		{"set b transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 16), tr(c), 0) }},
-		{"set_rows b f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 8), c.NewTensor(ggml.TypeF16, 4, 2), c.NewTensor(ggml.TypeI32, 2))
-		}},
-		{"set_rows idx f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), f32(c, 2))
-		}},
-		{"set_rows into iq2_xxs", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(c.NewTensor(ggml.TypeIQ2_XXS, 256, 8), f32(c, 256, 2), c.NewTensor(ggml.TypeI32, 2))
-		}},
-		{"set_rows row length", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 8), f32(c, 5, 2), c.NewTensor(ggml.TypeI32, 2))
-		}},
-		{"set_rows one index per row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), c.NewTensor(ggml.TypeI32, 3))
-		}},
-		{"set_rows ne2", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 8, 2), f32(c, 4, 2, 3), c.NewTensor(ggml.TypeI32, 2))
-		}},
-		{"set_rows idx broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 8, 3), f32(c, 4, 2, 3), c.NewTensor(ggml.TypeI32, 2, 2))
-		}},
-		{"set_rows idx ne3", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), c.NewTensor(ggml.TypeI32, 2, 1, 1, 2))
-		}},
-		{"set_rows a transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(c.Transpose(f32(c, 8, 4)), f32(c, 4, 2), c.NewTensor(ggml.TypeI32, 2))
-		}},
-		{"set_rows computed idx", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
-			idx := c.Cast(f32(c, 2), ggml.TypeI32)
-			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), idx)
-		}},
-		{"set_rows argsort idx past rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.SetRows(f32(c, 4, 3), f32(c, 4, 5), c.Argsort(f32(c, 5), ggml.SortAsc))
-		}},
-		{"group_norm 0 groups", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(f32(c, 4, 4, 4), 0, 1e-5) }},
-		{"group_norm groups > channels", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(f32(c, 4, 4, 4), 5, 1e-5) }},
-		{"group_norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.GroupNorm(c.NewTensor(ggml.TypeF16, 4, 4, 4), 2, 1e-5)
-		}},
-		{"group_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(f32(c, 4, 4, 4), 2, -1) }},
-		{"group_norm transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(tr(c), 1, 1e-5) }},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
-			require.NoError(t, err)
-			defer c.Close()
-			require.ErrorIs(t, tc.op(c).Err(), tc.want)
-			require.ErrorIs(t, c.Err(), tc.want)
-		})
+func TestArange(t *testing.T) {
+	rng := newRNG(t)
+	for range 5 {
+		start := float32(rng.NormFloat64() * 10)
+		stop := start + float32(1+rng.Float64()*50)
+		step := float32(0.1 + rng.Float64()*3)
+		e := newEnv(t)
+		out := e.ctx.Arange(start, stop, step)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		got, err := ggml.Data[float32](out)
+		require.NoError(t, err)
+		want := int(math.Ceil(float64(stop-start) / float64(step)))
+		require.InDelta(t, want, len(got), 1, "count of %g..%g by %g", start, stop, step) // f32 rounding of the quotient
+		for i, v := range got {
+			ref := float64(start) + float64(step)*float64(i)
+			assert.InDelta(t, ref, float64(v), 2.4e-7*(math.Abs(ref)+math.Abs(float64(step)*float64(i)))+1e-30, "element %d", i)
+			assert.Less(t, float64(v), float64(stop)+float64(step)/2, "element %d is before stop (within f32 rounding of the count)", i)
+		}
 	}
 }
