@@ -324,6 +324,68 @@ func (c *Context) inPlace(a *Tensor, build func() *Tensor) *Tensor {
 	return build()
 }
 
+// Checks at compute time. Some kernels depend on what no constructor can
+// see: the values of an index input (an index out of range is read or
+// written out of bounds, or asserted on a worker thread, which ends the
+// process) and the number of CPU threads (some kernels hang with more
+// threads than heads). Such an op registers its check beside its
+// constructor, in an init function of its file; packages backend and
+// sched run the checks before each compute (bridge.CheckIndices,
+// bridge.NodeThreadLimit), when the data is final.
+
+// computeCheck is what one op registers.
+type computeCheck struct {
+	// name is the op's name in the errors of the index check.
+	name string
+	// indices returns the index tensor node n reads and the bound
+	// (exclusive) that its values must respect.
+	indices func(n *C.struct_ggml_tensor) (idx *C.struct_ggml_tensor, bound int64)
+	// threads returns the most CPU threads n's kernel computes correctly
+	// with.
+	threads func(n *C.struct_ggml_tensor) int64
+}
+
+// computeChecks holds the registered checks by op, written only by init
+// functions.
+var computeChecks [C.GGML_OP_COUNT]computeCheck
+
+// registerIndexCheck registers the index check of op, named name in its
+// errors (see computeCheck).
+func registerIndexCheck(op C.enum_ggml_op, name string, indices func(n *C.struct_ggml_tensor) (idx *C.struct_ggml_tensor, bound int64)) {
+	computeChecks[op].name = name
+	computeChecks[op].indices = indices
+}
+
+// registerThreadLimit registers the thread limit of op (see computeCheck).
+func registerThreadLimit(op C.enum_ggml_op, threads func(n *C.struct_ggml_tensor) int64) {
+	computeChecks[op].threads = threads
+}
+
+// indexSource returns, for a node whose kernel reads row or expert indices
+// and asserts they are in range, the index tensor, the bound (exclusive)
+// and the op's name, as its op registered them (registerIndexCheck); nil
+// for other nodes.
+func indexSource(t *Tensor) (idx *C.struct_ggml_tensor, rows int64, op string) {
+	chk := &computeChecks[t.c.op]
+	if chk.indices == nil {
+		return nil, 0, ""
+	}
+	idx, rows = chk.indices(t.c)
+	return idx, rows, chk.name
+}
+
+// seqThreadLimit returns the most CPU threads node t's kernel computes
+// correctly with, as its op registered it (registerThreadLimit; the
+// recurrent ops of ops_seq.go do), else 0 (no limit), for a check before a
+// CPU compute. Package backend and package sched check it
+// (bridge.NodeThreadLimit).
+func seqThreadLimit(t *C.struct_ggml_tensor) int64 {
+	if f := computeChecks[t.op].threads; f != nil {
+		return f(t)
+	}
+	return 0
+}
+
 // Indices that the graph computes: ggml's kernels read index values
 // unchecked (or assert on them on a worker thread), so an op accepts
 // computed indices only when they are bounded by construction.
@@ -355,8 +417,8 @@ func indexBound(t *Tensor) (int64, bool) {
 // of b, states) when the graph computes them: ggml's kernels read the
 // values unchecked, so they are accepted only when bounded by construction
 // (an argsort or top-k of rows no longer than n, through views and copies).
-// Indices that are graph inputs in host memory are checked before compute
-// (seqIndexSource, checkNodeData).
+// Indices that are graph inputs are checked before compute: the op
+// registers that check (registerIndexCheck).
 func (c *Context) seqIndices(op, what string, ids *Tensor, n int64, inputs ...*Tensor) *Tensor {
 	if ids.c.op == C.GGML_OP_NONE {
 		return nil

@@ -138,6 +138,13 @@ func (c *Context) AddID(a, b, ids *Tensor) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add_id(c.c, a.c, b.c, ids.c) }, a, b, ids)
 }
 
+// add_id's ids (src[2]) name rows of b (src[1]).
+func init() {
+	registerIndexCheck(C.GGML_OP_ADD_ID, "add_id", func(n *C.struct_ggml_tensor) (*C.struct_ggml_tensor, int64) {
+		return n.src[2], int64(n.src[1].ne[1])
+	})
+}
+
 // Add1 returns a + b, b a tensor of one element added to every element of
 // a (ggml_add1). a is contiguous: f32 with b f32, f16 or bf16 with b f32 or
 // of a's type, or quantized with b f32 when the CPU converts a's type to

@@ -142,6 +142,13 @@ func (c *Context) MulMatID(as, b, ids *Tensor) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_mul_mat_id(c.c, as.c, b.c, ids.c) }, as, b, ids)
 }
 
+// mul_mat_id's ids (src[2]) name experts, the matrices of src[0] along ne2.
+func init() {
+	registerIndexCheck(C.GGML_OP_MUL_MAT_ID, "mul_mat_id", func(n *C.struct_ggml_tensor) (*C.struct_ggml_tensor, int64) {
+		return n.src[2], int64(n.src[0].ne[2])
+	})
+}
+
 // OutProd returns the outer products of the columns of a and b summed over
 // their shared dimension 1 (ggml_out_prod): with a of shape [m, k] and b of
 // shape [n, k] the result is f32 [m, n], result[i,j] = sum over x of

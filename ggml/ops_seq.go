@@ -33,40 +33,6 @@ func (c *Context) seqDense(op string, names []string, ts []*Tensor, inputs ...*T
 	return nil
 }
 
-// seqIndexSource returns, for a node of one of this file's ops that reads
-// i32 indices, the index tensor and the exclusive bound its values must
-// respect, for a check of the data before compute (see checkNodeData): the
-// expert of MulMatID (src[2] against src[0].ne2), the row of b of AddID
-// (src[2] against src[1].ne1), the state of SSMScan (src[6] against
-// src[0].ne3). It returns nil for other nodes.
-func seqIndexSource(t *Tensor) (ids *C.struct_ggml_tensor, bound int64, op string) {
-	switch t.c.op {
-	case C.GGML_OP_MUL_MAT_ID:
-		return t.c.src[2], int64(t.c.src[0].ne[2]), "mul_mat_id"
-	case C.GGML_OP_ADD_ID:
-		return t.c.src[2], int64(t.c.src[1].ne[1]), "add_id"
-	case C.GGML_OP_SSM_SCAN:
-		return t.c.src[6], int64(t.c.src[0].ne[3]), "ssm_scan"
-	}
-	return nil, 0, ""
-}
-
-// seqThreadLimit returns, for a node of RWKVWKV6, GatedLinearAttn or
-// RWKVWKV7, the most CPU threads its kernel computes with correctly (its
-// head count H), else 0 (no limit), for a check before a CPU compute. The
-// kernels give thread i the heads [H*i/n, H*(i+1)/n) but return at once on
-// threads i >= H: with n > H threads heads are lost, and in wkv6 and gla the
-// threads that return skip the barrier after the output is zeroed, so the
-// others wait at it for ever (the graph's compute hangs). Package backend
-// and package sched check it (bridge.NodeThreadLimit).
-func seqThreadLimit(t *C.struct_ggml_tensor) int64 {
-	switch t.op {
-	case C.GGML_OP_RWKV_WKV6, C.GGML_OP_GATED_LINEAR_ATTN, C.GGML_OP_RWKV_WKV7:
-		return int64(t.src[1].ne[1]) // the kernels read H from src[1]
-	}
-	return 0
-}
-
 // SSMConv is the causal 1-d convolution of Mamba (ggml_ssm_conv): sx, f32
 // [dConv-1+nT, dInner, nSeqs], holds each channel's last dConv-1 inputs
 // followed by nT new ones; c, f32 [dConv, dInner], the kernel of each
@@ -196,6 +162,22 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 	}, in...)
 }
 
+// ssm_scan's ids (src[6]) name states, the sequences of s (src[0]) along
+// ne3.
+func init() {
+	registerIndexCheck(C.GGML_OP_SSM_SCAN, "ssm_scan", func(n *C.struct_ggml_tensor) (*C.struct_ggml_tensor, int64) {
+		return n.src[6], int64(n.src[0].ne[3])
+	})
+}
+
+// seqHeads is the thread limit of RWKVWKV6, GatedLinearAttn and RWKVWKV7
+// (registerThreadLimit): their head count H, which the kernels read from
+// src[1]. The kernels give thread i the heads [H*i/n, H*(i+1)/n) but
+// return at once on threads i >= H: with n > H threads heads are lost, and
+// in wkv6 and gla the threads that return skip the barrier after the output
+// is zeroed, so the others wait at it for ever (the graph's compute hangs).
+func seqHeads(n *C.struct_ggml_tensor) int64 { return int64(n.src[1].ne[1]) }
+
 // seqRecurrent checks the inputs of the linear-attention recurrences (RWKV
 // 6 and 7, gated linear attention), named by names: all f32 and
 // contiguous; those at the indices shaped [S, H, nTokens] like in[kAt]; the
@@ -272,6 +254,8 @@ func (c *Context) RWKVWKV6(k, v, r, tf, td, state *Tensor) *Tensor {
 	}, in...)
 }
 
+func init() { registerThreadLimit(C.GGML_OP_RWKV_WKV6, seqHeads) }
+
 // GatedLinearAttn is gated linear attention (ggml_gated_linear_attn). k,
 // v, q and g (the gate) are f32 [S, H, nTokens]; state as for RWKVWKV6.
 // For each token t, head h, i (along k) and j (along v):
@@ -300,6 +284,8 @@ func (c *Context) GatedLinearAttn(k, v, q, g, state *Tensor, scale float32) *Ten
 		return C.ggml_gated_linear_attn(c.c, k.c, v.c, q.c, g.c, state.c, C.float(scale))
 	}, in...)
 }
+
+func init() { registerThreadLimit(C.GGML_OP_GATED_LINEAR_ATTN, seqHeads) }
 
 // seqRWKV7Step is the head size ggml's RWKVWKV7 kernel needs a multiple
 // of: its SIMD loop walks each head in blocks of GGML_F32_STEP floats (64
@@ -402,3 +388,5 @@ func (c *Context) RWKVWKV7(r, w, k, v, a, b, state *Tensor) *Tensor {
 		return C.ggml_concat(c.c, out, fin, 1)
 	}, in...)
 }
+
+func init() { registerThreadLimit(C.GGML_OP_RWKV_WKV7, seqHeads) }

@@ -159,6 +159,14 @@ func (c *Context) GetRowsBack(a, b, like *Tensor) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_get_rows_back(c.c, a.c, b.c, like.c) }, a, b, like)
 }
 
+// get_rows_back adds each row of a to the row of the result its index
+// names.
+func init() {
+	registerIndexCheck(C.GGML_OP_GET_ROWS_BACK, "get_rows_back", func(n *C.struct_ggml_tensor) (*C.struct_ggml_tensor, int64) {
+		return n.src[1], int64(n.ne[1])
+	})
+}
+
 // RepeatBack sums a over the tiles of b's shape: the gradient of Repeat
 // (ggml_repeat_back). Each a.ne[i] must be a multiple of b.ne[i]; a is f32
 // with adjacent elements; the result has b's shape.

@@ -584,6 +584,13 @@ func (c *Context) GetRows(a, b *Tensor) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_get_rows(c.c, a.c, b.c) }, a, b)
 }
 
+// get_rows' kernel asserts that each index is a row of a.
+func init() {
+	registerIndexCheck(C.GGML_OP_GET_ROWS, "get_rows", func(n *C.struct_ggml_tensor) (*C.struct_ggml_tensor, int64) {
+		return n.src[1], int64(n.src[0].ne[1])
+	})
+}
+
 // SetRows writes rows of b (f32) into a: b's row (i, j, k) goes to a's row
 // idx[i, j % idx.ne1, k % idx.ne2] of matrix (j, k), converted to a's type
 // (ggml_set_rows). It returns a view of a that the graph computes, so a
@@ -627,6 +634,13 @@ func (c *Context) SetRows(a, b, idx *Tensor) *Tensor {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_set_rows(c.c, a.c, b.c, idx.c) }, a, b, idx)
+}
+
+// set_rows writes each row of b at the row of a its index names.
+func init() {
+	registerIndexCheck(C.GGML_OP_SET_ROWS, "set_rows", func(n *C.struct_ggml_tensor) (*C.struct_ggml_tensor, int64) {
+		return n.src[1], int64(n.ne[1])
+	})
 }
 
 // Pad appends p0..p3 zeros at the end of each dimension of a (ggml_pad).
