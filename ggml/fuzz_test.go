@@ -71,7 +71,7 @@ func fuzzGraph(t *testing.T, be *backend.Backend, data []byte, ops []opBuilder) 
 	}
 	for step := 0; step < 12 && !r.done(); step++ {
 		a, b := pick(), pick()
-		out := ops[r.n(len(ops))](c, r, a, b, pick)
+		out := ops[r.n(len(ops))](opIn{r, c, a, b, pick})
 		if out.Err() == nil {
 			pool = append(pool, out)
 		}

@@ -27,9 +27,19 @@ type opCase struct {
 	build opBuilder
 }
 
-// opBuilder builds one op on the inputs a and b with parameters read from
-// r; pick returns further inputs (reading r too).
-type opBuilder func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor
+// opBuilder builds one op of o.c on the inputs o.a and o.b, with
+// parameters read from o's bytes.
+type opBuilder func(o opIn) *ggml.Tensor
+
+// opIn is what an opBuilder builds from: the context, two inputs, the
+// fuzz bytes (o.n, o.signed), and pick, which returns further inputs
+// (reading the bytes too).
+type opIn struct {
+	*byteReader
+	c    *ggml.Context
+	a, b *ggml.Tensor
+	pick func() *ggml.Tensor
+}
 
 // opTable lists every op of Context, in the order of the op files (ggml.h's
 // families). It drives FuzzOps, the check that it holds every op of
@@ -39,19 +49,17 @@ var opTable = []opCase{
 	// ops_elementwise.go
 	{0, "Add", on2((*ggml.Context).Add)},
 	{1, "AddInPlace", on2((*ggml.Context).AddInPlace)},
-	{2, "AddCast", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.AddCast(a, b, []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0}[r.n(3)])
+	{2, "AddCast", func(o opIn) *ggml.Tensor {
+		return o.c.AddCast(o.a, o.b, []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0}[o.n(3)])
 	}},
-	{3, "AddID", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.AddID(a, b, pick())
-	}},
+	{3, "AddID", func(o opIn) *ggml.Tensor { return o.c.AddID(o.a, o.b, o.pick()) }},
 	{4, "Add1", on2((*ggml.Context).Add1)},
 	{5, "Add1InPlace", on2((*ggml.Context).Add1InPlace)},
-	{6, "Acc", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Acc(a, b, uint64(4*r.n(8)), uint64(4*r.n(16)), 0, uint64(4*r.n(4)))
+	{6, "Acc", func(o opIn) *ggml.Tensor {
+		return o.c.Acc(o.a, o.b, uint64(4*o.n(8)), uint64(4*o.n(16)), 0, uint64(4*o.n(4)))
 	}},
-	{7, "AccInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.AccInPlace(a, b, uint64(4*r.n(8)), uint64(4*r.n(16)), 0, uint64(4*r.n(4)))
+	{7, "AccInPlace", func(o opIn) *ggml.Tensor {
+		return o.c.AccInPlace(o.a, o.b, uint64(4*o.n(8)), uint64(4*o.n(16)), 0, uint64(4*o.n(4)))
 	}},
 	{8, "Sub", on2((*ggml.Context).Sub)},
 	{9, "SubInPlace", on2((*ggml.Context).SubInPlace)},
@@ -59,24 +67,12 @@ var opTable = []opCase{
 	{11, "MulInPlace", on2((*ggml.Context).MulInPlace)},
 	{12, "Div", on2((*ggml.Context).Div)},
 	{13, "DivInPlace", on2((*ggml.Context).DivInPlace)},
-	{14, "Scale", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Scale(a, float32(r.n(5))-2)
-	}},
-	{15, "ScaleInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ScaleInPlace(a, float32(r.n(5))-2)
-	}},
-	{16, "ScaleBias", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ScaleBias(a, float32(r.n(5))-2, 1)
-	}},
-	{17, "ScaleBiasInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ScaleBiasInPlace(a, float32(r.n(5))-2, 1)
-	}},
-	{18, "Clamp", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Clamp(a, r.signed(5), r.signed(5))
-	}},
-	{19, "ClampInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ClampInPlace(a, r.signed(5), r.signed(5))
-	}},
+	{14, "Scale", func(o opIn) *ggml.Tensor { return o.c.Scale(o.a, float32(o.n(5))-2) }},
+	{15, "ScaleInPlace", func(o opIn) *ggml.Tensor { return o.c.ScaleInPlace(o.a, float32(o.n(5))-2) }},
+	{16, "ScaleBias", func(o opIn) *ggml.Tensor { return o.c.ScaleBias(o.a, float32(o.n(5))-2, 1) }},
+	{17, "ScaleBiasInPlace", func(o opIn) *ggml.Tensor { return o.c.ScaleBiasInPlace(o.a, float32(o.n(5))-2, 1) }},
+	{18, "Clamp", func(o opIn) *ggml.Tensor { return o.c.Clamp(o.a, o.signed(5), o.signed(5)) }},
+	{19, "ClampInPlace", func(o opIn) *ggml.Tensor { return o.c.ClampInPlace(o.a, o.signed(5), o.signed(5)) }},
 	// ops_unary.go
 	{20, "Sqr", on1((*ggml.Context).Sqr)},
 	{21, "SqrInPlace", on1((*ggml.Context).SqrInPlace)},
@@ -97,12 +93,8 @@ var opTable = []opCase{
 	{36, "Tanh", on1((*ggml.Context).Tanh)},
 	{37, "Elu", on1((*ggml.Context).Elu)},
 	{38, "Relu", on1((*ggml.Context).Relu)},
-	{39, "LeakyRelu", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.LeakyRelu(a, 0.1)
-	}},
-	{40, "LeakyReluInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.LeakyReluInPlace(a, 0.1)
-	}},
+	{39, "LeakyRelu", func(o opIn) *ggml.Tensor { return o.c.LeakyRelu(o.a, 0.1) }},
+	{40, "LeakyReluInPlace", func(o opIn) *ggml.Tensor { return o.c.LeakyReluInPlace(o.a, 0.1) }},
 	{41, "Sigmoid", on1((*ggml.Context).Sigmoid)},
 	{42, "Gelu", on1((*ggml.Context).Gelu)},
 	{43, "GeluErf", on1((*ggml.Context).GeluErf)},
@@ -115,27 +107,15 @@ var opTable = []opCase{
 	{50, "Ceil", on1((*ggml.Context).Ceil)},
 	{51, "Round", on1((*ggml.Context).Round)},
 	{52, "Trunc", on1((*ggml.Context).Trunc)},
-	{53, "XIELU", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.XIELU(a, 0.8, 0.8, 0.5, -1e-6)
-	}},
-	{54, "Unary", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Unary(a, ggml.UnaryOp(r.n(24)))
-	}},
-	{55, "UnaryInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.UnaryInPlace(a, ggml.UnaryOp(r.n(24)))
-	}},
-	{56, "GLU", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.GLU(a, ggml.GLUOp(r.n(7)), r.n(2) == 0)
-	}},
-	{57, "GLUSplit", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.GLUSplit(a, b, ggml.GLUOp(r.n(7)))
-	}},
+	{53, "XIELU", func(o opIn) *ggml.Tensor { return o.c.XIELU(o.a, 0.8, 0.8, 0.5, -1e-6) }},
+	{54, "Unary", func(o opIn) *ggml.Tensor { return o.c.Unary(o.a, ggml.UnaryOp(o.n(24))) }},
+	{55, "UnaryInPlace", func(o opIn) *ggml.Tensor { return o.c.UnaryInPlace(o.a, ggml.UnaryOp(o.n(24))) }},
+	{56, "GLU", func(o opIn) *ggml.Tensor { return o.c.GLU(o.a, ggml.GLUOp(o.n(7)), o.n(2) == 0) }},
+	{57, "GLUSplit", func(o opIn) *ggml.Tensor { return o.c.GLUSplit(o.a, o.b, ggml.GLUOp(o.n(7))) }},
 	{58, "Swiglu", on1((*ggml.Context).Swiglu)},
 	{59, "Geglu", on1((*ggml.Context).Geglu)},
 	{60, "Reglu", on1((*ggml.Context).Reglu)},
-	{61, "SwigluOAI", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SwigluOAI(a, b, 1.7, float32(r.n(4)))
-	}},
+	{61, "SwigluOAI", func(o opIn) *ggml.Tensor { return o.c.SwigluOAI(o.a, o.b, 1.7, float32(o.n(4))) }},
 	// ops_reduce.go
 	{62, "Sum", on1((*ggml.Context).Sum)},
 	{63, "SumRows", on1((*ggml.Context).SumRows)},
@@ -143,328 +123,194 @@ var opTable = []opCase{
 	{65, "Mean", on1((*ggml.Context).Mean)},
 	{66, "Argmax", on1((*ggml.Context).Argmax)},
 	{67, "CountEqual", on2((*ggml.Context).CountEqual)},
-	{68, "Argsort", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Argsort(a, ggml.SortOrder(r.n(2)))
-	}},
-	{69, "ArgsortTopK", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ArgsortTopK(a, r.n(6))
-	}},
-	{70, "TopK", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.TopK(a, r.n(6))
-	}},
+	{68, "Argsort", func(o opIn) *ggml.Tensor { return o.c.Argsort(o.a, ggml.SortOrder(o.n(2))) }},
+	{69, "ArgsortTopK", func(o opIn) *ggml.Tensor { return o.c.ArgsortTopK(o.a, o.n(6)) }},
+	{70, "TopK", func(o opIn) *ggml.Tensor { return o.c.TopK(o.a, o.n(6)) }},
 	// ops_norm.go
-	{71, "Norm", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Norm(a, 1e-5)
-	}},
-	{72, "NormInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.NormInPlace(a, 1e-5)
-	}},
-	{73, "RMSNorm", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.RMSNorm(a, 1e-5)
-	}},
-	{74, "RMSNormInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.RMSNormInPlace(a, 1e-5)
-	}},
-	{75, "GroupNorm", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.GroupNorm(a, r.n(4), 1e-5)
-	}},
-	{76, "GroupNormInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.GroupNormInPlace(a, r.n(4), 1e-5)
-	}},
-	{77, "L2Norm", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.L2Norm(a, float32(r.n(3))-1)
-	}},
-	{78, "L2NormInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.L2NormInPlace(a, float32(r.n(3))-1)
-	}},
+	{71, "Norm", func(o opIn) *ggml.Tensor { return o.c.Norm(o.a, 1e-5) }},
+	{72, "NormInPlace", func(o opIn) *ggml.Tensor { return o.c.NormInPlace(o.a, 1e-5) }},
+	{73, "RMSNorm", func(o opIn) *ggml.Tensor { return o.c.RMSNorm(o.a, 1e-5) }},
+	{74, "RMSNormInPlace", func(o opIn) *ggml.Tensor { return o.c.RMSNormInPlace(o.a, 1e-5) }},
+	{75, "GroupNorm", func(o opIn) *ggml.Tensor { return o.c.GroupNorm(o.a, o.n(4), 1e-5) }},
+	{76, "GroupNormInPlace", func(o opIn) *ggml.Tensor { return o.c.GroupNormInPlace(o.a, o.n(4), 1e-5) }},
+	{77, "L2Norm", func(o opIn) *ggml.Tensor { return o.c.L2Norm(o.a, float32(o.n(3))-1) }},
+	{78, "L2NormInPlace", func(o opIn) *ggml.Tensor { return o.c.L2NormInPlace(o.a, float32(o.n(3))-1) }},
 	// ops_softmax.go
 	{79, "SoftMax", on1((*ggml.Context).SoftMax)},
 	{80, "SoftMaxInPlace", on1((*ggml.Context).SoftMaxInPlace)},
-	{81, "SoftMaxExt", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SoftMaxExt(a, []*ggml.Tensor{nil, b}[r.n(2)], 0.5, float32(r.n(2)))
+	{81, "SoftMaxExt", func(o opIn) *ggml.Tensor {
+		return o.c.SoftMaxExt(o.a, []*ggml.Tensor{nil, o.b}[o.n(2)], 0.5, float32(o.n(2)))
 	}},
-	{82, "SoftMaxExtInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SoftMaxExtInPlace(a, []*ggml.Tensor{nil, b}[r.n(2)], 0.5, float32(r.n(2)))
+	{82, "SoftMaxExtInPlace", func(o opIn) *ggml.Tensor {
+		return o.c.SoftMaxExtInPlace(o.a, []*ggml.Tensor{nil, o.b}[o.n(2)], 0.5, float32(o.n(2)))
 	}},
-	{83, "SoftMaxExtSinks", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SoftMaxExtSinks(a, []*ggml.Tensor{nil, b}[r.n(2)], pick(), 1, 0)
+	{83, "SoftMaxExtSinks", func(o opIn) *ggml.Tensor {
+		return o.c.SoftMaxExtSinks(o.a, []*ggml.Tensor{nil, o.b}[o.n(2)], o.pick(), 1, 0)
 	}},
 	// ops_matrix.go
 	{84, "MulMat", on2((*ggml.Context).MulMat)},
-	{85, "MulMatPrec", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MulMatPrec(a, b, ggml.Precision(10*r.n(2)))
-	}},
-	{86, "MulMatID", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MulMatID(a, b, pick())
-	}},
+	{85, "MulMatPrec", func(o opIn) *ggml.Tensor { return o.c.MulMatPrec(o.a, o.b, ggml.Precision(10*o.n(2))) }},
+	{86, "MulMatID", func(o opIn) *ggml.Tensor { return o.c.MulMatID(o.a, o.b, o.pick()) }},
 	{87, "OutProd", on2((*ggml.Context).OutProd)},
 	{88, "Diag", on1((*ggml.Context).Diag)},
-	{89, "Tri", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Tri(a, ggml.TriType(r.n(5)))
-	}},
-	{90, "SolveTri", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SolveTri(a, b, true, true, false)
-	}},
+	{89, "Tri", func(o opIn) *ggml.Tensor { return o.c.Tri(o.a, ggml.TriType(o.n(5))) }},
+	{90, "SolveTri", func(o opIn) *ggml.Tensor { return o.c.SolveTri(o.a, o.b, true, true, false) }},
 	// ops_view.go
 	{91, "Dup", on1((*ggml.Context).Dup)},
 	{92, "Repeat", on2((*ggml.Context).Repeat)},
-	{93, "Repeat4D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Repeat4D(a, int64(r.n(9)), int64(r.n(5)), int64(r.n(3)), 1)
+	{93, "Repeat4D", func(o opIn) *ggml.Tensor { return o.c.Repeat4D(o.a, int64(o.n(9)), int64(o.n(5)), int64(o.n(3)), 1) }},
+	{94, "Concat", func(o opIn) *ggml.Tensor { return o.c.Concat(o.a, o.b, o.n(5)) }},
+	{95, "Set", func(o opIn) *ggml.Tensor {
+		return o.c.Set(o.a, o.b, uint64(4*o.n(16)), uint64(4*o.n(32)), 0, uint64(4*o.n(4)))
 	}},
-	{94, "Concat", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Concat(a, b, r.n(5))
+	{96, "SetInPlace", func(o opIn) *ggml.Tensor {
+		return o.c.SetInPlace(o.a, o.b, uint64(4*o.n(16)), uint64(4*o.n(32)), 0, uint64(4*o.n(4)))
 	}},
-	{95, "Set", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Set(a, b, uint64(4*r.n(16)), uint64(4*r.n(32)), 0, uint64(4*r.n(4)))
-	}},
-	{96, "SetInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SetInPlace(a, b, uint64(4*r.n(16)), uint64(4*r.n(32)), 0, uint64(4*r.n(4)))
-	}},
-	{97, "Set1D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Set1D(a, b, uint64(4*r.n(10)))
-	}},
-	{98, "Set2D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Set2D(a, b, uint64(4*r.n(16)), uint64(4*r.n(4)))
-	}},
+	{97, "Set1D", func(o opIn) *ggml.Tensor { return o.c.Set1D(o.a, o.b, uint64(4*o.n(10))) }},
+	{98, "Set2D", func(o opIn) *ggml.Tensor { return o.c.Set2D(o.a, o.b, uint64(4*o.n(16)), uint64(4*o.n(4))) }},
 	{99, "Cpy", on2((*ggml.Context).Cpy)},
-	{100, "Cast", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Cast(a, []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeI32, ggml.TypeQ4_K, ggml.TypeIQ2_XXS}[r.n(6)])
+	{100, "Cast", func(o opIn) *ggml.Tensor {
+		return o.c.Cast(o.a, []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeI32, ggml.TypeQ4_K, ggml.TypeIQ2_XXS}[o.n(6)])
 	}},
 	{101, "Cont", on1((*ggml.Context).Cont)},
-	{102, "ContND", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ContND(a, int64(r.n(9)), int64(1+r.n(4)))
+	{102, "ContND", func(o opIn) *ggml.Tensor { return o.c.ContND(o.a, int64(o.n(9)), int64(1+o.n(4))) }},
+	{103, "Reshape", func(o opIn) *ggml.Tensor { return o.c.Reshape(o.a, int64(o.n(9)), int64(1+o.n(4))) }},
+	{104, "View1D", func(o opIn) *ggml.Tensor { return o.c.View1D(o.a, int64(o.n(20)), uint64(o.n(40))) }},
+	{105, "View2D", func(o opIn) *ggml.Tensor {
+		return o.c.View2D(o.a, int64(o.n(9)), int64(o.n(4)), uint64(o.n(64)), uint64(o.n(64)))
 	}},
-	{103, "Reshape", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Reshape(a, int64(r.n(9)), int64(1+r.n(4)))
+	{106, "View3D", func(o opIn) *ggml.Tensor {
+		return o.c.View3D(o.a, int64(o.n(9)), int64(o.n(4)), int64(o.n(3)), uint64(o.n(64)), uint64(o.n(128)), uint64(o.n(64)))
 	}},
-	{104, "View1D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.View1D(a, int64(r.n(20)), uint64(r.n(40)))
+	{107, "View4D", func(o opIn) *ggml.Tensor {
+		return o.c.View4D(o.a, int64(o.n(9)), int64(o.n(4)), int64(o.n(3)), int64(o.n(2)), uint64(o.n(64)), uint64(o.n(128)), uint64(o.n(256)), uint64(o.n(64)))
 	}},
-	{105, "View2D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.View2D(a, int64(r.n(9)), int64(r.n(4)), uint64(r.n(64)), uint64(r.n(64)))
-	}},
-	{106, "View3D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.View3D(a, int64(r.n(9)), int64(r.n(4)), int64(r.n(3)), uint64(r.n(64)), uint64(r.n(128)), uint64(r.n(64)))
-	}},
-	{107, "View4D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.View4D(a, int64(r.n(9)), int64(r.n(4)), int64(r.n(3)), int64(r.n(2)), uint64(r.n(64)), uint64(r.n(128)), uint64(r.n(256)), uint64(r.n(64)))
-	}},
-	{108, "Permute", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Permute(a, r.n(4), r.n(4), r.n(4), r.n(4))
-	}},
+	{108, "Permute", func(o opIn) *ggml.Tensor { return o.c.Permute(o.a, o.n(4), o.n(4), o.n(4), o.n(4)) }},
 	{109, "Transpose", on1((*ggml.Context).Transpose)},
 	{110, "GetRows", on2((*ggml.Context).GetRows)},
-	{111, "SetRows", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SetRows(a, b, pick())
+	{111, "SetRows", func(o opIn) *ggml.Tensor { return o.c.SetRows(o.a, o.b, o.pick()) }},
+	{112, "Pad", func(o opIn) *ggml.Tensor { return o.c.Pad(o.a, o.n(3), o.n(3), 0, 0) }},
+	{113, "PadExt", func(o opIn) *ggml.Tensor { return o.c.PadExt(o.a, ggml.Padding{{o.n(3), o.n(3)}, {o.n(2), o.n(2)}}) }},
+	{114, "PadCircular", func(o opIn) *ggml.Tensor {
+		return o.c.PadCircular(o.a, ggml.Padding{{o.n(3), o.n(3)}, {o.n(2), o.n(2)}})
 	}},
-	{112, "Pad", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Pad(a, r.n(3), r.n(3), 0, 0)
-	}},
-	{113, "PadExt", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.PadExt(a, ggml.Padding{{r.n(3), r.n(3)}, {r.n(2), r.n(2)}})
-	}},
-	{114, "PadCircular", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.PadCircular(a, ggml.Padding{{r.n(3), r.n(3)}, {r.n(2), r.n(2)}})
-	}},
-	{115, "PadReflect1D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.PadReflect1D(a, r.n(3), r.n(3))
-	}},
-	{116, "Roll", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Roll(a, r.n(5)-2, r.n(3)-1, 0, 0)
-	}},
-	{117, "Fill", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Fill(a, r.signed(5))
-	}},
-	{118, "FillInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.FillInPlace(a, r.signed(5))
-	}},
-	{119, "Arange", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Arange(float32(r.n(9))-4, float32(r.n(9))-4, float32(r.n(5))-1)
-	}},
+	{115, "PadReflect1D", func(o opIn) *ggml.Tensor { return o.c.PadReflect1D(o.a, o.n(3), o.n(3)) }},
+	{116, "Roll", func(o opIn) *ggml.Tensor { return o.c.Roll(o.a, o.n(5)-2, o.n(3)-1, 0, 0) }},
+	{117, "Fill", func(o opIn) *ggml.Tensor { return o.c.Fill(o.a, o.signed(5)) }},
+	{118, "FillInPlace", func(o opIn) *ggml.Tensor { return o.c.FillInPlace(o.a, o.signed(5)) }},
+	{119, "Arange", func(o opIn) *ggml.Tensor { return o.c.Arange(float32(o.n(9))-4, float32(o.n(9))-4, float32(o.n(5))-1) }},
 	// ops_rope_attn.go
-	{120, "DiagMaskInf", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.DiagMaskInf(a, r.n(3))
+	{120, "DiagMaskInf", func(o opIn) *ggml.Tensor { return o.c.DiagMaskInf(o.a, o.n(3)) }},
+	{121, "DiagMaskInfInPlace", func(o opIn) *ggml.Tensor { return o.c.DiagMaskInfInPlace(o.a, o.n(3)) }},
+	{122, "DiagMaskZero", func(o opIn) *ggml.Tensor { return o.c.DiagMaskZero(o.a, o.n(3)) }},
+	{123, "DiagMaskZeroInPlace", func(o opIn) *ggml.Tensor { return o.c.DiagMaskZeroInPlace(o.a, o.n(3)) }},
+	{124, "Rope", func(o opIn) *ggml.Tensor {
+		return o.c.Rope(o.a, o.b, ggml.RopeParams{Dims: o.n(10), Mode: ggml.RopeMode(2 * o.n(2)), FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
 	}},
-	{121, "DiagMaskInfInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.DiagMaskInfInPlace(a, r.n(3))
+	{125, "Rope", func(o opIn) *ggml.Tensor {
+		return o.c.Rope(o.a, o.b, ggml.RopeParams{Dims: o.n(10), Mode: []ggml.RopeMode{ggml.RopeMRope, ggml.RopeIMRope, ggml.RopeVision}[o.n(3)],
+			Sections: [4]int{o.n(3), o.n(3), o.n(2), 0}, FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
 	}},
-	{122, "DiagMaskZero", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.DiagMaskZero(a, r.n(3))
+	{126, "RopeInPlace", func(o opIn) *ggml.Tensor {
+		return o.c.RopeInPlace(o.a, o.b, ggml.RopeParams{Dims: o.n(10), Mode: ggml.RopeMode(2 * o.n(2)), FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
 	}},
-	{123, "DiagMaskZeroInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.DiagMaskZeroInPlace(a, r.n(3))
+	{127, "FlashAttnExt", func(o opIn) *ggml.Tensor {
+		return o.c.FlashAttnExt(o.a, o.b, o.pick(), []*ggml.Tensor{nil, o.pick()}[o.n(2)], ggml.FlashAttnParams{Scale: 0.5, MaxBias: o.signed(3), LogitSoftcap: float32(o.n(2)) * 10})
 	}},
-	{124, "Rope", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Rope(a, b, ggml.RopeParams{Dims: r.n(10), Mode: ggml.RopeMode(2 * r.n(2)), FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
-	}},
-	{125, "Rope", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Rope(a, b, ggml.RopeParams{Dims: r.n(10), Mode: []ggml.RopeMode{ggml.RopeMRope, ggml.RopeIMRope, ggml.RopeVision}[r.n(3)],
-			Sections: [4]int{r.n(3), r.n(3), r.n(2), 0}, FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
-	}},
-	{126, "RopeInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.RopeInPlace(a, b, ggml.RopeParams{Dims: r.n(10), Mode: ggml.RopeMode(2 * r.n(2)), FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
-	}},
-	{127, "FlashAttnExt", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.FlashAttnExt(a, b, pick(), []*ggml.Tensor{nil, pick()}[r.n(2)], ggml.FlashAttnParams{Scale: 0.5, MaxBias: r.signed(3), LogitSoftcap: float32(r.n(2)) * 10})
-	}},
-	{128, "WinPart", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.WinPart(a, r.n(4))
-	}},
-	{129, "WinUnpart", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.WinUnpart(a, 1+r.n(4), 1+r.n(4), r.n(4))
-	}},
-	{130, "GetRelPos", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.GetRelPos(a, r.n(4), r.n(4))
-	}},
-	{131, "AddRelPos", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.AddRelPos(a, b, pick())
-	}},
+	{128, "WinPart", func(o opIn) *ggml.Tensor { return o.c.WinPart(o.a, o.n(4)) }},
+	{129, "WinUnpart", func(o opIn) *ggml.Tensor { return o.c.WinUnpart(o.a, 1+o.n(4), 1+o.n(4), o.n(4)) }},
+	{130, "GetRelPos", func(o opIn) *ggml.Tensor { return o.c.GetRelPos(o.a, o.n(4), o.n(4)) }},
+	{131, "AddRelPos", func(o opIn) *ggml.Tensor { return o.c.AddRelPos(o.a, o.b, o.pick()) }},
 	// ops_conv.go
-	{132, "Im2Col", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Im2Col(a, b, 1+r.n(2), 1+r.n(2), r.n(2), r.n(2), 1+r.n(2), 1, r.n(2) == 0, []ggml.Type{ggml.TypeF32, ggml.TypeF16}[r.n(2)])
+	{132, "Im2Col", func(o opIn) *ggml.Tensor {
+		return o.c.Im2Col(o.a, o.b, 1+o.n(2), 1+o.n(2), o.n(2), o.n(2), 1+o.n(2), 1, o.n(2) == 0, []ggml.Type{ggml.TypeF32, ggml.TypeF16}[o.n(2)])
 	}},
-	{133, "Conv1D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv1D(a, b, 1+r.n(2), r.n(2), 1+r.n(2))
+	{133, "Conv1D", func(o opIn) *ggml.Tensor { return o.c.Conv1D(o.a, o.b, 1+o.n(2), o.n(2), 1+o.n(2)) }},
+	{134, "Conv1DDW", func(o opIn) *ggml.Tensor { return o.c.Conv1DDW(o.a, o.b, 1, o.n(2), 1) }},
+	{135, "ConvTranspose1D", func(o opIn) *ggml.Tensor { return o.c.ConvTranspose1D(o.a, o.b, 1+o.n(2), 0, 1) }},
+	{136, "Conv2D", func(o opIn) *ggml.Tensor { return o.c.Conv2D(o.a, o.b, 1+o.n(2), 1+o.n(2), o.n(2), o.n(2), 1, 1) }},
+	{137, "Conv2DDW", func(o opIn) *ggml.Tensor { return o.c.Conv2DDW(o.a, o.b, 1, 1, o.n(2), o.n(2), 1, 1) }},
+	{138, "Conv2DDirect", func(o opIn) *ggml.Tensor { return o.c.Conv2DDirect(o.a, o.b, 1, 1, o.n(2), o.n(2), 1, 1) }},
+	{139, "Conv2DDWDirect", func(o opIn) *ggml.Tensor { return o.c.Conv2DDWDirect(o.a, o.b, 1, 1, o.n(2), o.n(2), 1, 1) }},
+	{140, "ConvTranspose2D", func(o opIn) *ggml.Tensor { return o.c.ConvTranspose2D(o.a, o.b, 1+o.n(2)) }},
+	{141, "Im2Col3D", func(o opIn) *ggml.Tensor {
+		return o.c.Im2Col3D(o.a, o.b, 1+o.n(2), 1, 1, 1, o.n(2), 0, 0, 1, 1, 1, []ggml.Type{ggml.TypeF32, ggml.TypeF16}[o.n(2)])
 	}},
-	{134, "Conv1DDW", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv1DDW(a, b, 1, r.n(2), 1)
+	{142, "Conv3D", func(o opIn) *ggml.Tensor { return o.c.Conv3D(o.a, o.b, 1+o.n(2), 1, 1, 1, o.n(2), 0, 0, 1, 1, 1) }},
+	{143, "Conv3DDirect", func(o opIn) *ggml.Tensor {
+		return o.c.Conv3DDirect(o.a, o.b, 1, 1, 1, o.n(2), 0, 0, 1, 1, 1, 1+o.n(2), 1+o.n(2), 1+o.n(2))
 	}},
-	{135, "ConvTranspose1D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ConvTranspose1D(a, b, 1+r.n(2), 0, 1)
+	{144, "Pool1D", func(o opIn) *ggml.Tensor { return o.c.Pool1D(o.a, ggml.PoolOp(o.n(3)), 1+o.n(3), 1+o.n(3), o.n(2)) }},
+	{145, "Pool2D", func(o opIn) *ggml.Tensor {
+		return o.c.Pool2D(o.a, ggml.PoolOp(o.n(3)), 1+o.n(3), 1+o.n(3), 1+o.n(2), 1+o.n(2), o.n(2), o.n(2))
 	}},
-	{136, "Conv2D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv2D(a, b, 1+r.n(2), 1+r.n(2), r.n(2), r.n(2), 1, 1)
+	{146, "Interpolate", func(o opIn) *ggml.Tensor {
+		mode := ggml.ScaleMode(o.n(3))
+		return o.c.Interpolate(o.a, int64(o.n(9)), int64(o.n(5)), int64(1+o.n(2)), 1, mode|ggml.ScaleMode(o.n(2)<<8))
 	}},
-	{137, "Conv2DDW", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv2DDW(a, b, 1, 1, r.n(2), r.n(2), 1, 1)
+	{147, "UpscaleExt", func(o opIn) *ggml.Tensor {
+		return o.c.UpscaleExt(o.a, o.n(9), o.n(5), 1+o.n(2), 1, ggml.ScaleMode(o.n(3)))
 	}},
-	{138, "Conv2DDirect", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv2DDirect(a, b, 1, 1, r.n(2), r.n(2), 1, 1)
+	{148, "Upscale", func(o opIn) *ggml.Tensor {
+		mode := ggml.ScaleMode(o.n(3))
+		return o.c.Upscale(o.a, o.n(4), mode)
 	}},
-	{139, "Conv2DDWDirect", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv2DDWDirect(a, b, 1, 1, r.n(2), r.n(2), 1, 1)
-	}},
-	{140, "ConvTranspose2D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.ConvTranspose2D(a, b, 1+r.n(2))
-	}},
-	{141, "Im2Col3D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Im2Col3D(a, b, 1+r.n(2), 1, 1, 1, r.n(2), 0, 0, 1, 1, 1, []ggml.Type{ggml.TypeF32, ggml.TypeF16}[r.n(2)])
-	}},
-	{142, "Conv3D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv3D(a, b, 1+r.n(2), 1, 1, 1, r.n(2), 0, 0, 1, 1, 1)
-	}},
-	{143, "Conv3DDirect", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Conv3DDirect(a, b, 1, 1, 1, r.n(2), 0, 0, 1, 1, 1, 1+r.n(2), 1+r.n(2), 1+r.n(2))
-	}},
-	{144, "Pool1D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Pool1D(a, ggml.PoolOp(r.n(3)), 1+r.n(3), 1+r.n(3), r.n(2))
-	}},
-	{145, "Pool2D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Pool2D(a, ggml.PoolOp(r.n(3)), 1+r.n(3), 1+r.n(3), 1+r.n(2), 1+r.n(2), r.n(2), r.n(2))
-	}},
-	{146, "Interpolate", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		mode := ggml.ScaleMode(r.n(3))
-		return c.Interpolate(a, int64(r.n(9)), int64(r.n(5)), int64(1+r.n(2)), 1, mode|ggml.ScaleMode(r.n(2)<<8))
-	}},
-	{147, "UpscaleExt", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.UpscaleExt(a, r.n(9), r.n(5), 1+r.n(2), 1, ggml.ScaleMode(r.n(3)))
-	}},
-	{148, "Upscale", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		mode := ggml.ScaleMode(r.n(3))
-		return c.Upscale(a, r.n(4), mode)
-	}},
-	{149, "TimestepEmbedding", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.TimestepEmbedding(a, r.n(9), 10000)
-	}},
+	{149, "TimestepEmbedding", func(o opIn) *ggml.Tensor { return o.c.TimestepEmbedding(o.a, o.n(9), 10000) }},
 	// ops_seq.go
 	{150, "SSMConv", on2((*ggml.Context).SSMConv)},
-	{151, "SSMScan", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SSMScan(a, b, pick(), pick(), pick(), pick(), pick())
+	{151, "SSMScan", func(o opIn) *ggml.Tensor {
+		return o.c.SSMScan(o.a, o.b, o.pick(), o.pick(), o.pick(), o.pick(), o.pick())
 	}},
-	{152, "RWKVWKV6", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.RWKVWKV6(a, b, pick(), pick(), pick(), pick())
-	}},
-	{153, "GatedLinearAttn", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.GatedLinearAttn(a, b, pick(), pick(), pick(), 0.5)
-	}},
-	{154, "RWKVWKV7", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.RWKVWKV7(a, b, pick(), pick(), pick(), pick(), pick())
+	{152, "RWKVWKV6", func(o opIn) *ggml.Tensor { return o.c.RWKVWKV6(o.a, o.b, o.pick(), o.pick(), o.pick(), o.pick()) }},
+	{153, "GatedLinearAttn", func(o opIn) *ggml.Tensor { return o.c.GatedLinearAttn(o.a, o.b, o.pick(), o.pick(), o.pick(), 0.5) }},
+	{154, "RWKVWKV7", func(o opIn) *ggml.Tensor {
+		return o.c.RWKVWKV7(o.a, o.b, o.pick(), o.pick(), o.pick(), o.pick(), o.pick())
 	}},
 	// ops_train.go
 	{155, "SiluBack", on2((*ggml.Context).SiluBack)},
-	{156, "RMSNormBack", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.RMSNormBack(a, b, 1e-5)
+	{156, "RMSNormBack", func(o opIn) *ggml.Tensor { return o.c.RMSNormBack(o.a, o.b, 1e-5) }},
+	{157, "SoftMaxExtBack", func(o opIn) *ggml.Tensor { return o.c.SoftMaxExtBack(o.a, o.b, 1, 0) }},
+	{158, "SoftMaxExtBackInPlace", func(o opIn) *ggml.Tensor { return o.c.SoftMaxExtBackInPlace(o.a, o.b, 1, 0) }},
+	{159, "RopeBack", func(o opIn) *ggml.Tensor {
+		return o.c.RopeBack(o.a, o.b, ggml.RopeParams{Dims: o.n(10), Mode: ggml.RopeMode(2 * o.n(2)), FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
 	}},
-	{157, "SoftMaxExtBack", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SoftMaxExtBack(a, b, 1, 0)
-	}},
-	{158, "SoftMaxExtBackInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.SoftMaxExtBackInPlace(a, b, 1, 0)
-	}},
-	{159, "RopeBack", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.RopeBack(a, b, ggml.RopeParams{Dims: r.n(10), Mode: ggml.RopeMode(2 * r.n(2)), FreqBase: 10000, FreqScale: 1, AttnFactor: 1})
-	}},
-	{160, "GetRowsBack", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.GetRowsBack(a, b, pick())
-	}},
+	{160, "GetRowsBack", func(o opIn) *ggml.Tensor { return o.c.GetRowsBack(o.a, o.b, o.pick()) }},
 	{161, "RepeatBack", on2((*ggml.Context).RepeatBack)},
-	{162, "Im2ColBack", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Im2ColBack(a, b, [4]int64{int64(1 + r.n(8)), int64(1 + r.n(4)), int64(1 + r.n(3)), 1}, 1, 1, r.n(2), 0, 1, 1, r.n(2) == 0)
+	{162, "Im2ColBack", func(o opIn) *ggml.Tensor {
+		return o.c.Im2ColBack(o.a, o.b, [4]int64{int64(1 + o.n(8)), int64(1 + o.n(4)), int64(1 + o.n(3)), 1}, 1, 1, o.n(2), 0, 1, 1, o.n(2) == 0)
 	}},
-	{163, "Pool2DBack", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Pool2DBack(a, b, ggml.PoolOp(r.n(3)), 1+r.n(3), 1+r.n(3), 1+r.n(2), 1+r.n(2), r.n(2), r.n(2))
+	{163, "Pool2DBack", func(o opIn) *ggml.Tensor {
+		return o.c.Pool2DBack(o.a, o.b, ggml.PoolOp(o.n(3)), 1+o.n(3), 1+o.n(3), 1+o.n(2), 1+o.n(2), o.n(2), o.n(2))
 	}},
 	{164, "CrossEntropyLoss", on2((*ggml.Context).CrossEntropyLoss)},
-	{165, "CrossEntropyLossBack", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.CrossEntropyLossBack(pick(), a, b)
-	}},
-	{166, "OptStepAdamW", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		if r.n(2) == 0 {
-			a.SetParam()
+	{165, "CrossEntropyLossBack", func(o opIn) *ggml.Tensor { return o.c.CrossEntropyLossBack(o.pick(), o.a, o.b) }},
+	{166, "OptStepAdamW", func(o opIn) *ggml.Tensor {
+		if o.n(2) == 0 {
+			o.a.SetParam()
 		}
-		return c.OptStepAdamW(a, b, pick(), pick(), pick())
+		return o.c.OptStepAdamW(o.a, o.b, o.pick(), o.pick(), o.pick())
 	}},
-	{167, "OptStepSGD", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.OptStepSGD(a, b, pick())
-	}},
+	{167, "OptStepSGD", func(o opIn) *ggml.Tensor { return o.c.OptStepSGD(o.a, o.b, o.pick()) }},
 	// custom.go
-	{168, "MapCustom1", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MapCustom1(a, copyFirst, r.n(3))
+	{168, "MapCustom1", func(o opIn) *ggml.Tensor { return o.c.MapCustom1(o.a, copyFirst, o.n(3)) }},
+	{169, "MapCustom1InPlace", func(o opIn) *ggml.Tensor { return o.c.MapCustom1InPlace(o.a, copyFirst, o.n(3)) }},
+	{170, "MapCustom2", func(o opIn) *ggml.Tensor { return o.c.MapCustom2(o.a, o.b, copyFirst, o.n(3)) }},
+	{171, "MapCustom2InPlace", func(o opIn) *ggml.Tensor { return o.c.MapCustom2InPlace(o.a, o.b, copyFirst, o.n(3)) }},
+	{172, "MapCustom3", func(o opIn) *ggml.Tensor { return o.c.MapCustom3(o.a, o.b, o.pick(), copyFirst, o.n(3)) }},
+	{173, "MapCustom3InPlace", func(o opIn) *ggml.Tensor { return o.c.MapCustom3InPlace(o.a, o.b, o.pick(), copyFirst, o.n(3)) }},
+	{174, "Custom4D", func(o opIn) *ggml.Tensor {
+		return o.c.Custom4D([]ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeI32}[o.n(3)], [4]int64{int64(o.n(9)), int64(1 + o.n(4)), 1, 1}, []*ggml.Tensor{o.a, o.b}, copyFirst, o.n(3))
 	}},
-	{169, "MapCustom1InPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MapCustom1InPlace(a, copyFirst, r.n(3))
-	}},
-	{170, "MapCustom2", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MapCustom2(a, b, copyFirst, r.n(3))
-	}},
-	{171, "MapCustom2InPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MapCustom2InPlace(a, b, copyFirst, r.n(3))
-	}},
-	{172, "MapCustom3", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MapCustom3(a, b, pick(), copyFirst, r.n(3))
-	}},
-	{173, "MapCustom3InPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.MapCustom3InPlace(a, b, pick(), copyFirst, r.n(3))
-	}},
-	{174, "Custom4D", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.Custom4D([]ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeI32}[r.n(3)], [4]int64{int64(r.n(9)), int64(1 + r.n(4)), 1, 1}, []*ggml.Tensor{a, b}, copyFirst, r.n(3))
-	}},
-	{175, "CustomInPlace", func(c *ggml.Context, r *byteReader, a, b *ggml.Tensor, pick func() *ggml.Tensor) *ggml.Tensor {
-		return c.CustomInPlace(a, []*ggml.Tensor{b}, copyFirst, r.n(3))
-	}},
+	{175, "CustomInPlace", func(o opIn) *ggml.Tensor { return o.c.CustomInPlace(o.a, []*ggml.Tensor{o.b}, copyFirst, o.n(3)) }},
 }
 
 // on1 builds an op of one tensor, on2 an op of two.
 func on1(op func(*ggml.Context, *ggml.Tensor) *ggml.Tensor) opBuilder {
-	return func(c *ggml.Context, _ *byteReader, a, _ *ggml.Tensor, _ func() *ggml.Tensor) *ggml.Tensor {
-		return op(c, a)
-	}
+	return func(o opIn) *ggml.Tensor { return op(o.c, o.a) }
 }
 
 func on2(op func(*ggml.Context, *ggml.Tensor, *ggml.Tensor) *ggml.Tensor) opBuilder {
-	return func(c *ggml.Context, _ *byteReader, a, b *ggml.Tensor, _ func() *ggml.Tensor) *ggml.Tensor {
-		return op(c, a, b)
-	}
+	return func(o opIn) *ggml.Tensor { return op(o.c, o.a, o.b) }
 }
 
 // copyFirst is the function of the table's custom ops: it copies the first
@@ -542,7 +388,7 @@ func TestEveryOpRefusesUnusableInputs(t *testing.T) {
 	for _, o := range opTable {
 		build := func(c *ggml.Context, in *ggml.Tensor) *ggml.Tensor {
 			// No bytes: every parameter is the smallest the builder reads.
-			out := o.build(c, &byteReader{}, in, in, func() *ggml.Tensor { return in })
+			out := o.build(opIn{&byteReader{}, c, in, in, func() *ggml.Tensor { return in }})
 			require.NotNil(t, out, o.name)
 			return out
 		}
