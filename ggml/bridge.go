@@ -357,6 +357,19 @@ func holdErr(what string, t *Tensor, err error) error {
 	return fmt.Errorf("ggml: graph %s %s: %w", what, t.describe(), err)
 }
 
+// indexSource returns, for a node whose kernel reads row or expert indices
+// and asserts they are in range, the index tensor, the bound (exclusive)
+// and the op's name, as the op registered them beside its constructor
+// (registerIndexCheck); nil for other nodes.
+func indexSource(t *Tensor) (idx *C.struct_ggml_tensor, rows int64, op string) {
+	chk := &computeChecks[t.c.op]
+	if chk.indices == nil {
+		return nil, 0, ""
+	}
+	idx, rows = chk.indices(t.c)
+	return idx, rows, chk.name
+}
+
 // viewOps are the ops whose result is a view that writes nothing.
 func viewOp(op C.enum_ggml_op) bool {
 	switch op {

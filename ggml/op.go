@@ -361,19 +361,6 @@ func registerThreadLimit(op C.enum_ggml_op, threads func(n *C.struct_ggml_tensor
 	computeChecks[op].threads = threads
 }
 
-// indexSource returns, for a node whose kernel reads row or expert indices
-// and asserts they are in range, the index tensor, the bound (exclusive)
-// and the op's name, as its op registered them (registerIndexCheck); nil
-// for other nodes.
-func indexSource(t *Tensor) (idx *C.struct_ggml_tensor, rows int64, op string) {
-	chk := &computeChecks[t.c.op]
-	if chk.indices == nil {
-		return nil, 0, ""
-	}
-	idx, rows = chk.indices(t.c)
-	return idx, rows, chk.name
-}
-
 // seqThreadLimit returns the most CPU threads node t's kernel computes
 // correctly with, as its op registered it (registerThreadLimit; the
 // recurrent ops of ops_seq.go do), else 0 (no limit), for a check before a
