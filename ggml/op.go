@@ -252,25 +252,6 @@ func (c *Context) resultDeep(p *C.struct_ggml_tensor, inputs []*Tensor) *Tensor 
 	return mk(p)
 }
 
-// wrap makes the Go handle of a tensor that this context's C code created.
-// It also counts the object in the context's pool as ggml_new_object does,
-// so that room checks need no cgo call.
-func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor) *Tensor {
-	t := &Tensor{ctx: c, c: p, srcs: srcs, viewSrc: viewSrc}
-	c.tensors = append(c.tensors, t)
-	payload := uint64(C.sizeof_struct_ggml_tensor)
-	if p.view_src == nil && !c.noAlloc {
-		var ne [MaxDims]int64
-		for i := range ne {
-			ne[i] = int64(p.ne[i])
-		}
-		size, _ := dataSize(Type(p._type), ne)
-		payload += size
-	}
-	c.used += objectSize + pad(payload, memAlign)
-	return t
-}
-
 // srcSlice returns a slice for n sources, carved from a slab so that ops do
 // not allocate one each.
 func (c *Context) srcSlice(n int) []*Tensor {

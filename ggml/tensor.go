@@ -37,6 +37,25 @@ type Tensor struct {
 	idxReaders atomic.Int32
 }
 
+// wrap makes the Go handle of a tensor that this context's C code created.
+// It also counts the object in the context's pool as ggml_new_object does,
+// so that room checks need no cgo call.
+func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor) *Tensor {
+	t := &Tensor{ctx: c, c: p, srcs: srcs, viewSrc: viewSrc}
+	c.tensors = append(c.tensors, t)
+	payload := uint64(C.sizeof_struct_ggml_tensor)
+	if p.view_src == nil && !c.noAlloc {
+		var ne [MaxDims]int64
+		for i := range ne {
+			ne[i] = int64(p.ne[i])
+		}
+		size, _ := dataSize(Type(p._type), ne)
+		payload += size
+	}
+	c.used += objectSize + pad(payload, memAlign)
+	return t
+}
+
 // NewTensor creates a tensor of type t and shape ne (ne[0] innermost, one to
 // four dimensions) (ggml_new_tensor). Its data lives in the context's pool,
 // or, in a NoAlloc context, nowhere until it is allocated in a backend
