@@ -359,17 +359,15 @@ func holdErr(what string, t *Tensor, err error) error {
 
 // indexSource returns, for a node whose kernel reads row or expert indices
 // and asserts they are in range, the index tensor, the bound (exclusive)
-// and the op's name.
+// and the op's name, as the op registered them beside its constructor
+// (registerIndexCheck); nil for other nodes.
 func indexSource(t *Tensor) (idx *C.struct_ggml_tensor, rows int64, op string) {
-	switch t.c.op {
-	case C.GGML_OP_GET_ROWS:
-		return t.c.src[1], int64(t.c.src[0].ne[1]), "get_rows"
-	case C.GGML_OP_SET_ROWS:
-		return t.c.src[1], int64(t.c.ne[1]), "set_rows"
-	case C.GGML_OP_GET_ROWS_BACK:
-		return t.c.src[1], int64(t.c.ne[1]), "get_rows_back"
+	chk := &computeChecks[t.c.op]
+	if chk.indices == nil {
+		return nil, 0, ""
 	}
-	return seqIndexSource(t)
+	idx, rows = chk.indices(t.c)
+	return idx, rows, chk.name
 }
 
 // viewOps are the ops whose result is a view that writes nothing.

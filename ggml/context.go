@@ -248,16 +248,6 @@ func (c *Context) Tensor(name string) *Tensor {
 	return nil
 }
 
-// room checks that the pool has space for one more object of the given
-// payload, as ggml_new_object would (it returns NULL, and ggml asserts).
-func (c *Context) room(payload uint64) error {
-	if need := c.used + pad(payload, memAlign) + objectSize; need > c.memSize {
-		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed); raise ContextParams.MaxTensors or MemSize",
-			ErrNoMemory, c.used, c.memSize, pad(payload, memAlign)+objectSize)
-	}
-	return nil
-}
-
 // dataSize returns the bytes a contiguous tensor of type t and shape ne
 // needs, as ggml_new_tensor_impl computes it, or an error on overflow.
 func dataSize(t Type, ne [MaxDims]int64) (uint64, error) {
