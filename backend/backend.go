@@ -375,7 +375,7 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	defer end()
 	stop := b.watch(ctx)
 	defer stop()
-	bridge.ArmCustom(g, unsafe.Pointer(b.abort))
+	bridge.ArmCustom(bridge.GraphOf(g), unsafe.Pointer(b.abort))
 	err = b.onThread(func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_compute(b.c, gp)
@@ -385,7 +385,7 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 		return statusErr(st)
 	})
 	if err == nil {
-		err = bridge.GraphDone(g)
+		err = g.CustomError()
 	}
 	return err
 }
@@ -505,7 +505,7 @@ func (b *Backend) SetTensorAsync(t *ggml.Tensor, data []byte, offset uint64) (er
 	if err != nil || len(data) == 0 {
 		return err
 	}
-	unlock, err := bridge.WriteCheck(t)
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return err
 	}
@@ -566,7 +566,7 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
-	unlock, err := bridge.WriteCheck(dst)
+	unlock, err := bridge.TensorOf(dst).WriteLock()
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
@@ -696,11 +696,6 @@ func init() {
 		}
 		return m.p, m.size, nil
 	}
-	bridge.RegisterBackend = func(p unsafe.Pointer) {
-		registryMu.Lock()
-		defer registryMu.Unlock()
-		C.ggml_backend_register(C.ggml_backend_reg_t(p))
-	}
 	bridge.BeginPools = func(ctx context.Context, bes []any) (end func(), isolate bool, err error) {
 		var refs []bridge.PoolRef
 		for _, v := range bes {
@@ -763,7 +758,7 @@ func (b *Backend) checkGraph(g *ggml.Graph, h *bridge.Holds) (*C.struct_ggml_cgr
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	gp, err := bridge.GraphForCompute(g, h, func(p unsafe.Pointer, isNode bool) error {
+	gp, err := bridge.PrepareGraph(bridge.GraphOf(g), h, func(p unsafe.Pointer, isNode bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if isNode && !bool(C.ggml_backend_supports_op(b.c, t)) {
 			return fmt.Errorf("%w: backend %s cannot compute %s (node %q, %s)", ErrUnsupported,

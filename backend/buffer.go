@@ -414,7 +414,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	if err != nil {
 		return nil, err
 	}
-	release, err := bridge.ClaimContext(ctx)
+	release, err := bridge.ContextOf(ctx).Claim()
 	if err != nil {
 		return nil, err
 	}
@@ -430,15 +430,15 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 		if t.ViewSource() != nil || t.IsAllocated() {
 			continue
 		}
-		if l := bridge.LeaseOf(t); l != nil && l.Err() != nil {
-			bridge.ResetStorage(t)
+		if v := bridge.TensorOf(t); v.Lease() != nil && v.Lease().Err() != nil {
+			v.ResetStorage()
 			dead[t] = true
 		}
 		pending = append(pending, t)
 	}
 	for _, t := range ctx.Tensors() {
 		if vs := t.ViewSource(); vs != nil && dead[vs] {
-			bridge.ResetStorage(t)
+			bridge.TensorOf(t).ResetStorage()
 		}
 	}
 	size := uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c))
@@ -453,7 +453,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	}
 	buf = newBuffer(c, from, nil, nil)
 	for _, t := range pending {
-		bridge.SetLease(t, buf.life, buf)
+		bridge.TensorOf(t).SetLease(buf.life, buf)
 	}
 	return buf, nil
 }

@@ -32,7 +32,7 @@ type GraphCopy struct {
 // checkCopyable checks what ggml_backend_graph_copy asserts: every tensor
 // allocated, and (for the data copy) in a backend buffer.
 func checkCopyable(g *ggml.Graph) error {
-	_, err := bridge.GraphForCompute(g, nil, func(p unsafe.Pointer, _ bool) error {
+	_, err := bridge.PrepareGraph(bridge.GraphOf(g), nil, func(p unsafe.Pointer, _ bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if t.view_src == nil && t.buffer == nil {
 			return fmt.Errorf("%w: tensor %q lives in a context's memory; graph copies need tensors in backend buffers", ErrUnsupported, C.GoString(&t.name[0]))
@@ -72,7 +72,7 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 	gc = &GraphCopy{c: c}
 	gc.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() { C.ggml_backend_graph_copy_free(c) })
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
-	gc.graph, gc.release = cg.(*ggml.Graph), release
+	gc.graph, gc.release = bridge.GraphHandle[ggml.Graph](cg), release
 	gc.cleanup = runtime.AddCleanup(gc, closeLife, gc.life)
 	return gc, nil
 }

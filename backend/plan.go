@@ -106,7 +106,7 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	b.plans.mu.Lock()
 	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
-	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.isolate, version: bridge.GraphVersion(g)}
+	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.isolate, version: bridge.GraphOf(g).Version()}
 	p.cleanup = runtime.AddCleanup(p, func(r planRes) { r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
 	return p, nil
 }
@@ -139,7 +139,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer b.leave()
-	if bridge.GraphVersion(p.g) != p.version {
+	if bridge.GraphOf(p.g).Version() != p.version {
 		return fmt.Errorf("%w: the graph changed since the plan was made (its work memory fits the old one); make a new plan", ggml.ErrInvalid)
 	}
 	var h bridge.Holds
@@ -155,7 +155,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 	defer end()
 	stop := b.watch(ctx)
 	defer stop()
-	bridge.ArmCustom(p.g, unsafe.Pointer(b.abort))
+	bridge.ArmCustom(bridge.GraphOf(p.g), unsafe.Pointer(b.abort))
 	err = bridge.OnThread(p.isolate, func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_plan_compute(b.c, p.c)
@@ -165,7 +165,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return statusErr(st)
 	})
 	if err == nil {
-		err = bridge.GraphDone(p.g)
+		err = p.g.CustomError()
 	}
 	return err
 }

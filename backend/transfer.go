@@ -15,7 +15,7 @@ import (
 // storage returns the C tensor of t if its data can be accessed now, and
 // holds its memory in h (release h when done).
 func storage(t *ggml.Tensor, h *bridge.Holds) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorStorage(t, h)
+	p, err := bridge.TensorOf(t).Storage(h)
 	return (*C.struct_ggml_tensor)(p), err
 }
 
@@ -47,7 +47,7 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.WriteCheck(t)
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.WriteCheck(t)
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	if err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}
-	unlock, err := bridge.WriteCheck(dst)
+	unlock, err := bridge.TensorOf(dst).WriteLock()
 	if err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}

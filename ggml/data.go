@@ -64,7 +64,7 @@ func elementTypes[T Element]() (Type, Type) {
 // or from t, and returns the byte count. It holds t's memory in h: release h
 // when the transfer is over.
 func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.Holds) (uint64, error) {
-	if err := t.hold(h); err != nil {
+	if err := bridge.TensorOf(t).Hold(h); err != nil {
 		return 0, fmt.Errorf("ggml: %s: %w", op, err)
 	}
 	if !isContiguousOf(t.c) {
@@ -99,7 +99,7 @@ func SetData[T Element](t *Tensor, data []T) (err error) {
 	if err != nil {
 		return err
 	}
-	unlock, err := t.writeLock()
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return fmt.Errorf("ggml: SetData: %w", err)
 	}
@@ -116,7 +116,7 @@ func SetBytes(t *Tensor, data []byte) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := t.writeLock()
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return fmt.Errorf("ggml: SetBytes: %w", err)
 	}
@@ -129,7 +129,7 @@ func SetBytes(t *Tensor, data []byte) error {
 func Data[T Element](t *Tensor) ([]T, error) {
 	var h bridge.Holds
 	defer h.Release()
-	if err := t.hold(&h); err != nil { // before reading t: a Close may be racing
+	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
 		return nil, fmt.Errorf("ggml: Data: %w", err)
 	}
 	out := make([]T, max(t.Elements(), 0))
@@ -161,7 +161,7 @@ func dataInto[T Element](t *Tensor, dst []T, h *bridge.Holds) error {
 func Bytes(t *Tensor) ([]byte, error) {
 	var h bridge.Holds
 	defer h.Release()
-	if err := t.hold(&h); err != nil { // before reading t: a Close may be racing
+	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
 		return nil, fmt.Errorf("ggml: Bytes: %w", err)
 	}
 	out := make([]byte, t.Bytes())

@@ -6,8 +6,6 @@ import "C"
 import (
 	"fmt"
 	"runtime"
-	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -22,20 +20,23 @@ import (
 // return ErrClosed. A poisoned tensor (the result of an op that failed, see
 // Context) reports its error from Err and zero values elsewhere.
 type Tensor struct {
+	// The fields up to store are bridge.Tensor's, in its order: packages
+	// backend and sched see a *Tensor through that view (bridge.TensorOf;
+	// TestViewLayouts checks the match).
+	tensorKind
 	ctx     *Context
 	c       *C.struct_ggml_tensor
-	err     error        // set on a poisoned tensor
-	srcs    []*Tensor    // Go mirror of c.src, keeps the inputs alive
-	viewSrc *Tensor      // the tensor whose memory a view uses
-	lease   *bridge.Life // set on allocation in a buffer (not on views)
-	// leaseOwner is the handle whose memory the lease stands for (a
-	// Buffer, a scheduler...), kept alive by the tensor.
-	leaseOwner any
-	// idxReaders counts the running computes that read this tensor's
-	// memory as indices checked before they started; -1 while a write
-	// through the API runs (see writeLock).
-	idxReaders atomic.Int32
+	err     error     // set on a poisoned tensor
+	srcs    []*Tensor // Go mirror of c.src, keeps the inputs alive
+	viewSrc *Tensor   // the tensor whose memory a view uses
+	// store is where the data lives (the memory's lease, the handle that
+	// owns it, the computes that read it as indices): bridge's business.
+	store bridge.TensorStore
 }
+
+// tensorKind marks Tensor for bridge.TensorOf; it has no size, and users
+// see neither it nor a method of it.
+type tensorKind = bridge.TensorKind
 
 // wrap makes the Go handle of a tensor that this context's C code created.
 // It also counts the object in the context's pool as ggml_new_object does,
@@ -92,20 +93,10 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 }
 
 // live reports whether t is a usable tensor (not poisoned, context open).
-func (t *Tensor) live() bool { return t != nil && t.c != nil && t.ctx != nil && t.ctx.c != nil }
+func (t *Tensor) live() bool { return bridge.TensorOf(t).Live() }
 
 // usable returns why t cannot be used, or nil.
-func (t *Tensor) usable() error {
-	switch {
-	case t == nil:
-		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
-	case t.err != nil:
-		return t.err
-	case !t.live():
-		return fmt.Errorf("%w: the tensor's context is closed", ErrClosed)
-	}
-	return nil
-}
+func (t *Tensor) usable() error { return bridge.TensorOf(t).Usable() }
 
 // Err returns the error of a poisoned tensor (the result of an op that
 // failed), or nil.
@@ -329,60 +320,14 @@ func (t *Tensor) ViewOffset() uint64 {
 
 // IsAllocated reports whether the tensor has memory and that memory is still
 // alive.
-func (t *Tensor) IsAllocated() bool { return t.storageErr() == nil }
-
-// storageErr returns why the tensor's data cannot be read or written now.
-func (t *Tensor) storageErr() error {
-	defer runtime.KeepAlive(t)
-	if err := t.usable(); err != nil {
-		return err
-	}
-	base := t
-	if t.viewSrc != nil {
-		base = t.viewSrc
-		if !base.live() {
-			return fmt.Errorf("%w: the context of the view's source tensor is closed", ErrClosed)
-		}
-	}
-	if base.lease != nil {
-		if err := base.lease.Err(); err != nil {
-			return err
-		}
-	}
-	if t.c.data == nil {
-		return fmt.Errorf("%w: tensor %s", ErrNotAllocated, t.describe())
-	}
-	return nil
-}
+func (t *Tensor) IsAllocated() bool { return bridge.TensorOf(t).StorageErr() == nil }
 
 // buffer returns the backend buffer that holds the tensor's data, or nil
 // when the data lives in a context pool.
 func (t *Tensor) buffer() *C.struct_ggml_backend_buffer { return bufferOf(t.c) }
 
 // String describes the tensor: name, type and shape, e.g. `x f32[4 3]`.
-func (t *Tensor) String() string {
-	if t == nil {
-		return "<nil tensor>"
-	}
-	if t.err != nil {
-		return "<poisoned tensor>"
-	}
-	if !t.live() {
-		return "<tensor of closed context>"
-	}
-	return t.describe()
-}
+func (t *Tensor) String() string { return bridge.TensorOf(t).String() }
 
-func (t *Tensor) describe() string {
-	if t == nil || !t.live() {
-		return t.String()
-	}
-	var b strings.Builder
-	if n := t.Name(); n != "" {
-		b.WriteString(n)
-		b.WriteByte(' ')
-	}
-	b.WriteString(t.Type().String())
-	b.WriteString(fmt.Sprint(t.Shape()))
-	return b.String()
-}
+// describe is String, for error messages.
+func (t *Tensor) describe() string { return t.String() }

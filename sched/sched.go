@@ -321,11 +321,7 @@ func (s *Scheduler) newPlacement() {
 // change starts a change of where graph g's tensors live (g nil: of the
 // tensors placed so far only): see bridge.Quiesce.
 func (s *Scheduler) change(g *ggml.Graph) (done func(), err error) {
-	var v any
-	if g != nil {
-		v = g
-	}
-	return bridge.Quiesce(v, "the tensors the scheduler allocated", func() *bridge.Life { return s.placed })
+	return bridge.Quiesce(bridge.GraphOf(g), "the tensors the scheduler allocated", func() *bridge.Life { return s.placed })
 }
 
 // enter starts exclusive work on the scheduler: ErrBusy while a compute
@@ -513,21 +509,17 @@ func (s *Scheduler) touch(tc *C.struct_ggml_tensor) error {
 	return nil
 }
 
-func tensorPtr(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorPtr(t)
-	return (*C.struct_ggml_tensor)(p), err
-}
-
 // SetTensorBackend pins node t to backend be, which must be one of the
 // scheduler's (ggml_backend_sched_set_tensor_backend). Pins last until Reset.
 func (s *Scheduler) SetTensorBackend(t *ggml.Tensor, be *backend.Backend) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	tc, err := tensorPtr(t)
+	tp, err := bridge.TensorOf(t).Ptr()
 	if err != nil {
 		return err
 	}
+	tc := (*C.struct_ggml_tensor)(tp)
 	i, err := s.index(be)
 	if err != nil {
 		return err
@@ -550,10 +542,11 @@ func (s *Scheduler) TensorBackend(t *ggml.Tensor) *backend.Backend {
 	if s.usable() != nil {
 		return nil
 	}
-	tc, err := tensorPtr(t)
+	tp, err := bridge.TensorOf(t).Ptr()
 	if err != nil {
 		return nil
 	}
+	tc := (*C.struct_ggml_tensor)(tp)
 	if s.touch(tc) != nil {
 		return nil
 	}
