@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // BufferType is a kind of memory a device offers, such as the CPU's host
@@ -16,21 +18,25 @@ import (
 // by ggml and lives as long as its device; it has no Close and is safe to
 // share between goroutines.
 type BufferType struct {
+	// bridge.BufferType's fields: GPU packages see a *BufferType through
+	// that view (bridge.BufferTypeOf; TestViewLayouts checks the match).
+	bufferTypeKind
 	c C.ggml_backend_buffer_type_t
 }
 
+// bufferTypeKind marks BufferType for bridge.BufferTypeOf (see
+// backendKind).
+type bufferTypeKind = bridge.BufferTypeKind
+
+// bufferTypeFromC returns the handle of buffer type c, nil for nil
+// (bridge.NewBufferType, where GPU packages get theirs too).
 func bufferTypeFromC(c C.ggml_backend_buffer_type_t) *BufferType {
-	if c == nil {
-		return nil
-	}
-	return &BufferType{c: c}
+	return bridge.NewBufferType[BufferType](unsafe.Pointer(c))
 }
 
 func (bt *BufferType) usable() error {
-	if bt == nil || bt.c == nil {
-		return fmt.Errorf("%w: nil *BufferType", ggml.ErrInvalid)
-	}
-	return nil
+	_, err := bridge.BufferTypeOf(bt).Ptr()
+	return err
 }
 
 // CPUBufferType returns the buffer type of host memory, always available

@@ -22,7 +22,7 @@ var (
 	ErrNotFound = errors.New("ggml backend: not found")
 	// ErrUnsupported: the backend cannot run an op, use a buffer type, or
 	// offer a feature.
-	ErrUnsupported = errors.New("ggml backend: not supported")
+	ErrUnsupported = bridge.ErrUnsupported
 	// ErrComputeFailed: the backend reported GGML_STATUS_FAILED.
 	ErrComputeFailed = errors.New("ggml backend: compute failed")
 	// ErrAborted: the compute was aborted (GGML_STATUS_ABORTED) other than

@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // DeviceType is the kind of a device (enum ggml_backend_dev_type).
@@ -273,7 +274,7 @@ func (d *Device) SupportsOp(t *ggml.Tensor) bool {
 		return false
 	}
 	defer runtime.KeepAlive(t)
-	return bool(C.ggml_backend_dev_supports_op(d.c, tc)) && refusal(isLavapipe(d), d.Name(), tc) == nil
+	return bool(C.ggml_backend_dev_supports_op(d.c, tc)) && (!isLavapipe(d) || bridge.Refusal(d.Name(), unsafe.Pointer(tc)) == nil)
 }
 
 // SupportsBufferType reports whether the device can use buffers of type bt

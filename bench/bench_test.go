@@ -264,7 +264,7 @@ func graphPtr(g *ggml.Graph) unsafe.Pointer {
 }
 
 func backendPtr(be *backend.Backend) unsafe.Pointer {
-	p, err := bridge.BackendPtr(be)
+	p, err := bridge.BackendOf(be).Ptr()
 	if err != nil {
 		panic(err)
 	}

@@ -369,8 +369,12 @@ func (s *Scheduler) refusal(g *ggml.Graph) error {
 	for _, t := range bridge.GraphOf(g).Tensors() {
 		p := t.C()
 		be := unsafe.Pointer(C.ggml_backend_sched_get_tensor_backend(s.c, (*C.struct_ggml_tensor)(p)))
-		if err := bridge.RefuseNode(be, p); err != nil {
-			return err
+		for i, q := range s.ptrs {
+			if q == be {
+				if err := s.views[i].Refusal(p); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
@@ -438,12 +442,11 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	// The backends compute one graph at a time: a compute of their own,
 	// or of another scheduler, now is ErrBusy.
-	for i, be := range s.backends {
-		leave, err := bridge.EnterBackend(be)
-		if err != nil {
+	for i, be := range s.views {
+		if err := be.Enter(); err != nil {
 			return fmt.Errorf("scheduler backend %d: %w", i, err)
 		}
-		defer leave()
+		defer be.Leave()
 	}
 	if s.graph == nil {
 		if err := s.allocGraph(g); err != nil {
@@ -503,11 +506,7 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	// The CPU backends' thread pools run one graph at a time: wait for
 	// computes on them elsewhere.
-	bes := make([]any, len(s.backends))
-	for i, be := range s.backends {
-		bes[i] = be
-	}
-	end, isolate, err := bridge.BeginPools(ctx, bes)
+	end, isolate, err := bridge.BeginPools(ctx, s.views)
 	if err != nil {
 		return err
 	}
@@ -553,8 +552,8 @@ var ErrStopped = fmt.Errorf("sched: compute stopped by the eval callback")
 func (s *Scheduler) watch(ctx context.Context) func() {
 	s.eval.reset()
 	stops := []func(){bridge.SetOnDone(ctx, unsafe.Pointer(&s.state.cancel))}
-	for _, be := range s.backends {
-		stops = append(stops, bridge.Watch(be, ctx))
+	for _, be := range s.views {
+		stops = append(stops, be.Watch(ctx))
 	}
 	return func() {
 		for _, f := range stops {

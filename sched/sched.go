@@ -157,6 +157,7 @@ type Scheduler struct {
 	life      *bridge.Life           // computes and allocations are exclusive work
 	placed    *bridge.Life           // the lifetime of what the current allocation placed: a child of life
 	backends  []*backend.Backend
+	views     []*bridge.Backend // the backends seen through bridge, in order
 	bts       []*backend.BufferType
 	ptrs      []unsafe.Pointer // the backends' ggml_backend_t, in order
 	graphSize int
@@ -221,8 +222,10 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 			ggml.ErrNoMemory, graphSize, n, need, avail)
 	}
 	ptrs := make([]unsafe.Pointer, n)
+	views := make([]*bridge.Backend, n)
 	for i, be := range backends {
-		p, err := bridge.BackendPtr(be)
+		views[i] = bridge.BackendOf(be)
+		p, err := views[i].Ptr()
 		if err != nil {
 			return nil, fmt.Errorf("sched.New: backend %d: %w", i, err)
 		}
@@ -248,7 +251,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 		defer C.free(unsafe.Pointer(cbt))
 		bts := unsafe.Slice(cbt, n)
 		for i, bt := range opts.BufferTypes {
-			p, err := bridge.BufferTypePtr(bt)
+			p, err := bridge.BufferTypeOf(bt).Ptr()
 			if err != nil {
 				return nil, fmt.Errorf("sched.New: buffer type %d: %w", i, err)
 			}
@@ -261,8 +264,8 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	// ggml_backend_sched_free reads the backends: their C objects must
 	// outlive the scheduler even if their handles are closed first.
 	var releases []func()
-	for _, be := range backends {
-		rel, err := bridge.AcquireBackend(be)
+	for _, be := range views {
+		rel, err := be.Acquire()
 		if err != nil {
 			for _, f := range releases {
 				f()
@@ -293,7 +296,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 			bts = append(bts, be.DefaultBufferType())
 		}
 	}
-	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
+	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), views: views, bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
 	s.res = schedRes{c: c, state: st, releases: releases}
 	res := s.res
@@ -342,8 +345,8 @@ func (s *Scheduler) usable() error {
 	if s.life.Closed() {
 		return fmt.Errorf("%w: the scheduler is closed", ggml.ErrClosed)
 	}
-	for i, be := range s.backends {
-		if _, err := bridge.BackendPtr(be); err != nil {
+	for i, be := range s.views {
+		if _, err := be.Ptr(); err != nil {
 			return fmt.Errorf("scheduler backend %d: %w", i, err)
 		}
 	}
@@ -388,7 +391,7 @@ func (s *Scheduler) Backend(i int) *backend.Backend {
 
 // index returns the position of be among the scheduler's backends.
 func (s *Scheduler) index(be *backend.Backend) (int, error) {
-	p, err := bridge.BackendPtr(be)
+	p, err := bridge.BackendOf(be).Ptr()
 	if err != nil {
 		return -1, err
 	}

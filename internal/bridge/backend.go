@@ -104,7 +104,8 @@ func (b *Backend) Pool() *PoolSlot { return b.pool }
 
 // Refusal returns why node t (a *C.struct_ggml_tensor) must not be
 // computed on b although ggml supports it there, or nil: on Mesa's
-// lavapipe, a mul_mat that reads an im2col (see the vulkan package).
+// lavapipe, a mul_mat that reads an im2col corrupts the host heap (see
+// backend/refuse.go and the vulkan package).
 func (b *Backend) Refusal(t unsafe.Pointer) error {
 	p := (*C.struct_ggml_tensor)(t)
 	if b == nil || !b.lavapipe || p == nil || p.op != C.GGML_OP_MUL_MAT {
@@ -213,7 +214,7 @@ func beginPool(ctx context.Context, ref PoolRef) (end func(), err error) {
 // bes, in one global order so that two callers never wait on each other's
 // pools; end calls End on them. isolate says a pool changes the priority or
 // affinity of the thread that computes.
-func beginPoolsNew(ctx context.Context, bes []*Backend) (end func(), isolate bool, err error) {
+func BeginPools(ctx context.Context, bes []*Backend) (end func(), isolate bool, err error) {
 	var refs []PoolRef
 	for _, b := range bes {
 		if b == nil || b.pool.ref == nil || slices.Contains(refs, b.pool.ref) {
