@@ -108,7 +108,7 @@ func ViewInit(t *ggml.Tensor) (err error) {
 // Tallocr places tensors one after another in a buffer (struct
 // ggml_tallocr). It keeps its buffer alive. Use it from one goroutine.
 type Tallocr struct {
-	_   noCopy
+	_   bridge.NoCopy
 	c   C.struct_ggml_tallocr
 	buf *Buffer
 }
@@ -181,7 +181,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 // that, as in ggml, allocating another graph reuses the same memory: the
 // earlier graph's tensors then read the new graph's data.
 type Gallocr struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.ggml_gallocr_t // set at birth, never changed
 	life    *bridge.Life
 	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
@@ -227,7 +227,7 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 	a := &Gallocr{c: c, bts: append([]*BufferType(nil), bts...)}
 	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() { C.ggml_gallocr_free(c) })
 	a.newPlacement()
-	a.cleanup = runtime.AddCleanup(a, closeLife, a.life)
+	a.cleanup = runtime.AddCleanup(a, bridge.CloseCollected, a.life)
 	return a, nil
 }
 

@@ -45,7 +45,7 @@ type Backend struct {
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (bridge.Backend.Refusal).
 	lavapipe bool
-	_        noCopy
+	_        bridge.NoCopy
 	dev      *Device
 	plans    *planSet
 	threads  atomic.Int64 // thread setting of a CPU-like backend; 0: none
@@ -112,7 +112,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 		regs.Unlock()
 	}
 	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
-	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
+	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
 	bridge.Leaks.Opened("Backend", b.life)
 	return b
 }
@@ -462,7 +462,7 @@ func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*
 	if err := checkRange(op, tc, offset, size); err != nil {
 		return nil, err
 	}
-	if bufferOf(tc) == nil {
+	if bridge.TensorOf(t).Buffer() == nil {
 		return nil, fmt.Errorf("%w: %s: tensor %v lives in a context's memory, not in a buffer of backend %s", ErrUnsupported, op, t, b.Name())
 	}
 	if err := b.checkTensor(tc); err != nil {

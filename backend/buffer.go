@@ -21,7 +21,7 @@ import (
 // memory. An unreachable Buffer is freed by the garbage collector. A Buffer
 // may be used by several goroutines at once.
 type Buffer struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.ggml_backend_buffer_t // set at birth, never changed
 	life    *bridge.Life
 	from    any     // what it was allocated from, kept alive
@@ -61,15 +61,9 @@ func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Bu
 			regs.Unlock()
 		}
 	})
-	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
+	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
 	bridge.Leaks.Opened("Buffer", b.life)
 	return b
-}
-
-// closeLife is the cleanup of a handle whose C object a Life frees.
-func closeLife(l *bridge.Life) {
-	bridge.Leaks.Collected(l)
-	l.Close("", false)
 }
 
 // regOfBuffer returns the registry entry of the device whose buffer type c
@@ -472,7 +466,7 @@ func (b *Buffer) InitTensor(t *ggml.Tensor) (err error) {
 	if err != nil {
 		return err
 	}
-	if bufferOf(tc) != b.c {
+	if C.ggml_backend_buffer_t(bridge.TensorOf(t).Buffer()) != b.c {
 		return fmt.Errorf("%w: InitTensor: tensor %v does not live in buffer %s", ggml.ErrInvalid, t, b.Name())
 	}
 	defer runtime.KeepAlive(b)

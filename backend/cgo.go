@@ -30,13 +30,6 @@ var (
 	ErrAborted = errors.New("ggml backend: compute aborted")
 )
 
-// noCopy makes go vet's copylocks check report copies of handle structs,
-// and makes them incomparable: handles are used through pointers.
-type noCopy struct{ _ [0]func() }
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
-
 // statusErr maps enum ggml_status to an error.
 func statusErr(s C.enum_ggml_status) error {
 	switch s {

@@ -21,7 +21,7 @@ import (
 // Close frees its buffer and contexts, after which they report
 // ggml.ErrClosed.
 type GraphCopy struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.struct_ggml_backend_graph_copy // set at birth, never changed
 	life    *bridge.Life
 	graph   *ggml.Graph
@@ -73,7 +73,7 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 	gc.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() { C.ggml_backend_graph_copy_free(c) })
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
 	gc.graph, gc.release = bridge.GraphHandle[ggml.Graph](cg), release
-	gc.cleanup = runtime.AddCleanup(gc, closeLife, gc.life)
+	gc.cleanup = runtime.AddCleanup(gc, bridge.CloseCollected, gc.life)
 	return gc, nil
 }
 

@@ -35,7 +35,7 @@ type HostMemory struct {
 	mu      sync.Mutex
 	p       unsafe.Pointer // the memory's address; nil once closed
 	size    uint64
-	_       noCopy
+	_       bridge.NoCopy
 	buf     []byte // HostMemoryAlign-aligned, size bytes; nil once closed
 	users   int
 	pin     *runtime.Pinner

@@ -51,7 +51,7 @@ func (s *planSet) freeAll(be C.ggml_backend_t) {
 // (ggml_backend_graph_plan_t). It keeps its backend and graph alive; closing
 // the backend frees the plan too. A Plan is used by one goroutine at a time.
 type Plan struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.ggml_backend_graph_plan_t
 	be      *Backend
 	g       *ggml.Graph

@@ -19,14 +19,6 @@ func storage(t *ggml.Tensor, h *bridge.Holds) (*C.struct_ggml_tensor, error) {
 	return (*C.struct_ggml_tensor)(p), err
 }
 
-// bufferOf returns the buffer that holds t's data, or nil for a context pool.
-func bufferOf(t *C.struct_ggml_tensor) C.ggml_backend_buffer_t {
-	if t.view_src != nil {
-		return t.view_src.buffer
-	}
-	return t.buffer
-}
-
 // checkRange checks that [offset, offset+size) lies within t's bytes, as
 // ggml asserts.
 func checkRange(op string, t *C.struct_ggml_tensor, offset, size uint64) error {
@@ -59,7 +51,7 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bufferOf(tc) == nil { // a context pool: host memory
+	if bridge.TensorOf(t).Buffer() == nil { // a context pool: host memory
 		copy(unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(data)), data)
 		return nil
 	}
@@ -84,7 +76,7 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bufferOf(tc) == nil {
+	if bridge.TensorOf(t).Buffer() == nil {
 		copy(dst, unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(dst)))
 		return nil
 	}
@@ -114,8 +106,7 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	buf := bufferOf(tc)
-	if buf == nil {
+	if bridge.TensorOf(t).Buffer() == nil {
 		C.memset(unsafe.Add(tc.data, offset), C.int(value), C.size_t(size))
 		return nil
 	}
@@ -167,7 +158,7 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	defer runtime.KeepAlive(dst)
 	defer bridge.Catch(&err)
 	n := C.size_t(C.ggml_nbytes(sc))
-	sb, db := bufferOf(sc), bufferOf(dc)
+	sb, db := C.ggml_backend_buffer_t(bridge.TensorOf(src).Buffer()), C.ggml_backend_buffer_t(bridge.TensorOf(dst).Buffer())
 	switch {
 	case sb == nil || bool(C.ggml_backend_buffer_is_host(sb)):
 		if db == nil {

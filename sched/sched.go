@@ -302,14 +302,9 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	res := s.res
 	s.life = bridge.NewLife(nil, fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated), func() { freeSched(res) })
 	s.newPlacement()
-	s.cleanup = runtime.AddCleanup(s, closeLife, s.life)
+	s.cleanup = runtime.AddCleanup(s, bridge.CloseCollected, s.life)
 	bridge.Leaks.Opened("Scheduler", s.life)
 	return s, nil
-}
-
-func closeLife(l *bridge.Life) {
-	bridge.Leaks.Collected(l)
-	l.Close("", false)
 }
 
 // newPlacement ends what the scheduler placed so far and starts the
