@@ -99,11 +99,10 @@ func SetData[T Element](t *Tensor, data []T) (err error) {
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.TensorOf(t).WriteLock()
-	if err != nil {
+	if err := bridge.TensorOf(t).LockWrite(); err != nil {
 		return fmt.Errorf("ggml: SetData: %w", err)
 	}
-	defer unlock()
+	defer bridge.TensorOf(t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 
@@ -116,11 +115,10 @@ func SetBytes(t *Tensor, data []byte) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.TensorOf(t).WriteLock()
-	if err != nil {
+	if err := bridge.TensorOf(t).LockWrite(); err != nil {
 		return fmt.Errorf("ggml: SetBytes: %w", err)
 	}
-	defer unlock()
+	defer bridge.TensorOf(t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 
@@ -180,7 +178,9 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 	if size == 0 {
 		return nil
 	}
-	if t.buffer() == nil {
+	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
+		// A context's memory, or a buffer in host memory: Go copies, as
+		// ggml_backend_tensor_set would (memcpy), without the cgo call.
 		copy(unsafe.Slice((*byte)(t.c.data), size), unsafe.Slice((*byte)(p), size))
 		return nil
 	}
@@ -194,7 +194,7 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 	if size == 0 {
 		return nil
 	}
-	if t.buffer() == nil {
+	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
 		copy(unsafe.Slice((*byte)(p), size), unsafe.Slice((*byte)(t.c.data), size))
 		return nil
 	}

@@ -45,6 +45,17 @@ type TensorStore struct {
 	// memory as indices checked before they started; -1 while a write
 	// through the API runs (see WriteLock).
 	idxReaders atomic.Int32
+	// host remembers whether the buffer of the tensor's current placement
+	// is in host memory (see InHostMemory).
+	host atomic.Pointer[hostPlacement]
+}
+
+// hostPlacement is one answer of InHostMemory: for the placement with
+// this lease in this buffer.
+type hostPlacement struct {
+	lease *Life
+	buf   unsafe.Pointer
+	host  bool
 }
 
 // Live reports whether t is a usable tensor (not poisoned, context open).
@@ -182,7 +193,30 @@ func (t *Tensor) ResetStorage() {
 	if t.Live() {
 		t.c.data, t.c.buffer = nil, nil
 		t.store.lease, t.store.owner = nil, nil
+		t.store.host.Store(nil)
 	}
+}
+
+// InHostMemory reports whether t's data lies in a backend buffer in host
+// memory (ggml_backend_buffer_is_host), which Go may then copy to and from
+// directly, as ggml itself does for host buffers: a CPU buffer, a GPU
+// backend's pinned host buffer; not a repacking one. The answer is
+// remembered for t's placement (its lease and buffer), so a transfer
+// asks C once per placement rather than every time. t must be held (Hold)
+// and placed in a buffer.
+func (t *Tensor) InHostMemory() bool {
+	b := t.base()
+	lease, buf := b.store.lease, t.Buffer()
+	if buf == nil {
+		return false
+	}
+	if p := b.store.host.Load(); p != nil && p.lease == lease && p.buf == buf {
+		return p.host
+	}
+	host := bool(C.ggml_backend_buffer_is_host(C.ggml_backend_buffer_t(buf)))
+	runtime.KeepAlive(t)
+	b.store.host.Store(&hostPlacement{lease: lease, buf: buf, host: host})
+	return host
 }
 
 // ViewSource returns the tensor whose memory the view t uses, or nil.
@@ -201,18 +235,30 @@ func (t *Tensor) Buffer() unsafe.Pointer { return BufferOf(unsafe.Pointer(t.c)) 
 // compute reads it as indices (checked before it started: a write now
 // would bypass that check). Call release when the write is over.
 func (t *Tensor) WriteLock() (release func(), err error) {
+	if err := t.LockWrite(); err != nil {
+		return nil, err
+	}
+	return t.UnlockWrite, nil
+}
+
+// LockWrite is WriteLock without the release closure (no allocation, for
+// the transfers of package ggml): UnlockWrite ends the write.
+func (t *Tensor) LockWrite() error {
 	if t == nil {
-		return nil, fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
 	}
 	b := t.base()
 	if !b.store.idxReaders.CompareAndSwap(0, -1) {
 		if b.store.idxReaders.Load() > 0 {
-			return nil, fmt.Errorf("%w: tensor %s holds indices that a running compute reads (checked before it started); write it when the compute is over", ErrBusy, t.describe())
+			return fmt.Errorf("%w: tensor %s holds indices that a running compute reads (checked before it started); write it when the compute is over", ErrBusy, t.describe())
 		}
-		return nil, fmt.Errorf("%w: tensor %s is being written on another goroutine", ErrBusy, t.describe())
+		return fmt.Errorf("%w: tensor %s is being written on another goroutine", ErrBusy, t.describe())
 	}
-	return func() { b.store.idxReaders.Store(0) }, nil
+	return nil
 }
+
+// UnlockWrite ends a write that LockWrite began.
+func (t *Tensor) UnlockWrite() { t.base().store.idxReaders.Store(0) }
 
 // ReadIndices marks t's memory as read, as indices, by a running compute
 // (WriteLock refuses writes meanwhile): false while a write through the
