@@ -222,7 +222,7 @@ func (d *decoder) array(depth int) (Value, error) {
 	}
 	// Strings and arrays: each takes at least 8 bytes, which the count was
 	// checked against; grow the slice as they come.
-	capacity := int(min(n, 1<<16))
+	capacity := int(min(n, 1024))
 	if et == TypeString {
 		out := make([]string, 0, capacity)
 		for range n {
@@ -370,8 +370,10 @@ func parse(d *decoder) (*header, error) {
 		return nil, d.fail(8, "%d tensors and %d key-value pairs cannot fit in the %d bytes left", nTensors, nKV, d.remain())
 	}
 
-	h.kvs = make([]kv, 0, nKV)
-	h.keys = make(map[string]int, nKV)
+	// The slices and maps grow as entries are read: a count that the rest
+	// of the file would fit but does not hold allocates nothing up front.
+	h.kvs = make([]kv, 0, min(nKV, 1024))
+	h.keys = make(map[string]int, min(nKV, 1024))
 	for range nKV {
 		at := d.off
 		key, err := d.str("a key")
@@ -411,8 +413,8 @@ func parse(d *decoder) (*header, error) {
 		h.alignment = uint64(a)
 	}
 
-	h.tensors = make([]TensorInfo, 0, nTensors)
-	h.names = make(map[string]int, nTensors)
+	h.tensors = make([]TensorInfo, 0, min(nTensors, 1024))
+	h.names = make(map[string]int, min(nTensors, 1024))
 	for range nTensors {
 		ti, err := d.tensorInfo(h.alignment)
 		if err != nil {

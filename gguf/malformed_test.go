@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -242,5 +243,26 @@ func TestSeedCorpus(t *testing.T) {
 			require.NoError(t, err, "run go test ./gguf -run TestSeedCorpus -gguf.corpus")
 			assert.Equal(t, want, string(got), path)
 		}
+	}
+}
+
+// A reader whose size is a lie, under a header whose counts fit that size:
+// the parse fails at the real end, having allocated little.
+func TestReadLyingSizeAllocatesLittle(t *testing.T) {
+	for _, data := range [][]byte{
+		head(1<<28, 0).Bytes(),
+		head(0, 1<<28).Bytes(),
+		head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(uint32(gguf.TypeString)).u64(1 << 28).Bytes(),
+		head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(uint32(gguf.TypeArray)).u64(1 << 28).Bytes(),
+		head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(uint32(gguf.TypeUint64)).u64(1 << 28).Bytes(),
+		head(0, 1).str("k").u32(uint32(gguf.TypeString)).u64(1 << 32).Bytes(),
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := gguf.Read(bytes.NewReader(data), 1<<40)
+		runtime.ReadMemStats(&after)
+		require.ErrorIs(t, err, gguf.ErrFormat)
+		assert.Contains(t, err.Error(), "the file ends here")
+		assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(8<<20))
 	}
 }
