@@ -179,8 +179,7 @@ func BenchmarkGGUF(b *testing.B) {
 		{"mmap", gguf.LoadOptions{}, false},
 		{"mmap-touch", gguf.LoadOptions{}, true},
 	} {
-		b.Run(fmt.Sprintf("load-%s-%s/go", c.fig, name), load(c.opts, c.touch))
-		b.Run(fmt.Sprintf("load-%s-%s/c", c.fig, name), plain)
+		pair(b, fmt.Sprintf("load-%s-%s", c.fig, name), load(c.opts, c.touch), plain)
 	}
 }
 
