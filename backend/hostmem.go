@@ -19,22 +19,59 @@ import (
 const HostMemoryAlign = 64
 
 // HostMemory is host memory for buffers over caller memory
-// (Device.BufferFromHostMemory, CPUBufferFromHostMemory). It is Go memory
-// pinned with runtime.Pinner, which lets C keep pointers to it while it is
-// pinned. Its Bytes are yours to fill and read, and stay valid memory as
-// long as you hold the slice, even after Close or after the HostMemory
-// itself is collected (the garbage collector frees it only once nothing
-// refers to it). It cannot be closed while a buffer uses it: Close then
-// reports an error; buffers keep it alive.
+// (Device.BufferFromHostMemory, CPUBufferFromHostMemory). Made by
+// AllocHostMemory, it is Go memory pinned with runtime.Pinner, which lets C
+// keep pointers to it while it is pinned. Its Bytes are yours to fill and
+// read, and stay valid memory as long as you hold the slice, even after
+// Close or after the HostMemory itself is collected (the garbage collector
+// frees it only once nothing refers to it). Made by ExternalHostMemory, it
+// is memory from outside Go's heap (a file mapping) that the HostMemory
+// releases when it is done with it. It cannot be closed while a buffer uses
+// it: Close then reports an error; buffers keep it alive.
 type HostMemory struct {
-	_       noCopy
-	mu      sync.Mutex
-	buf     []byte // HostMemoryAlign-aligned, size bytes; nil once closed
-	p       unsafe.Pointer
-	size    uint64
-	users   int
-	pin     *runtime.Pinner
-	cleanup runtime.Cleanup
+	_        noCopy
+	mu       sync.Mutex
+	buf      []byte // HostMemoryAlign-aligned, size bytes; nil once closed
+	p        unsafe.Pointer
+	size     uint64
+	users    int
+	pin      *runtime.Pinner // nil for external memory
+	giveBack *releaseOnce    // external memory: gives it back
+	cleanup  runtime.Cleanup
+}
+
+// releaseOnce runs an external HostMemory's release function once, from
+// Close or from the cleanup of the collected HostMemory.
+type releaseOnce struct {
+	once sync.Once
+	f    func()
+}
+
+func (r *releaseOnce) run() { r.once.Do(r.f) }
+
+// ExternalHostMemory wraps host memory allocated outside Go's heap (a file
+// mapping made with mmap, C memory) for buffers over it, as AllocHostMemory's
+// memory is. mem must start at a multiple of HostMemoryAlign and stay valid
+// until release runs. release runs once: at Close, or when the HostMemory is
+// collected; never while a buffer over the memory is alive (buffers keep
+// their HostMemory alive, and Close refuses while one uses it). Go memory
+// does not belong here (the garbage collector may move or free it): use
+// AllocHostMemory.
+func ExternalHostMemory(mem []byte, release func()) (*HostMemory, error) {
+	if len(mem) == 0 {
+		return nil, fmt.Errorf("%w: external host memory of 0 bytes", ggml.ErrInvalid)
+	}
+	if release == nil {
+		return nil, fmt.Errorf("%w: ExternalHostMemory needs a release function", ggml.ErrInvalid)
+	}
+	p := unsafe.Pointer(unsafe.SliceData(mem))
+	if uintptr(p)%HostMemoryAlign != 0 {
+		return nil, fmt.Errorf("%w: external host memory at %p is not aligned to %d bytes", ggml.ErrInvalid, p, HostMemoryAlign)
+	}
+	r := &releaseOnce{f: release}
+	m := &HostMemory{buf: mem[:len(mem):len(mem)], p: p, size: uint64(len(mem)), giveBack: r}
+	m.cleanup = runtime.AddCleanup(m, (*releaseOnce).run, r)
+	return m, nil
 }
 
 // hostAvailable is sysmem.Available; tests may replace it.
@@ -72,9 +109,10 @@ func (m *HostMemory) Size() uint64 {
 	return m.size
 }
 
-// Bytes returns the memory as a slice; nil once closed. The slice stays
-// valid memory while you hold it, but buffers over the memory see what you
-// write only until Close.
+// Bytes returns the memory as a slice; nil once closed. A slice of
+// AllocHostMemory's memory stays valid memory while you hold it, but buffers
+// over the memory see what you write only until Close; a slice of
+// ExternalHostMemory's memory is valid until Close.
 func (m *HostMemory) Bytes() []byte {
 	if m == nil {
 		return nil
@@ -84,9 +122,10 @@ func (m *HostMemory) Bytes() []byte {
 	return m.buf
 }
 
-// Close lets go of the memory (unpins it; the garbage collector frees it
-// once no slice refers to it). It fails while a buffer uses it; it is
-// idempotent and safe on nil.
+// Close lets go of the memory: it unpins memory of AllocHostMemory (the
+// garbage collector frees it once no slice refers to it) and runs the
+// release function of ExternalHostMemory (slices of it are then invalid).
+// It fails while a buffer uses it; it is idempotent and safe on nil.
 func (m *HostMemory) Close() error {
 	if m == nil {
 		return nil
@@ -100,7 +139,11 @@ func (m *HostMemory) Close() error {
 		return fmt.Errorf("%w: host memory is in use by %d buffer(s); close them first", ggml.ErrInvalid, m.users)
 	}
 	m.cleanup.Stop()
-	m.pin.Unpin()
+	if m.giveBack != nil {
+		m.giveBack.run()
+	} else {
+		m.pin.Unpin()
+	}
 	m.p, m.buf = nil, nil
 	return nil
 }
