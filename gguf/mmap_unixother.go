@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package gguf
+
+const mapNoReserve = 0
