@@ -99,7 +99,7 @@ func malformed() []badFile {
 		{"value-type-13", head(0, 1).str("k").u32(13).raw(0, 0, 0, 0).Bytes(), "unknown value type 13"},
 		{"value-type-negative", head(0, 1).str("k").u32(math.MaxUint32).raw(0, 0, 0, 0).Bytes(), "unknown value type"},
 		{"array-elem-type", head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(77).u64(0).Bytes(), "unknown value type 77"},
-		{"array-count-huge", head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(uint32(gguf.TypeUint32)).u64(1 << 60).raw(0, 0, 0, 0).Bytes(), "array of"},
+		{"array-count-huge", head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(uint32(gguf.TypeUint32)).u64(1<<60).raw(0, 0, 0, 0).Bytes(), "array of"},
 		{"string-array-count-huge", head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(uint32(gguf.TypeString)).u64(1 << 40).u64(0).Bytes(), "array of"},
 		{"string-in-array-past-end", head(0, 1).str("k").u32(uint32(gguf.TypeArray)).u32(uint32(gguf.TypeString)).u64(1).u64(1 << 30).Bytes(), "string in an array of"},
 		{"arrays-nested-deep", nested.Bytes(), "nested more than"},
