@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/gguf"
+)
+
+func TestDump(t *testing.T) {
+	b := gguf.NewBuilder()
+	require.NoError(t, b.Set(gguf.KeyArchitecture, "llama"))
+	require.NoError(t, b.Set("llama.block_count", uint32(32)))
+	tokens := make([]string, 100)
+	for i := range tokens {
+		tokens[i] = string(rune('a' + i%26))
+	}
+	require.NoError(t, b.Set("tokenizer.ggml.tokens", tokens))
+	require.NoError(t, b.Set("nested", []gguf.Value{gguf.NewValue([]int32{1, 2}), gguf.NewValue([]int32{3})}))
+	require.NoError(t, b.AddTensor("token_embd.weight", ggml.TypeQ8_0, []int64{64, 10}, gguf.FromBytes(make([]byte, 34*2*10))))
+	require.NoError(t, b.AddTensor("output_norm.weight", ggml.TypeF32, []int64{64}, gguf.FromBytes(make([]byte, 256))))
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, b.WriteFile(path))
+
+	var out bytes.Buffer
+	require.NoError(t, run(&out, []string{"-n", "3", path}))
+	got := out.String()
+	t.Log("\n" + got)
+	want := `: GGUF version 3, 2.2 KiB
+alignment 32, data at byte 1248, 2 tensors of 936 B, 4 key-value pairs
+
+* 4 key-value pairs
+    1: str      general.architecture = "llama"
+    2: u32      llama.block_count = 32
+    3: [100]str tokenizer.ggml.tokens = ["a", "b", "c", ... 97 more]
+    4: [2][]i32 nested = [[1, 2], [3]]
+
+* 2 tensors
+  #  elements  type    shape  offset  bytes name
+  1       640  q8_0  64 x 10    1248    680 token_embd.weight
+  2        64   f32       64    1952    256 output_norm.weight
+`
+	assert.Equal(t, path+want, got)
+	lines := strings.Split(got, "\n")
+	assert.Contains(t, lines[len(lines)-2], "output_norm.weight")
+
+	out.Reset()
+	require.NoError(t, run(&out, []string{"-kv=false", path}))
+	assert.NotContains(t, out.String(), "general.architecture")
+	assert.Contains(t, out.String(), "token_embd.weight")
+
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	require.NoError(t, os.WriteFile(bad, []byte("GGUF\x03\x00\x00\x00\xff\xff\xff\xff\xff\xff\xff\x7f\x00\x00\x00\x00\x00\x00\x00\x00"), 0o644))
+	err := run(&out, []string{bad})
+	require.ErrorIs(t, err, gguf.ErrFormat)
+	assert.Contains(t, err.Error(), "cannot fit")
+	require.ErrorIs(t, run(&out, nil), errUsage)
+	require.ErrorIs(t, run(&out, []string{"-n", "-1", path}), errUsage)
+	require.Error(t, run(&out, []string{path + ".missing"}))
+	assert.Equal(t, "1.5 KiB", human(1536))
+	assert.Equal(t, "3.0 GiB", human(3<<30))
+}
+
