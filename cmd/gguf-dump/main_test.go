@@ -67,4 +67,3 @@ alignment 32, data at byte 1248, 2 tensors of 936 B, 4 key-value pairs
 	assert.Equal(t, "1.5 KiB", human(1536))
 	assert.Equal(t, "3.0 GiB", human(3<<30))
 }
-
