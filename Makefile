@@ -61,14 +61,16 @@ run: setup
 # of BENCH_COUNT runs, as one table (see bench/README.md).
 BENCH_COUNT ?= 5
 BENCH_TIME ?= 300ms
-# Random graphs from the op set, random quantizer inputs and lying bytes;
-# a ggml assert or crash reached is a missing check. FUZZ_TIME per target.
+# Random graphs from the op set, random quantizer inputs and lying bytes
+# (tensor data, GGUF files); a ggml assert or crash reached is a missing
+# check. FUZZ_TIME per target; a target is package:Name (ggml if no package).
 FUZZ_TIME ?= 3m
-FUZZ_TARGETS ?= FuzzOps FuzzOpsMore FuzzViews FuzzQuantize FuzzDequantize
+FUZZ_TARGETS ?= FuzzOps FuzzOpsMore FuzzViews FuzzQuantize FuzzDequantize gguf:FuzzParse gguf:FuzzLoad
 fuzz: setup
 	@for t in $(FUZZ_TARGETS); do \
-		echo "== $$t"; \
-		$(GO) test ./ggml -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
+		case $$t in *:*) pkg=$${t%%:*}; name=$${t#*:};; *) pkg=ggml; name=$$t;; esac; \
+		echo "== $$pkg $$name"; \
+		$(GO) test ./$$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
 	done
 
 bench: setup

@@ -4,8 +4,10 @@ package bench
 #cgo noescape cb_nbytes_noescape
 #cgo nocallback cb_nbytes_noescape
 #include "goggml.h"
+#include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -66,6 +68,25 @@ static int cb_compute(ggml_backend_t be, struct ggml_cgraph *g) { return (int)gg
 // Quantize rows of floats into dst (for the quantized weights of both sides).
 static size_t cb_quantize(enum ggml_type t, const float *src, void *dst, int64_t nrows, int64_t n_per_row) {
 	return ggml_quantize_chunk(t, src, dst, 0, nrows, n_per_row, NULL);
+}
+
+// GGUF load baseline: plain reads of a whole file into fresh memory of the
+// kind ggml's CPU buffers are (posix_memalign), which is then freed.
+// Returns the bytes read, -1 on error.
+static int64_t cb_read_file(const char *path, int64_t size) {
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) return -1;
+	void *buf = NULL;
+	if (posix_memalign(&buf, 64, (size_t)size) != 0) { close(fd); return -1; }
+	int64_t done = 0;
+	while (done < size) {
+		ssize_t n = read(fd, (char *)buf + done, (size_t)(size - done) < (1u << 30) ? (size_t)(size - done) : (1u << 30));
+		if (n <= 0) break;
+		done += n;
+	}
+	close(fd);
+	free(buf);
+	return done;
 }
 
 // The f32 peak: independent FMA chains on every core.
@@ -169,6 +190,14 @@ func cQuantize(t int, src []float32, dst []byte, nrows, perRow int64) int {
 
 func cPeakGFLOPS(threads int, iters int64) float64 {
 	return float64(C.cb_peak_gflops(C.int(threads), C.int64_t(iters)))
+}
+
+// cReadFile reads the file at path, size bytes, with plain reads into fresh
+// memory, and returns the bytes read (-1 on error).
+func cReadFile(path string, size int64) int64 {
+	cp := C.CString(path)
+	defer C.free(unsafe.Pointer(cp))
+	return int64(C.cb_read_file(cp, C.int64_t(size)))
 }
 
 func cSIMDLanes() int { return int(C.cb_simd_lanes()) }

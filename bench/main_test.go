@@ -1,0 +1,12 @@
+package bench
+
+import (
+	"os"
+	"testing"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	removeGGUFFiles()
+	os.Exit(code)
+}
