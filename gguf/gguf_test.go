@@ -25,6 +25,7 @@ func TestRoundTripEveryType(t *testing.T) {
 	rng := newRNG(t)
 	pairs := randomPairs(rng, true)
 	specs := everyType(rng)
+	t.Logf("%d tensor types (%s)", len(specs), ggml.Provider())
 	path := writeTemp(t, build(t, pairs, specs))
 	raw := readAll(t, path)
 

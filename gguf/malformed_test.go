@@ -112,7 +112,7 @@ func malformed() []badFile {
 		{"duplicate-tensor", head(2, 0).tensor("w", f32, 0, 4).tensor("w", f32, 32, 4).data(64), "appears twice"},
 		{"dims-5", head(1, 0).tensor("w", f32, 0, 1, 1, 1, 1, 1).data(4), "5 dimensions"},
 		{"dim-negative", head(1, 0).tensor("w", f32, 0, 4, -1).data(16), "negative"},
-		{"type-count", head(1, 0).tensor("w", ggml.TypeCount, 0, 4).data(16), "does not know"},
+		{"type-unknown", head(1, 0).tensor("w", ggml.Type(1000), 0, 4).data(16), "does not know"},
 		{"type-negative", head(1, 0).tensor("w", ggml.Type(-1), 0, 4).data(16), "does not know"},
 		{"type-removed", head(1, 0).tensor("w", ggml.Type(4), 0, 32).data(64), "does not know"}, // Q4_2, gone from ggml
 		{"row-not-blocks", head(1, 0).tensor("w", q4, 0, 33).data(64), "block size"},
@@ -177,6 +177,14 @@ func TestMalformed(t *testing.T) {
 			assert.Contains(t, err.Error(), path)
 		})
 	}
+}
+
+// The first type number past the linked ggml's types: 40 with the
+// embedded provider, 43 with upstream v0.21.0.
+func TestTypeCountIsUnknown(t *testing.T) {
+	_, err := gguf.Parse(head(1, 0).tensor("w", ggml.TypeCount, 0, 4).data(16))
+	require.ErrorIs(t, err, gguf.ErrFormat)
+	assert.Contains(t, err.Error(), fmt.Sprintf("type %d, which the linked ggml (%s) does not know", ggml.TypeCount, ggml.Provider()))
 }
 
 func TestHostileButValid(t *testing.T) {
