@@ -483,18 +483,16 @@ func (d *decoder) tensorInfo(alignment uint64) (TensorInfo, error) {
 
 // tensorSize returns the bytes of a contiguous tensor of type t and shape
 // (ggml_nbytes), checking what ggml asserts on or overflows with: a row
-// that is not whole blocks, more than 2^63 elements or bytes. A tensor with
-// a zero dimension has no bytes.
+// that is not whole blocks, more than 2^63 elements or bytes. As in ggml
+// (and ggml.Context.NewTensor), the products are taken dimension by
+// dimension: a zero dimension makes a tensor without data, but the
+// dimensions before it must not overflow (ggml's strides are products of
+// them).
 func tensorSize(t ggml.Type, shape []int64) (uint64, error) {
 	ne := [ggml.MaxDims]int64{1, 1, 1, 1}
 	copy(ne[:], shape)
 	if ne[0]%t.BlockSize() != 0 {
 		return 0, fmt.Errorf("%d elements per row is not a multiple of %v's block size %d", ne[0], t, t.BlockSize())
-	}
-	for _, n := range ne {
-		if n == 0 {
-			return 0, nil
-		}
 	}
 	tooLarge := fmt.Errorf("shape %v of %v has more than 2^63 elements or bytes", shape, t)
 	mul := func(a, b uint64) (uint64, bool) {

@@ -118,6 +118,7 @@ func malformed() []badFile {
 		{"row-not-blocks", head(1, 0).tensor("w", q4, 0, 33).data(64), "block size"},
 		{"elements-overflow", head(1, 0).tensor("w", f32, 0, 1<<62, 4).data(16), "2^63"},
 		{"bytes-overflow", head(1, 0).tensor("w", f32, 0, 1<<62).data(16), "2^63"},
+		{"overflow-before-zero-dim", head(1, 0).tensor("w", f32, 0, 1<<40, 1<<40, 1<<40, 0).data(0), "2^63"},
 		{"offset-unaligned", head(1, 0).tensor("w", f32, 4, 4).data(32), "not a multiple of the alignment"},
 		{"data-past-end", head(1, 0).tensor("w", f32, 0, 64).data(255), "of the data section, which has 255"},
 		{"offset-past-end", head(1, 0).tensor("w", f32, 1<<40, 4).data(16), "of the data section"},

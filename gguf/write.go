@@ -50,9 +50,6 @@ func (b *Builder) Set(key string, v any) error {
 	if key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
 	}
-	if uint64(len(key)) > math.MaxInt64 {
-		return fmt.Errorf("%w: key too long", ErrInvalid)
-	}
 	val, err := ValueOf(v)
 	if err != nil {
 		return fmt.Errorf("gguf: key %q: %w", key, err)
