@@ -1,21 +1,23 @@
 # go-ggml: build, test, run the demo, benchmark.
-# The CPU flags come from build/cgoenv, the same program library users run.
+# No environment: ggml's CPU flags are set by go-ggml's own cgo packages
+# (third_party/ggml/embedded), as for library users. GOFLAGS=-tags=ggml_native
+# builds for this machine's CPU only.
 
 GO ?= go
-CPU_FLAGS := $(shell $(GO) run ./build/cgoenv -print=cflags)
-export CGO_CFLAGS := $(CPU_FLAGS)
-export CGO_CXXFLAGS := $(CPU_FLAGS)
 
 PROVIDER_INCLUDE := third_party/ggml/provider-include
+PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build test test-asan test-short race vet run fuzz bench generate fmt clean upstream test-system
+.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench bench-level generate fmt clean upstream test-system bench-system
 
 all: build
 
-# Link the provider's headers for work inside this checkout (git-ignored).
+# Link the provider's headers and sources for work inside this checkout
+# (git-ignored; from the module cache, go-ggml finds them beside it).
 setup:
 	@$(GO) mod download
 	@ln -sfn "$$($(GO) run ./build/cgoenv -print=include)" $(PROVIDER_INCLUDE)
+	@ln -sfn "$$($(GO) run ./build/cgoenv -print=ggml)" $(PROVIDER_GGML)
 
 build: setup
 	$(GO) build ./...
@@ -43,13 +45,22 @@ test-asan: setup
 upstream:
 	@bash build/upstream.sh
 
-test-system:
-	@pc=$$(bash build/upstream.sh) && \
+# SYSTEM_ENV: the environment of a build against the upstream install.
+SYSTEM_ENV = pc=$$(bash build/upstream.sh) && \
 	export PKG_CONFIG_PATH="$$pc$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}" && \
 	export CGO_LDFLAGS="-O2 -g -Wl,-rpath,$$(pkg-config --variable=libdir ggml)" && \
-	echo "test-system: ggml $$(pkg-config --modversion ggml) from $$pc" && \
+	echo "ggml_system: ggml $$(pkg-config --modversion ggml) from $$pc"
+
+test-system:
+	@$(SYSTEM_ENV) && \
 	$(GO) vet -tags ggml_system ./... && \
-	$(GO) test -count=1 -tags ggml_system ./...
+	$(GO) test -count=1 -tags ggml_system ./... && \
+	$(GO) test -count=1 -race -tags ggml_system ./...
+
+# make bench against the upstream install (bench/README.md has a table for each provider).
+bench-system:
+	@$(SYSTEM_ENV) && \
+	$(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
 
 test-short: setup
 	$(GO) test -short ./...
@@ -75,6 +86,19 @@ fuzz: setup
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
+
+# The CPU level of a plain build against -tags ggml_native on this machine:
+# the compute figures' Go side from both builds, run alternately, as pairs.
+bench-level: setup
+	@mkdir -p bin
+	$(GO) test -c -o bin/bench-default.test ./bench
+	$(GO) test -c -tags ggml_native -o bin/bench-native.test ./bench
+	@for i in $$(seq $(BENCH_COUNT)); do \
+		for b in $$( [ $$((i % 2)) = 1 ] && echo "default native" || echo "native default"); do \
+			(cd bench && ../bin/bench-$$b.test -test.run '^$$' -test.bench 'Compute/.*/go' -test.benchtime $(BENCH_TIME)) | \
+				sed -E "s|/go(-[0-9]+)? |/$$b |"; \
+		done; \
+	done | $(GO) run ./bench/table -sides default,native
 
 generate:
 	$(GO) generate ./third_party/ggml

@@ -22,6 +22,34 @@ import (
 
 var sink int64
 
+// runs counts the pairs run per figure, to alternate their order.
+var runs = map[string]int{}
+
+// pair runs the Go and the C side of one figure back to back, as
+// sub-benchmarks name/go and name/c (just go and c for name ""), the C side
+// first on every other run (make bench repeats each benchmark with -count):
+// the two sides of a pair see the same machine, and neither always gets
+// the warm caches or the boosted clock. bench/table divides each Go sample
+// by the C sample of its pair.
+func pair(b *testing.B, name string, goSide, cSide func(*testing.B)) {
+	key := b.Name() + "/" + name
+	runs[key]++
+	sides := []struct {
+		who string
+		f   func(*testing.B)
+	}{{"go", goSide}, {"c", cSide}}
+	if runs[key]%2 == 0 {
+		sides[0], sides[1] = sides[1], sides[0]
+	}
+	for _, sd := range sides {
+		sub := sd.who
+		if name != "" {
+			sub = name + "/" + sd.who
+		}
+		b.Run(sub, sd.f)
+	}
+}
+
 func cpuBackend(tb testing.TB) *backend.Backend {
 	return testutil.CPU(tb)
 }
@@ -34,30 +62,34 @@ func BenchmarkCall(b *testing.B) {
 	defer c.Close()
 	t := c.NewTensor(ggml.TypeF32, 64, 64)
 	ct := cTensorPtr(t)
-	b.Run("Elements/go", func(b *testing.B) { // the binding reads the C struct: no cgo call
-		for range b.N {
-			sink += t.Elements()
-		}
-	})
-	b.Run("Elements/c", func(b *testing.B) { sink += cNelementsLoop(t, b.N) })
-	b.Run("Bytes/go", func(b *testing.B) { // one cgo call to ggml_nbytes
-		for range b.N {
-			sink += int64(t.Bytes())
-		}
-	})
-	b.Run("Bytes/c", func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
-	b.Run("Bytes-cgo/go", func(b *testing.B) {
-		for range b.N {
-			sink += int64(cgoNbytes(ct))
-		}
-	})
-	b.Run("Bytes-cgo/c", func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
-	b.Run("Bytes-cgo-noescape/go", func(b *testing.B) {
-		for range b.N {
-			sink += int64(cgoNbytesNoescape(ct))
-		}
-	})
-	b.Run("Bytes-cgo-noescape/c", func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
+	pair(b, "Elements",
+		func(b *testing.B) { // the binding reads the C struct: no cgo call
+			for range b.N {
+				sink += t.Elements()
+			}
+		},
+		func(b *testing.B) { sink += cNelementsLoop(t, b.N) })
+	pair(b, "Bytes",
+		func(b *testing.B) { // one cgo call to ggml_nbytes
+			for range b.N {
+				sink += int64(t.Bytes())
+			}
+		},
+		func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
+	pair(b, "Bytes-cgo",
+		func(b *testing.B) {
+			for range b.N {
+				sink += int64(cgoNbytes(ct))
+			}
+		},
+		func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
+	pair(b, "Bytes-cgo-noescape",
+		func(b *testing.B) {
+			for range b.N {
+				sink += int64(cgoNbytesNoescape(ct))
+			}
+		},
+		func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
 }
 
 // ---- 2. graph building ----------------------------------------------------
@@ -118,20 +150,21 @@ func BenchmarkGraphBuild(b *testing.B) {
 	defer wc.Close()
 	n, err := goBuildGraph(ws)
 	require.NoError(b, err)
-	b.Run("go", func(b *testing.B) {
-		for range b.N {
-			if _, err := goBuildGraph(ws); err != nil {
-				b.Fatal(err)
+	pair(b, "",
+		func(b *testing.B) {
+			for range b.N {
+				if _, err := goBuildGraph(ws); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
-	})
-	b.Run("c", func(b *testing.B) {
-		for range b.N {
-			sink += int64(cBuildGraph(anys(ws), gbD, gbT, gbLayers, gbGraphSize))
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
-	})
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+		},
+		func(b *testing.B) {
+			for range b.N {
+				sink += int64(cBuildGraph(anys(ws), gbD, gbT, gbLayers, gbGraphSize))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+		})
 }
 
 // ---- 3. data transfer -----------------------------------------------------
@@ -155,38 +188,40 @@ func BenchmarkTransfer(b *testing.B) {
 		gbs := func(b *testing.B) {
 			b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		}
-		b.Run("SetData-"+name+"/go", func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for range b.N {
-				if err := ggml.SetData(t, src); err != nil {
-					b.Fatal(err)
+		pair(b, "SetData-"+name,
+			func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for range b.N {
+					if err := ggml.SetData(t, src); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			gbs(b)
-		})
-		b.Run("SetData-"+name+"/c", func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for range b.N {
-				cMemcpy(base, unsafe.Pointer(&src[0]), size)
-			}
-			gbs(b)
-		})
-		b.Run("Data-"+name+"/go", func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for range b.N {
-				if err := ggml.DataInto(t, dst); err != nil {
-					b.Fatal(err)
+				gbs(b)
+			},
+			func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for range b.N {
+					cMemcpy(base, unsafe.Pointer(&src[0]), size)
 				}
-			}
-			gbs(b)
-		})
-		b.Run("Data-"+name+"/c", func(b *testing.B) {
-			b.SetBytes(int64(size))
-			for range b.N {
-				cMemcpy(unsafe.Pointer(&dst[0]), base, size)
-			}
-			gbs(b)
-		})
+				gbs(b)
+			})
+		pair(b, "Data-"+name,
+			func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for range b.N {
+					if err := ggml.DataInto(t, dst); err != nil {
+						b.Fatal(err)
+					}
+				}
+				gbs(b)
+			},
+			func(b *testing.B) {
+				b.SetBytes(int64(size))
+				for range b.N {
+					cMemcpy(unsafe.Pointer(&dst[0]), base, size)
+				}
+				gbs(b)
+			})
 		runtime.KeepAlive(buf)
 		buf.Close()
 		c.Close()
@@ -256,6 +291,8 @@ func BenchmarkCompute(b *testing.B) {
 		{"mul_mat-q8_0-2048", ggml.TypeQ8_0, 2048, 2048, 2048},
 		{"mul_mat-q4_0-2048", ggml.TypeQ4_0, 2048, 2048, 2048},
 		{"mul_vec-f32-4096", ggml.TypeF32, 4096, 4096, 1},
+		{"mul_vec-f16-4096", ggml.TypeF16, 4096, 4096, 1},
+		{"mul_vec-q8_0-4096", ggml.TypeQ8_0, 4096, 4096, 1},
 		{"mul_vec-q4_0-4096", ggml.TypeQ4_0, 4096, 4096, 1},
 	}
 	for _, cs := range cases {
@@ -264,23 +301,24 @@ func BenchmarkCompute(b *testing.B) {
 		gflops := func(b *testing.B) {
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
 		}
-		b.Run(cs.name+"/go", func(b *testing.B) {
-			for range b.N {
-				if err := be.Compute(context.Background(), g); err != nil {
-					b.Fatal(err)
+		pair(b, cs.name,
+			func(b *testing.B) {
+				for range b.N {
+					if err := be.Compute(context.Background(), g); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			gflops(b)
-		})
-		b.Run(cs.name+"/c", func(b *testing.B) {
-			bp, gp := backendPtr(be), graphPtr(g)
-			for range b.N {
-				if st := cCompute(bp, gp); st != 0 {
-					b.Fatal(st)
+				gflops(b)
+			},
+			func(b *testing.B) {
+				bp, gp := backendPtr(be), graphPtr(g)
+				for range b.N {
+					if st := cCompute(bp, gp); st != 0 {
+						b.Fatal(st)
+					}
 				}
-			}
-			gflops(b)
-		})
+				gflops(b)
+			})
 		done()
 	}
 }
@@ -307,21 +345,22 @@ func BenchmarkSched(b *testing.B) {
 	s, err := sched.New([]*backend.Backend{be}, sched.Options{})
 	require.NoError(b, err)
 	defer s.Close()
-	b.Run("mul_mat-512/go", func(b *testing.B) { // through the scheduler
-		for range b.N {
-			if err := s.Compute(context.Background(), g); err != nil {
-				b.Fatal(err)
+	pair(b, "mul_mat-512",
+		func(b *testing.B) { // through the scheduler
+			for range b.N {
+				if err := s.Compute(context.Background(), g); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("mul_mat-512/c", func(b *testing.B) { // the backend directly, from C
-		bp, gp := backendPtr(be), graphPtr(g)
-		for range b.N {
-			if st := cCompute(bp, gp); st != 0 {
-				b.Fatal(st)
+		},
+		func(b *testing.B) { // the backend directly, from C
+			bp, gp := backendPtr(be), graphPtr(g)
+			for range b.N {
+				if st := cCompute(bp, gp); st != 0 {
+					b.Fatal(st)
+				}
 			}
-		}
-	})
+		})
 }
 
 // ---- 5a. cancellation -----------------------------------------------------

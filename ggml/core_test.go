@@ -3,7 +3,6 @@ package ggml_test
 import (
 	"context"
 	"errors"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -271,10 +270,9 @@ func TestVersionInfo(t *testing.T) {
 	_ = ggml.Commit()
 	f := ggml.CPUFeatures()
 	assert.Contains(t, f, "AVX2") // the key is present whether or not it is on
-	// The features are those ggml was compiled for: with the flags from
-	// build/cgoenv (make sets them) the x86 baseline is on.
-	native := strings.Contains(os.Getenv("CGO_CFLAGS"), "-march=native")
-	if runtime.GOARCH == "amd64" && native {
+	// The features are those ggml was compiled for: with -tags ggml_native,
+	// this CPU's (the default level is checked in cpucheck_test.go).
+	if runtime.GOARCH == "amd64" && cpuLevelTag == "ggml_native" && !strings.Contains(ggml.Provider(), "system") {
 		assert.Equal(t, cpu.X86.HasSSE3, f["SSE3"], "built for this CPU: ggml's SSE3 matches the CPU's")
 		assert.Equal(t, cpu.X86.HasAVX2, f["AVX2"], "built for this CPU: ggml's AVX2 matches the CPU's")
 	}

@@ -10,7 +10,6 @@ static void goggml_log_cb(enum ggml_log_level level, const char *text, void *ud)
 	goggmlLog((int)level, (char *)text);
 }
 static void goggml_abort_cb(const char *message) { goggmlAbort((char *)message); }
-int goggml_cxx_has_simd(void); // simd_cxx.cpp
 
 static void goggml_install_callbacks(void) {
 	ggml_log_set(goggml_log_cb, NULL);
@@ -32,59 +31,41 @@ func init() {
 	checkSIMD()
 }
 
-// checkSIMD logs one warning when the CPU can do more than ggml was
-// compiled for: without -march ggml runs its scalar code, ~40x slower. The C
-// half (ggml-cpu.c: ggml_cpu_has_*) and the C++ half (llamafile's sgemm,
-// the repacked kernels: CGO_CXXFLAGS) are checked apart, since the flags of
-// one can be set without the other's.
+// checkSIMD logs once, at start, when ggml's CPU code is below what the
+// CPU can do: a warning when it runs scalar code on a CPU with the SIMD
+// extension ggml needs for speed (AVX2 on amd64, NEON on arm64), a debug
+// line when the CPU has AVX-512 and the build does not use it.
 func checkSIMD() {
-	var cpuHas, builtC bool
+	var cpuHas, built, cpu512, built512 bool
 	switch runtime.GOARCH {
 	case "amd64":
-		cpuHas, builtC = cpu.X86.HasAVX2, C.ggml_cpu_has_avx2() != 0
+		cpuHas, built = cpu.X86.HasAVX2, C.ggml_cpu_has_avx2() != 0
+		cpu512, built512 = cpu.X86.HasAVX512F, C.ggml_cpu_has_avx512() != 0
 	case "arm64":
-		cpuHas, builtC = cpu.ARM64.HasASIMD, C.ggml_cpu_has_neon() != 0
+		cpuHas, built = cpu.ARM64.HasASIMD, C.ggml_cpu_has_neon() != 0
 	}
-	if C.GOGGML_CPU_BUILT_BY_CGO == 0 {
-		// The provider's CPU code was built apart (ggml's CMake), C and C++
-		// with the same flags: ggml_cpu_has_* tells for both.
-		if msg := simdWarningPrebuilt(runtime.GOARCH, cpuHas, builtC); msg != "" {
-			currentLogger().Warn(msg)
-		}
-		return
-	}
-	if msg := simdWarning(runtime.GOARCH, cpuHas, builtC, C.goggml_cxx_has_simd() != 0); msg != "" {
+	if msg := simdWarning(runtime.GOARCH, C.GOGGML_CPU_BUILT_BY_CGO != 0, cpuHas, built); msg != "" {
 		currentLogger().Warn(msg)
+	}
+	if cpu512 && !built512 && C.GOGGML_CPU_BUILT_BY_CGO != 0 {
+		currentLogger().Debug("go-ggml: this CPU has AVX-512, which ggml's CPU code of this build does not use " +
+			"(it is built for x86-64-v3, which runs on any AVX2 CPU); build with -tags ggml_native for code made for this machine's CPU only")
 	}
 }
 
 // simdWarning returns the start-up warning for a CPU that has the SIMD
 // extension ggml needs for speed (AVX2 on amd64, NEON on arm64) when ggml's
-// C half (builtC) or C++ half (builtCXX) was compiled without it, else "".
-func simdWarning(goarch string, cpuHas, builtC, builtCXX bool) string {
-	ext := map[string]string{"amd64": "AVX2", "arm64": "NEON"}[goarch]
-	if ext == "" || !cpuHas || (builtC && builtCXX) {
-		return ""
-	}
-	var what string
-	switch {
-	case !builtC && !builtCXX:
-		what = "ggml was compiled without it, so it runs its slow scalar code"
-	case !builtC:
-		what = "ggml's C code was compiled without it (CGO_CFLAGS), so it runs its slow scalar code"
-	default:
-		what = "ggml's C++ code (llamafile's matrix products, repacked kernels) was compiled without it (CGO_CXXFLAGS), so its matrix products run slow scalar code"
-	}
-	return "go-ggml: this CPU has " + ext + " but " + what + ". " +
-		"Build with the CPU flags in both CGO_CFLAGS and CGO_CXXFLAGS: run `make` in a go-ggml checkout, or apply the lines printed by `go run github.com/go-ggml/ggml/build/cgoenv`."
-}
-
-// simdWarningPrebuilt is simdWarning for a provider whose CPU code was
-// built by ggml's own CMake (the ggml_system provider).
-func simdWarningPrebuilt(goarch string, cpuHas, built bool) string {
+// CPU code was built without it, else "". embedded tells whether go-ggml
+// compiled that code (the embedded provider: its level is a build tag) or
+// it came built (an installed ggml's libggml-cpu).
+func simdWarning(goarch string, embedded, cpuHas, built bool) string {
 	ext := map[string]string{"amd64": "AVX2", "arm64": "NEON"}[goarch]
 	if ext == "" || !cpuHas || built {
 		return ""
+	}
+	if embedded {
+		return "go-ggml: this CPU has " + ext + " but ggml's CPU code was built without it (-tags ggml_portable), " +
+			"so it runs its slow scalar code. Build without that tag for code that runs on any " + ext + " CPU, or with -tags ggml_native."
 	}
 	return "go-ggml: this CPU has " + ext + " but the installed ggml's CPU backend (libggml-cpu) was compiled without it, " +
 		"so it runs its slow scalar code. Rebuild ggml for this CPU (cmake -DGGML_NATIVE=ON) or with its CPU variants (-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON)."

@@ -82,17 +82,14 @@ func TestLogLineAssembly(t *testing.T) {
 }
 
 func TestSIMDWarning(t *testing.T) {
-	require.Contains(t, simdWarning("amd64", true, false, false), "AVX2")
-	require.Contains(t, simdWarning("amd64", true, false, false), "build/cgoenv")
-	require.Contains(t, simdWarning("arm64", true, false, false), "NEON")
-	require.Contains(t, simdWarning("amd64", true, false, true), "CGO_CFLAGS", "C half without it")
-	require.Contains(t, simdWarning("amd64", true, true, false), "CGO_CXXFLAGS", "C++ half without it")
+	require.Contains(t, simdWarning("amd64", true, true, false), "AVX2")
+	require.Contains(t, simdWarning("amd64", true, true, false), "ggml_portable", "go-ggml built it: the tag is the cause")
+	require.Contains(t, simdWarning("arm64", true, true, false), "NEON")
+	require.Contains(t, simdWarning("amd64", false, true, false), "GGML_NATIVE", "an installed ggml is rebuilt, not go-ggml")
 	require.Empty(t, simdWarning("amd64", true, true, true), "built with it")
-	require.Empty(t, simdWarning("amd64", false, false, false), "the CPU lacks it")
-	require.Empty(t, simdWarning("riscv64", true, false, false))
-	require.Contains(t, simdWarningPrebuilt("amd64", true, false), "GGML_NATIVE", "an installed ggml is rebuilt, not go-ggml")
-	require.Empty(t, simdWarningPrebuilt("amd64", true, true))
-	require.Empty(t, simdWarningPrebuilt("amd64", false, false))
+	require.Empty(t, simdWarning("amd64", false, true, true), "built with it")
+	require.Empty(t, simdWarning("amd64", true, false, false), "the CPU lacks it")
+	require.Empty(t, simdWarning("riscv64", true, true, false))
 }
 
 // The pool use go-ggml counts (so that ops need no cgo call to check room)

@@ -1,13 +1,16 @@
 // Command table reads `go test -bench` output of the bench package and
 // prints one row per figure: the median of each side over the repeated
-// runs, the ratio Go/C, and the figure's own unit (GFLOPS, GB/s, ns/node)
-// where the benchmark reports one.
+// runs, the ratio Go/C as the median of the pair ratios (each Go sample
+// over the C sample measured beside it) with their range, flagged NOISY
+// when too wide to trust, and the figure's own unit (GFLOPS, GB/s,
+// ns/node) where the benchmark reports one.
 //
 //	go test -run '^$' -bench . -count 5 ./bench | go run ./bench/table
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -35,8 +38,50 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// noisy is the spread of a row's pair ratios (largest less smallest,
+// relative to their median) above which the row is flagged: its ratio is
+// not to be trusted.
+const noisy = 0.15
+
+// pairRatios divides each Go sample by the C sample measured beside it
+// (the i-th of each side: bench runs the two sides of a figure back to
+// back, see pair in bench_test.go) and returns the median of these ratios
+// and their range, flagged NOISY when wider than noisy.
+func pairRatios(g, c []float64) (ratio, spread string) {
+	n := min(len(g), len(c))
+	var r []float64
+	for i := range n {
+		if c[i] > 0 {
+			r = append(r, g[i]/c[i])
+		}
+	}
+	if len(r) == 0 {
+		return "-", ""
+	}
+	m := median(r)
+	lo, hi := r[0], r[0]
+	for _, v := range r {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	spread = fmt.Sprintf("%.2f-%.2f", lo, hi)
+	if len(r) < 3 {
+		spread += " few"
+	} else if (hi-lo)/m > noisy {
+		spread += " NOISY"
+	}
+	return fmt.Sprintf("%.3f", m), spread
+}
+
 func main() {
-	rows := map[string]map[string]*side{} // figure -> "go"/"c" -> values
+	sides := flag.String("sides", "go,c", "the two sides of each figure: the last element of the benchmark names, numerator first")
+	flag.Parse()
+	names := strings.SplitN(*sides, ",", 2)
+	if len(names) != 2 {
+		fmt.Fprintln(os.Stderr, "table: -sides wants two names, e.g. go,c")
+		os.Exit(2)
+	}
+	num, den := names[0], names[1]
+	rows := map[string]map[string]*side{} // figure -> side name -> values
 	var order []string
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
@@ -75,18 +120,18 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("%-32s %14s %14s %8s  %s\n", "figure", "Go", "C", "Go/C", "unit (medians)")
+	fmt.Printf("%-32s %14s %14s %8s  %-13s %s\n", "figure", num, den, num+"/"+den, "pairs", "unit (medians)")
 	for _, fig := range order {
-		g, c := rows[fig]["go"], rows[fig]["c"]
+		g, c := rows[fig][num], rows[fig][den]
 		col := func(s *side) string {
 			if s == nil {
 				return "-"
 			}
 			return fmt.Sprintf("%.4g", median(s.ns))
 		}
-		ratio := "-"
-		if g != nil && c != nil && median(c.ns) > 0 {
-			ratio = fmt.Sprintf("%.3f", median(g.ns)/median(c.ns))
+		ratio, spread := "-", ""
+		if g != nil && c != nil {
+			ratio, spread = pairRatios(g.ns, c.ns)
 		}
 		var units []string
 		for _, u := range []string{"GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel"} {
@@ -94,7 +139,7 @@ func main() {
 			for _, p := range []struct {
 				who string
 				s   *side
-			}{{"go", g}, {"c", c}} {
+			}{{num, g}, {den, c}} {
 				if p.s != nil && len(p.s.extra[u]) > 0 {
 					parts = append(parts, fmt.Sprintf("%s %.4g", p.who, median(p.s.extra[u])))
 				}
@@ -103,7 +148,7 @@ func main() {
 				units = append(units, u+": "+strings.Join(parts, ", "))
 			}
 		}
-		fmt.Printf("%-32s %14s %14s %8s  ns/op; %s\n", fig, col(g), col(c), ratio, strings.Join(units, "; "))
+		fmt.Printf("%-32s %14s %14s %8s  %-13s ns/op; %s\n", fig, col(g), col(c), ratio, spread, strings.Join(units, "; "))
 	}
 	if err := sc.Err(); err != nil {
 		fmt.Fprintln(os.Stderr, "table:", err)

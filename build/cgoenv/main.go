@@ -1,21 +1,17 @@
-// Command cgoenv prints the one-time build settings a machine needs to build
-// go-ggml well: the CPU flags ggml's C code should be compiled with and, when
-// go-ggml is not in the module cache (a replace to a checkout), the include
-// path of the provider's headers.
+// Command cgoenv tells where the embedded provider's ggml is, for builds of
+// go-ggml from a checkout rather than the module cache.
 //
-// Run it from your module, after `go get github.com/go-ggml/ggml`:
+// No environment is needed to build go-ggml: ggml's CPU flags are set by
+// go-ggml's own cgo packages (third_party/ggml/embedded; build tags
+// ggml_native and ggml_portable choose another CPU level), and from the
+// module cache go-ggml finds ggml's headers and sources beside it. A
+// checkout of go-ggml (a clone, or the target of a replace directive) finds
+// them through two links that `make setup` creates from this program's
+// output:
 //
-//	go run github.com/go-ggml/ggml/build/cgoenv
-//
-// and run the `go env -w` lines it prints. The Makefile of go-ggml uses the
-// same program (-print=cflags, -print=include), so there is one source of
-// truth for the flags.
-//
-// Why: cgo compiles ggml with CGO_CFLAGS, which defaults to "-O2 -g" with no
-// -march: ggml then runs its scalar code. Measured on an AVX-512 Xeon, a
-// 2048³ f32 matmul ran at 7.7 GFLOPS without the flags and ~330 with them.
-// On x86 the AMX extensions are turned off because the embedded provider
-// ships without ggml's AMX sources and would not link with them on.
+//	go run ./build/cgoenv -print=include   # the provider's include directory
+//	go run ./build/cgoenv -print=ggml      # the provider's ggml directory (include/, src/)
+//	go run ./build/cgoenv                  # says whether anything is missing
 package main
 
 import (
@@ -25,82 +21,59 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 )
 
 const (
 	providerModule = "github.com/ollama/ollama"
-	providerInc    = "ml/backend/ggml/ggml/include"
+	providerGGML   = "ml/backend/ggml/ggml"
 	selfModule     = "github.com/go-ggml/ggml"
 )
 
 func main() {
-	print := flag.String("print", "env", "what to print: env (the go env -w lines), cflags (the CPU flags), include (the provider's include directory)")
+	print := flag.String("print", "check", "what to print: include (the provider's include directory), ggml (its ggml directory) or check")
 	flag.Parse()
 	switch *print {
-	case "cflags":
-		fmt.Println(cpuFlags(runtime.GOOS, runtime.GOARCH))
-	case "include":
+	case "include", "ggml":
 		dir, err := moduleDir(providerModule)
 		if err != nil {
 			fail(err)
 		}
-		fmt.Println(filepath.Join(dir, providerInc))
-	case "env":
-		if err := printEnv(); err != nil {
+		out := filepath.Join(dir, providerGGML)
+		if *print == "include" {
+			out = filepath.Join(out, "include")
+		}
+		fmt.Println(out)
+	case "check":
+		if err := check(); err != nil {
 			fail(err)
 		}
 	default:
-		fail(fmt.Errorf("unknown -print=%s (want env, cflags or include)", *print))
+		fail(fmt.Errorf("unknown -print=%s (want include, ggml or check)", *print))
 	}
 }
 
-// cpuFlags returns the C and C++ flags for ggml on this machine.
-func cpuFlags(goos, goarch string) string {
-	switch goarch {
-	case "amd64", "386":
-		return "-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-	case "arm64":
-		if goos == "darwin" {
-			return "-O3" // Apple's clang targets the host's Apple silicon by default
-		}
-		return "-O3 -mcpu=native"
-	default:
-		return "-O3"
-	}
-}
-
-func printEnv() error {
-	flags := cpuFlags(runtime.GOOS, runtime.GOARCH)
-	fmt.Println("# go-ggml: one-time build settings for this machine; run these lines.")
-	fmt.Println("# CPU flags for ggml's C code (without -march ggml runs its slow scalar code):")
-	fmt.Printf("go env -w CGO_CFLAGS=%s\n", shellQuote(flags))
-	fmt.Printf("go env -w CGO_CXXFLAGS=%s\n", shellQuote(flags))
+func check() error {
 	self, err := moduleDir(selfModule)
 	if err != nil {
-		fmt.Println("# (run this from a module that requires " + selfModule + " to check the header path too)")
+		fmt.Println("go-ggml: run this from a module that requires " + selfModule)
 		return nil
 	}
-	cache, err := goEnv("GOMODCACHE")
+	cache, err := goCmd("env", "GOMODCACHE")
 	if err != nil {
 		return err
 	}
 	if strings.HasPrefix(self, filepath.Clean(cache)+string(filepath.Separator)) {
-		fmt.Println("# Headers: go-ggml is in the module cache, its forwarding headers find ggml's; nothing to set.")
+		fmt.Println("go-ggml is in the module cache: it finds ggml's headers and sources beside it; nothing to set.")
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(self, "third_party", "ggml", "provider-include")); err == nil {
-		fmt.Printf("# Headers: %s has the provider-include link (made by make); nothing to set.\n", self)
-		return nil
+	for _, link := range []string{"provider-include", "provider-ggml"} {
+		if _, err := os.Stat(filepath.Join(self, "third_party", "ggml", link)); err != nil {
+			fmt.Printf("go-ggml is used from the checkout %s, which lacks the link third_party/ggml/%s:\nrun `make setup` there.\n", self, link)
+			return nil
+		}
 	}
-	dir, err := moduleDir(providerModule)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("# Headers: go-ggml is used from %s, outside the module cache: point cgo at ggml's headers\n", self)
-	fmt.Println("# (or run `make` in that checkout, which links them instead).")
-	fmt.Printf("go env -w CGO_CPPFLAGS=%s\n", shellQuote("-I"+filepath.Join(dir, providerInc)))
+	fmt.Printf("go-ggml is used from the checkout %s, which has its links to ggml; nothing to set.\n", self)
 	return nil
 }
 
@@ -116,8 +89,6 @@ func moduleDir(m string) (string, error) {
 	return out, nil
 }
 
-func goEnv(name string) (string, error) { return goCmd("env", name) }
-
 func goCmd(args ...string) (string, error) {
 	cmd := exec.Command("go", args...)
 	var stderr bytes.Buffer
@@ -128,8 +99,6 @@ func goCmd(args ...string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "cgoenv:", err)

@@ -4,8 +4,11 @@
 //
 // How ggml is obtained is chosen by build tag, one file per provider:
 //
-//	provider_embedded.go  (default)      github.com/ollama/ollama v0.17.4 compiles
-//	                                     ggml's core and CPU backend with cgo
+//	provider_embedded.go  (default)      the ggml of github.com/ollama/ollama v0.17.4,
+//	                                     compiled by embedded/core and embedded/cpu
+//	                                     (forwarding sources, go-ggml's CPU level;
+//	                                     embedded.go) or, on darwin/arm64, by the
+//	                                     provider's own package
 //	provider_system.go    (ggml_system)  an installed upstream ggml v0.21.0
 //	                                     found with pkg-config
 //
@@ -16,6 +19,8 @@
 // define, its pkg-config line) are written once, as //goggml:cgo comments in
 // its provider file, and go generate copies them into a generated
 // provider_gen.go in each package that includes goggml.h. Adding a provider
-// is one provider file, one section of goggml.h and a go generate. This
-// repository carries no ggml source.
+// is one provider file, one section of goggml.h and a go generate (plus,
+// for a provider whose sources go-ggml compiles, its packages of
+// forwarding sources, as embedded/ has). This repository carries no ggml
+// source.
 package ggml

@@ -12,10 +12,5 @@ import "C"
 // loaded at run time (backend.Load) binds to this binary's ggml, the one
 // its registry and handles live in, rather than to a second copy.
 
-import (
-	// The embedded provider: compiles ggml's core and its CPU backend.
-	_ "github.com/ollama/ollama/ml/backend/ggml/ggml/src"
-)
-
 // Provider names the ggml this binary was linked with.
 const Provider = "embedded (github.com/ollama/ollama v0.17.4)"

@@ -57,7 +57,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 // (an f32 one only for bf16): b's values are rounded to f16.
 #define GOGGML_CONV_IM2COL_F16 1
 // ggml's CPU code is in libggml-cpu, built by ggml's CMake, not by cgo:
-// CGO_CFLAGS/CGO_CXXFLAGS do not reach it.
+// go-ggml's build tags and flags do not reach it.
 #define GOGGML_CPU_BUILT_BY_CGO 0
 #else
 _Static_assert(GGML_TYPE_COUNT == 40,
@@ -76,7 +76,7 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&ggml_backend_graph_compu
 #define GOGGML_ARGSORT_I32 1 // the CPU argsort sorts f32 and i32
 #define GOGGML_CGRAPH_UID 0 // struct ggml_cgraph has no uid
 #define GOGGML_CONV_IM2COL_F16 0 // conv_2d/conv_3d: an Im2Col of the kernel's type
-#define GOGGML_CPU_BUILT_BY_CGO 1 // ggml's CPU code is compiled by cgo with CGO_CFLAGS/CGO_CXXFLAGS
+#define GOGGML_CPU_BUILT_BY_CGO 1 // ggml's CPU code is compiled by go-ggml's cgo packages (third_party/ggml/embedded), its level set by build tag
 #endif
 
 // ---- API differences between providers -----------------------------------

@@ -7,7 +7,7 @@
 //   - Module cache layout: github.com/ollama/ollama@v0.17.4 beside this module, where
 //     "go get" puts it.
 //   - ../../provider-include: the link that "make" creates in a checkout.
-//   - The include path (CGO_CPPFLAGS as build/cgoenv prints it). This file
+//   - The include path (CGO_CPPFLAGS, for a ggml of your own). This file
 //     sits in a directory of its own so that this search cannot find it.
 #ifndef GOGGML_FWD_GGML_CUDA_H
 #define GOGGML_FWD_GGML_CUDA_H
@@ -20,6 +20,6 @@
 #elif __has_include(<ggml-cuda.h>)
 #include <ggml-cuda.h>
 #else
-#error "go-ggml: cannot find ggml-cuda.h of github.com/ollama/ollama@v0.17.4. In a go-ggml checkout run 'make'; elsewhere apply the lines printed by 'go run github.com/go-ggml/ggml/build/cgoenv'."
+#error "go-ggml: cannot find ggml-cuda.h of github.com/ollama/ollama@v0.17.4. In a go-ggml checkout run 'make setup'; elsewhere run 'go mod download github.com/ollama/ollama' (or 'go run github.com/go-ggml/ggml/build/cgoenv' to see what is missing)."
 #endif
 #endif

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# go-ggml: build the README's quick start as a user would: a module of its
+# own outside this checkout, go-ggml fetched into a fresh, read-only module
+# cache (from a file proxy made of this checkout's HEAD), no environment
+# (no CGO_CFLAGS, no links), then run it. Proves that the forwarding headers
+# and sources find ggml from the module cache layout and that a plain
+# go build gets ggml's SIMD code (the program prints ggml's CPU features).
+#
+#   build/outside.sh            uses a temporary directory, removed after
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+go=${GO:-go}
+work=$(mktemp -d)
+trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+version=v0.0.0-$(date -u +%Y%m%d%H%M%S)-$(cd "$repo" && git rev-parse --short=12 HEAD)
+
+# A file proxy holding go-ggml at HEAD (committed files only).
+proxy=$work/proxy/github.com/go-ggml/ggml/@v
+mkdir -p "$proxy"
+(cd "$repo" && git archive --format=zip --prefix="github.com/go-ggml/ggml@$version/" -o "$proxy/$version.zip" HEAD)
+cp "$repo/go.mod" "$proxy/$version.mod"
+echo "{\"Version\":\"$version\"}" >"$proxy/$version.info"
+echo "$version" >"$proxy/list"
+
+# The user's module: the README's program.
+mkdir -p "$work/app"
+cp "$repo/examples/quickstart/main.go" "$work/app/main.go"
+cat >>"$work/app/main.go" <<'GO'
+
+func init() {
+	fmt.Println("ggml CPU features:", ggml.CPUFeatures())
+}
+GO
+cd "$work/app"
+cache=$(cd "$repo" && "$go" env GOMODCACHE)
+export GOMODCACHE=$work/modcache
+export GOPROXY="file://$work/proxy,file://$cache/cache/download,$("$go" env GOPROXY)"
+export GONOSUMDB=github.com/go-ggml/ggml GOFLAGS=-modcacherw=false
+unset CGO_CFLAGS CGO_CXXFLAGS CGO_CPPFLAGS CGO_LDFLAGS
+"$go" mod init example.com/app >/dev/null 2>&1
+"$go" get "github.com/go-ggml/ggml@$version" >/dev/null 2>&1
+"$go" mod tidy
+echo "outside: building the quick start against github.com/go-ggml/ggml@$version, no environment"
+"$go" build -o app .
+./app

@@ -1,0 +1,7 @@
+//go:build !ggml_native && !ggml_portable
+
+package ggml_test
+
+// cpuLevelTag is the build tag that chose the CPU level of ggml's code
+// (third_party/ggml/embedded/cpu), "" for the default.
+const cpuLevelTag = ""
