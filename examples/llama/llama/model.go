@@ -418,7 +418,7 @@ func (m *Model) checkMemory(f *gguf.File, place func(string) *backend.BufferType
 	need := map[*backend.Device]uint64{}
 	var order []*backend.Device
 	add := func(bt *backend.BufferType, n uint64) error {
-		d := bt.Device()
+		d := deviceOf(bt)
 		if _, ok := need[d]; !ok {
 			order = append(order, d)
 		}
@@ -465,6 +465,16 @@ func (m *Model) checkMemory(f *gguf.File, place func(string) *backend.BufferType
 		}
 	}
 	return nil
+}
+
+// deviceOf returns the device of a buffer type; ggml gives the CPU's
+// buffer type no device.
+func deviceOf(bt *backend.BufferType) *backend.Device {
+	if d := bt.Device(); d != nil {
+		return d
+	}
+	d, _ := backend.DeviceByType(backend.DeviceCPU)
+	return d
 }
 
 // kvBytesPerLayer is the size of one layer's K and V cache.
@@ -603,12 +613,12 @@ func (m *Model) Memory() []MemoryUse {
 			u.Free, u.Total = ft[0], ft[1]
 		}
 		for _, b := range m.weights.Buffers() {
-			if b.Type().Device().Name() == d.Name() {
+			if deviceOf(b.Type()).Name() == d.Name() {
 				u.Weights += b.Size()
 			}
 		}
 		for _, s := range m.state {
-			if s.bt.Device().Name() == d.Name() {
+			if deviceOf(s.bt).Name() == d.Name() {
 				u.KVCache += s.buf.Size()
 			}
 		}
