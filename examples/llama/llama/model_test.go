@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,43 +61,73 @@ func logitError(got []float32, want []float64) float64 {
 	return worst
 }
 
+// tol bounds the logit error (logitError) of a run's tokens: the best
+// token must be within best, every token within worst.
+type tol struct{ best, worst float64 }
+
 // tolerance per weight type, against a reference that rounds activations
-// as the CPU backend does (f16 for f16 weights, q8_0 for the block types):
-// what is left is float32 arithmetic, and a rounding that falls the other
-// way now and then.
-var tolerance = map[ggml.Type]float64{
-	ggml.TypeF32:  1e-4,
-	ggml.TypeF16:  3e-3,
-	ggml.TypeQ8_0: 1e-3,
-	ggml.TypeQ4_0: 1e-3,
+// as the CPU backend does (f16 for f16 weights, q8_0 for the block types).
+// What is left is float32 arithmetic, and now and then a rounding that
+// falls the other way between the reference and ggml: one q8_0 step in one
+// activation moves the logits by up to ~5 %, and once it is in the KV
+// cache, those of every later token. So tokens at float32 precision show
+// that ggml computes what the reference does, and every token must stay
+// within a rounding's reach.
+var tolerance = map[ggml.Type]tol{
+	ggml.TypeF32:  {1e-4, 1e-4},
+	ggml.TypeF16:  {3e-3, 1e-2},
+	ggml.TypeQ8_0: {1e-5, 0.1},
+	ggml.TypeQ4_0: {1e-5, 0.1},
 }
 
-// checkAgainstReference runs a prompt (in batches of 3, every token's
-// logits) and then tokens one at a time, and compares every logit with the
-// float64 reference.
-func checkAgainstReference(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, tol float64) {
+// checkAgainstReference runs a prompt (in batches of the model's size,
+// every token's logits) and then tokens one at a time, and compares every
+// logit with the float64 reference. Where a rounding can fall the other
+// way (tl.best < tl.worst) it runs a second sequence from position 0, the
+// tokens reversed, so that one rounding in the first token of one run
+// cannot hide every token at float32 precision.
+func checkAgainstReference(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, tl tol) {
+	t.Helper()
+	errs := checkRun(t, m, ref, seq, nPrompt, tl.worst)
+	if tl.best < tl.worst {
+		require.NoError(t, m.Rewind(0))
+		ref.reset()
+		rev := slices.Clone(seq)
+		slices.Reverse(rev)
+		errs = append(errs, checkRun(t, m, ref, rev, nPrompt, tl.worst)...)
+	}
+	slices.Sort(errs)
+	require.LessOrEqual(t, errs[0], tl.best, "the best token's logit error; all: %.3g", errs)
+	t.Logf("logit error of the reference's rms: best %.3g, median %.3g, worst %.3g (tolerances %.3g, %.3g)",
+		errs[0], errs[len(errs)/2], errs[len(errs)-1], tl.best, tl.worst)
+}
+
+// checkRun evaluates seq after what is in the cache and returns each
+// token's logit error, failing on one above worst.
+func checkRun(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, worst float64) []float64 {
 	t.Helper()
 	ctx := context.Background()
 	vocab := m.Config.VocabSize
+	start := m.Pos()
 	logits, err := m.Eval(ctx, seq[:nPrompt], true)
 	require.NoError(t, err)
 	require.Len(t, logits, nPrompt*vocab)
-	worst := 0.0
+	var errs []float64
 	for i := range nPrompt {
 		e := logitError(logits[i*vocab:(i+1)*vocab], ref.next(seq[i]))
-		worst = math.Max(worst, e)
-		require.LessOrEqual(t, e, tol, "prompt token %d", i)
+		require.LessOrEqual(t, e, worst, "prompt token %d", i)
+		errs = append(errs, e)
 	}
 	for i := nPrompt; i < len(seq); i++ {
 		logits, err := m.Eval(ctx, seq[i:i+1], false)
 		require.NoError(t, err)
 		require.Len(t, logits, vocab)
 		e := logitError(logits, ref.next(seq[i]))
-		worst = math.Max(worst, e)
-		require.LessOrEqual(t, e, tol, "generated token %d", i)
+		require.LessOrEqual(t, e, worst, "generated token %d", i)
+		errs = append(errs, e)
 	}
-	require.Equal(t, len(seq), m.Pos())
-	t.Logf("largest logit error %.3g of the reference's rms (tolerance %.3g)", worst, tol)
+	require.Equal(t, start+len(seq), m.Pos())
+	return errs
 }
 
 func randomTokens(t *testing.T, n, vocab int) []int32 {
@@ -134,7 +165,7 @@ func TestEvalVariants(t *testing.T) {
 		ref.roundCacheToHalf = true
 		// ggml also rounds the queries and the attention weights to f16
 		// to multiply them with the f16 cache; the reference does not.
-		checkAgainstReference(t, m, ref, randomTokens(t, 10, m.Config.VocabSize), 6, 3e-3)
+		checkAgainstReference(t, m, ref, randomTokens(t, 10, m.Config.VocabSize), 6, tolerance[ggml.TypeF16])
 	})
 	t.Run("tied output", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeQ8_0, true, rng.Uint64())
@@ -271,7 +302,7 @@ func TestEvalErrors(t *testing.T) {
 	logits, err := m.Eval(ctx, seq[:6], true)
 	require.NoError(t, err)
 	for i := range 6 {
-		require.LessOrEqual(t, logitError(logits[i*m.Config.VocabSize:(i+1)*m.Config.VocabSize], ref.next(seq[i])), tolerance[ggml.TypeF32])
+		require.LessOrEqual(t, logitError(logits[i*m.Config.VocabSize:(i+1)*m.Config.VocabSize], ref.next(seq[i])), tolerance[ggml.TypeF32].worst)
 	}
 	_, err = m.Eval(ctx, make([]int32, 11), false)
 	require.ErrorIs(t, err, ErrContextFull) // 6 + 10 tokens fit, 6 + 11 do not
@@ -280,7 +311,7 @@ func TestEvalErrors(t *testing.T) {
 	require.Equal(t, 6, m.Pos())
 	logits, err = m.Eval(ctx, seq[6:7], false)
 	require.NoError(t, err)
-	require.LessOrEqual(t, logitError(logits, ref.next(seq[6])), tolerance[ggml.TypeF32])
+	require.LessOrEqual(t, logitError(logits, ref.next(seq[6])), tolerance[ggml.TypeF32].worst)
 }
 
 // TestGenerate checks greedy generation against the reference: each

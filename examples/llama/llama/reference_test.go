@@ -97,9 +97,14 @@ func readRef(f *gguf.File) (*refModel, error) {
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
-	r.cacheK = make([][][]float64, c.BlockCount)
-	r.cacheV = make([][][]float64, c.BlockCount)
+	r.reset()
 	return r, nil
+}
+
+// reset empties the reference's KV cache.
+func (r *refModel) reset() {
+	r.cacheK = make([][][]float64, r.c.BlockCount)
+	r.cacheV = make([][][]float64, r.c.BlockCount)
 }
 
 // matVec returns w·x for w stored as ggml does: rows of len(x) values, one
