@@ -182,7 +182,9 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 // Eval runs the model on tokens, which follow the tokens already in the
 // KV cache, and returns the logits: of the last token (VocabSize values),
 // or, with all set, of every token (len(tokens)·VocabSize values, token by
-// token). Up to BatchSize tokens go through the model in one compute.
+// token). Without all, the slice is the model's own, overwritten by the
+// next Eval: copy it to keep it. Up to BatchSize tokens go through the
+// model in one compute.
 // A graph is built only when the batch's shape changes; computes with the
 // same shape (token-by-token generation within kvPad positions) reuse it
 // and only copy in new inputs. ctx cancels the compute. On error the KV
@@ -261,8 +263,14 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 		return nil, err
 	}
 	t3 := time.Now()
-	logits, err := ggml.Data[float32](s.logits)
-	if err != nil {
+	// Into a buffer of the model's, reused: a fresh slice of the
+	// vocabulary's size per token costs more than the copy (allocation,
+	// zeroing, garbage collection).
+	if n := int(s.logits.Elements()); cap(m.logits) < n {
+		m.logits = make([]float32, n)
+	}
+	logits := m.logits[:s.logits.Elements()]
+	if err := ggml.DataInto(s.logits, logits); err != nil {
 		return nil, err
 	}
 	m.pos += n

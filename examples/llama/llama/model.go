@@ -95,6 +95,8 @@ type Model struct {
 	pos  int   // tokens in the cache
 	step *step // the graph of the last compute, reused when the next has the same shape
 
+	logits []float32 // the last compute's logits
+
 	stats    Stats
 	reserved map[*backend.Backend]uint64
 	peak     map[*backend.Backend]uint64

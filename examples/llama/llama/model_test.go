@@ -203,7 +203,7 @@ func TestGraphReuse(t *testing.T) {
 	for _, id := range seq[4:] {
 		l, err := m.Eval(ctx, []int32{id}, false)
 		require.NoError(t, err)
-		first = append(first, l)
+		first = append(first, slices.Clone(l))
 	}
 	st := m.Stats()
 	assert.Equal(t, 2, st.Graphs, "one graph for the prompt, one for all the tokens after it")
