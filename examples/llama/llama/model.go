@@ -32,8 +32,8 @@ type Options struct {
 	// block. A negative value puts all of them there; 0 runs everything
 	// on the CPU.
 	GPULayers int
-	// Device is the accelerator; nil means the first GPU (else integrated
-	// GPU) in ggml's registry.
+	// Device is the accelerator, a GPU or an integrated GPU; nil means the
+	// first GPU (else integrated GPU) in ggml's registry.
 	Device *backend.Device
 	// Threads is the number of CPU threads; 0 means one per core.
 	Threads int
@@ -172,15 +172,15 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 		return nil, fmt.Errorf("%w: KV cache type %v: want f32 or f16", ggml.ErrType, m.cacheType)
 	}
 
-	// Placement: blocks [firstGPU, BlockCount) and the output layer on the
+	// Placement: the last gpuLayers blocks and the output layer on the
 	// accelerator; the token embeddings on the CPU (a row lookup), unless
 	// the output layer shares them and sits on the accelerator.
 	dev := opts.Device
 	if dev == nil && opts.GPULayers != 0 {
 		dev = bestGPU()
 	}
-	if dev != nil && dev.Type() == backend.DeviceCPU {
-		dev = nil
+	if dev != nil && dev.Type() != backend.DeviceGPU && dev.Type() != backend.DeviceIGPU {
+		return nil, fmt.Errorf("%w: device %s is a %v, not a GPU", ggml.ErrInvalid, dev.Name(), dev.Type())
 	}
 	gpuLayers := opts.GPULayers
 	if gpuLayers < 0 || gpuLayers > cfg.BlockCount {
@@ -252,8 +252,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	// Backends, the accelerator first; the scheduler's compute buffers
 	// sized for the largest graph: a full batch over the whole cache, with
 	// every token's logits.
-	threads := opts.Threads
-	if m.cpu, err = cpu.New(threads); err != nil {
+	if m.cpu, err = cpu.New(opts.Threads); err != nil {
 		return nil, err
 	}
 	backends := []*backend.Backend{m.cpu}

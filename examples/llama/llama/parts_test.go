@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testutil"
@@ -219,4 +220,27 @@ func TestSampler(t *testing.T) {
 	}() {
 		assert.Equal(t, int32(2), id, "p(2) > 0.5 alone")
 	}
+}
+
+func TestLoadOptions(t *testing.T) {
+	path := tinyFile(t, ggml.TypeF32, false, 1)
+	cpuDev := deviceOf(backend.CPUBufferType())
+	for _, c := range []struct {
+		opts Options
+		want error
+	}{
+		{Options{Device: cpuDev, GPULayers: -1}, ggml.ErrInvalid},
+		{Options{CacheType: ggml.TypeQ4_0}, ggml.ErrType},
+		{Options{ContextSize: -1}, ggml.ErrInvalid},
+		{Options{ContextSize: maxDim + 1}, ggml.ErrInvalid},
+		{Options{BatchSize: -5}, ggml.ErrInvalid},
+	} {
+		c.opts.Threads = 1
+		_, err := Load(context.Background(), path, c.opts)
+		require.ErrorIs(t, err, c.want, "%+v", c.opts)
+	}
+	m := loadModel(t, path, Options{})
+	assert.Equal(t, Presets["tiny"].ContextLength, m.ContextSize(), "the training context, at most 4096")
+	assert.Equal(t, 512, m.BatchSize())
+	assert.Len(t, m.Backends(), 1, "no GPU layers without a GPU device asked for")
 }
