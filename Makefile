@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench bench-level generate fmt clean upstream test-system bench-system
+.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench bench-llama bench-level generate fmt clean upstream test-system bench-system
 
 all: build
 
@@ -86,6 +86,13 @@ fuzz: setup
 
 bench: setup
 	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
+
+# The Llama example's rows: prompt processing and generation in tokens/s and
+# the share of the time outside ggml's compute (go-%), on a generated model
+# (GGML_BENCH_LLAMA=small by default, 1b for the issue's size; see
+# examples/llama/llama/bench_test.go).
+bench-llama: setup
+	$(GO) test -run '^$$' -bench Llama -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./examples/llama/llama | $(GO) run ./bench/table
 
 # The CPU level of a plain build against -tags ggml_native on this machine:
 # the compute figures' Go side from both builds, run alternately, as pairs.

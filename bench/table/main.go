@@ -115,7 +115,7 @@ func main() {
 			switch unit := f[j+1]; unit {
 			case "ns/op":
 				s.ns = append(s.ns, v)
-			case "GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel":
+			case "GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel", "tokens/s", "go-%":
 				s.extra[unit] = append(s.extra[unit], v)
 			}
 		}
@@ -134,7 +134,7 @@ func main() {
 			ratio, spread = pairRatios(g.ns, c.ns)
 		}
 		var units []string
-		for _, u := range []string{"GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel"} {
+		for _, u := range []string{"GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel", "tokens/s", "go-%"} {
 			var parts []string
 			for _, p := range []struct {
 				who string

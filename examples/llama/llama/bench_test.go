@@ -1,0 +1,170 @@
+package llama
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// The benchmark model: GGML_BENCH_LLAMA names a preset (default "small",
+// ~125M weights, which a shared 2-core machine writes in seconds; "1b" is
+// the size, ~1.24G weights, 0.7 GB in q4_0), GGML_BENCH_LLAMA_TYPE
+// the weight type (default q4_0), GGML_BENCH_LLAMA_THREADS the CPU threads
+// (default: one per core) and GGML_BENCH_LLAMA_GPU_LAYERS the blocks on a
+// GPU when there is one (default all).
+func benchSettings(tb testing.TB) (preset string, typ ggml.Type, threads, gpuLayers int) {
+	preset, typ, threads, gpuLayers = "small", ggml.TypeQ4_0, 0, -1
+	if s := os.Getenv("GGML_BENCH_LLAMA"); s != "" {
+		preset = s
+	}
+	if _, ok := Presets[preset]; !ok {
+		tb.Fatalf("GGML_BENCH_LLAMA=%q: want one of %v", preset, PresetNames())
+	}
+	if s := os.Getenv("GGML_BENCH_LLAMA_TYPE"); s != "" {
+		typ = -1
+		for _, t := range ggml.Types() {
+			if t.String() == s {
+				typ = t
+			}
+		}
+		if typ < 0 {
+			tb.Fatalf("GGML_BENCH_LLAMA_TYPE=%q: not a ggml type", s)
+		}
+	}
+	for _, v := range []struct {
+		env string
+		n   *int
+	}{{"GGML_BENCH_LLAMA_THREADS", &threads}, {"GGML_BENCH_LLAMA_GPU_LAYERS", &gpuLayers}} {
+		if s := os.Getenv(v.env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				tb.Fatalf("%s=%q: %v", v.env, s, err)
+			}
+			*v.n = n
+		}
+	}
+	return
+}
+
+// benchFiles are the generated models, written once per process into a
+// directory TestMain removes.
+var benchFiles struct {
+	sync.Mutex
+	dir   string
+	paths map[string]string
+}
+
+func benchModel(tb testing.TB, preset string, typ ggml.Type) string {
+	f := &benchFiles
+	f.Lock()
+	defer f.Unlock()
+	key := preset + "-" + typ.String()
+	if p, ok := f.paths[key]; ok {
+		return p
+	}
+	if f.dir == "" {
+		dir, err := os.MkdirTemp("", "llama-bench-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		f.dir, f.paths = dir, map[string]string{}
+	}
+	path := filepath.Join(f.dir, key+".gguf")
+	t0 := time.Now()
+	if err := WriteRandom(path, RandomModel{Config: Presets[preset], Type: typ, Tied: preset == "1b", Seed: 1}); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("wrote the %s %v model in %v", preset, typ, time.Since(t0).Round(time.Millisecond))
+	f.paths[key] = path
+	return path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchFiles.dir != "" {
+		os.RemoveAll(benchFiles.dir)
+	}
+	os.Exit(code)
+}
+
+// BenchmarkLlama measures prompt processing (128 tokens in one batch from
+// position 0, the graph reused from iteration to iteration) and generation
+// (one token at a time after a 16-token prompt, positions 16 to 511: a new
+// graph when the attended cells pass 256) on the generated model, in
+// tokens/s, and go-%: the share of the time spent outside ggml's compute
+// (sched.Compute) — building and allocating graphs, filling inputs,
+// copying logits out, and, for generation, sampling (greedy).
+func BenchmarkLlama(b *testing.B) {
+	preset, typ, threads, gpuLayers := benchSettings(b)
+	path := benchModel(b, preset, typ)
+	ctx := context.Background()
+	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, GPULayers: gpuLayers, CacheType: ggml.TypeF16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	prompt := make([]int32, 128)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(m.Config.VocabSize))
+	}
+	name := preset + "-" + typ.String()
+	if len(m.Backends()) > 1 {
+		name += "-" + m.Backends()[0].Name()
+	}
+	report := func(b *testing.B, tokens int, sampling time.Duration) {
+		st := m.Stats()
+		b.ReportMetric(float64(tokens)/b.Elapsed().Seconds(), "tokens/s")
+		out := st.Overhead() + sampling
+		b.ReportMetric(100*out.Seconds()/(out+st.Compute).Seconds(), "go-%")
+	}
+
+	b.Run(fmt.Sprintf("pp%d-%s/go", len(prompt), name), func(b *testing.B) {
+		m.ResetStats()
+		for b.Loop() {
+			if err := m.Rewind(0); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := m.Eval(ctx, prompt, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, b.N*len(prompt), 0)
+	})
+
+	b.Run(fmt.Sprintf("tg-%s/go", name), func(b *testing.B) {
+		const start = 16
+		if err := m.Rewind(0); err != nil {
+			b.Fatal(err)
+		}
+		logits, err := m.Eval(ctx, prompt[:start], false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := NewSampler(0, 0, 0, 1)
+		m.ResetStats()
+		var sampling time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			id := s.Sample(logits)
+			sampling += time.Since(t0)
+			if m.Pos() == m.ContextSize() {
+				if err := m.Rewind(start); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if logits, err = m.Eval(ctx, []int32{id}, false); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, b.N, sampling)
+	})
+}

@@ -1,0 +1,290 @@
+package llama
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// kvPad rounds the number of cache cells a graph attends to: graphs for
+// positions within the same multiple of kvPad have the same shape, so
+// token-by-token generation reuses one graph for kvPad tokens (the mask
+// hides the cells not filled yet), as llama.cpp does.
+var kvPad = 256
+
+// step is a graph for one shape of batch: nTokens new tokens attending to
+// the first nKV cells of the cache, with the logits of every token (all)
+// or of the last. Its inputs change from compute to compute, its shape
+// does not.
+type step struct {
+	nTokens, nKV int
+	all          bool
+
+	ctx *ggml.Context
+	g   *ggml.Graph
+
+	// Inputs.
+	tokens *ggml.Tensor // i32 [nTokens]: token IDs
+	pos    *ggml.Tensor // i32 [nTokens]: positions, for RoPE
+	kIdx   *ggml.Tensor // i64 [nTokens]: the cache row of each token's key
+	vIdx   *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed)
+	mask   *ggml.Tensor // f32 [nKV, nTokens]: 0 where a token sees a cell, -Inf elsewhere
+
+	logits *ggml.Tensor // f32 [VocabSize, nTokens or 1]
+
+	// Host copies of the inputs, reused.
+	hTokens, hPos []int32
+	hKIdx, hVIdx  []int64
+	hMask         []float32
+}
+
+// graphSize is the most nodes and leafs one graph has.
+func (m *Model) graphSize() int { return 64*m.Config.BlockCount + 256 }
+
+// build makes the graph of one batch. The weights come from the file; the
+// inputs are new tensors that the scheduler allocates (on the CPU) and that
+// setInputs fills before each compute.
+//
+// Shapes are ggml's, innermost first: a batch of activations is [width,
+// tokens]; MulMat(w, x) with w [in, out] is [out, tokens].
+func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
+	c := m.Config
+	ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: m.graphSize(), NoAlloc: true, Graph: true, GraphSize: m.graphSize()})
+	if err != nil {
+		return nil, err
+	}
+	s := &step{nTokens: nTokens, nKV: nKV, all: all, ctx: ctx}
+	n := int64(nTokens)
+	hd, nh, nhkv := int64(c.HeadDim), int64(c.HeadCount), int64(c.HeadCountKV)
+	kvDim := int64(c.KVDim())
+	esize := m.cacheType.Size() // f32 or f16: one element per block
+
+	// The index inputs are also marked as outputs, which keeps the
+	// allocator from reusing their memory for later nodes: go-ggml checks
+	// indices before compute and refuses a graph where another node
+	// writes over them (whether before or after their reader).
+	s.tokens = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_tokens").SetInput().SetOutput()
+	s.pos = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_pos").SetInput()
+	s.kIdx = ctx.NewTensor(ggml.TypeI64, n).SetName("inp_k_idx").SetInput().SetOutput()
+	s.vIdx = ctx.NewTensor(ggml.TypeI64, n*kvDim).SetName("inp_v_idx").SetInput().SetOutput()
+	s.mask = ctx.NewTensor(ggml.TypeF32, int64(nKV), n).SetName("inp_mask").SetInput()
+
+	rope := ggml.RopeParams{
+		Dims: c.RopeDim, Mode: ggml.RopeNormal, CtxOrig: c.ContextLength,
+		FreqBase: c.RopeFreqBase, FreqScale: c.RopeFreqScale,
+		AttnFactor: 1, BetaFast: 32, BetaSlow: 1,
+	}
+	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
+
+	// The stores into the cache are no source of what reads the cache
+	// (those read the cache tensors themselves): the graph is expanded
+	// with them first, layer by layer, so that ggml orders each layer's
+	// stores before its attention, as llama.cpp does.
+	var stores []*ggml.Tensor
+	x := ctx.GetRows(m.tokEmbd, s.tokens) // [e, n]
+	for il := range m.layers {
+		l := &m.layers[il]
+		rope.FreqFactors = l.ropeFreqs
+
+		// Attention: RMS norm, Q K V, RoPE on Q and K.
+		h := ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.attnNorm)
+		q := ctx.Reshape(ctx.MulMat(l.wq, h), hd, nh, n)   // [hd, heads, n]
+		k := ctx.Reshape(ctx.MulMat(l.wk, h), hd, nhkv, n) // [hd, kv heads, n]
+		v := ctx.MulMat(l.wv, h)                           // [kvDim, n]
+		q = ctx.Rope(q, s.pos, rope)
+		k = ctx.Rope(k, s.pos, rope)
+
+		// The new keys and values go into the cache: K's row kIdx[t] is
+		// token t's key; V is stored transposed ([nCtx, kvDim]), so each
+		// value element is a row of one in a flat view of it.
+		kStore := ctx.SetRows(l.k, ctx.Reshape(k, kvDim, n), s.kIdx)
+		vFlat := ctx.Reshape(l.v, 1, int64(m.nCtx)*kvDim)
+		vStore := ctx.SetRows(vFlat, ctx.Reshape(v, 1, n*kvDim), s.vIdx)
+		stores = append(stores, kStore, vStore)
+
+		// Grouped-query attention over the first nKV cells: MulMat
+		// broadcasts each KV head over heads/kvHeads query heads.
+		kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
+		vView := ctx.View3D(l.v, int64(nKV), hd, nhkv, uint64(m.nCtx)*esize, uint64(m.nCtx)*uint64(hd)*esize, 0)
+		kq := ctx.MulMat(kView, ctx.Permute(q, 0, 2, 1, 3)) // [nKV, n, heads]
+		kq = ctx.SoftMaxExt(kq, s.mask, scale, 0)
+		kqv := ctx.MulMat(vView, kq)                                         // [hd, n, heads]
+		attn := ctx.ContND(ctx.Permute(kqv, 0, 2, 1, 3), int64(c.QDim()), n) // [q, n]
+		x = ctx.Add(x, ctx.MulMat(l.wo, attn))
+
+		// Feed-forward: RMS norm, SwiGLU.
+		h = ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.ffnNorm)
+		ffn := ctx.GLUSplit(ctx.MulMat(l.wGate, h), ctx.MulMat(l.wUp, h), ggml.GLUSwiglu)
+		x = ctx.Add(x, ctx.MulMat(l.wDown, ffn))
+	}
+	if !all && n > 1 {
+		x = ctx.View2D(x, int64(c.EmbeddingLength), 1, x.Nb()[1], uint64(n-1)*x.Nb()[1]) // the last token
+	}
+	x = ctx.Mul(ctx.RMSNorm(x, c.RMSEps), m.outNorm)
+	s.logits = ctx.MulMat(m.output, x).SetName("logits").SetOutput()
+
+	if s.g, err = ctx.BuildGraph(append(stores, s.logits)...); err != nil {
+		ctx.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// setInputs fills the inputs of a batch at position pos.
+func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
+	n, nKV, kvDim := len(tokens), s.nKV, m.Config.KVDim()
+	s.hTokens = append(s.hTokens[:0], tokens...)
+	s.hPos = s.hPos[:0]
+	s.hKIdx = s.hKIdx[:0]
+	for t := range n {
+		s.hPos = append(s.hPos, int32(pos+t))
+		s.hKIdx = append(s.hKIdx, int64(pos+t))
+	}
+	// Value element (channel ch, token t) of the batch is element t·kvDim+ch
+	// of v; in the transposed cache it lives at ch·nCtx + pos+t.
+	s.hVIdx = s.hVIdx[:0]
+	for t := range n {
+		for ch := range kvDim {
+			s.hVIdx = append(s.hVIdx, int64(ch)*int64(m.nCtx)+int64(pos+t))
+		}
+	}
+	// Causal mask: token t (at pos+t) sees the cells 0..pos+t.
+	if cap(s.hMask) < n*nKV {
+		s.hMask = make([]float32, n*nKV)
+	}
+	s.hMask = s.hMask[:n*nKV]
+	inf := float32(math.Inf(-1))
+	for t := range n {
+		row := s.hMask[t*nKV : (t+1)*nKV]
+		for j := range row {
+			if j <= pos+t {
+				row[j] = 0
+			} else {
+				row[j] = inf
+			}
+		}
+	}
+	for _, err := range []error{
+		ggml.SetData(s.tokens, s.hTokens), ggml.SetData(s.pos, s.hPos),
+		ggml.SetData(s.kIdx, s.hKIdx), ggml.SetData(s.vIdx, s.hVIdx),
+		ggml.SetData(s.mask, s.hMask),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Eval runs the model on tokens, which follow the tokens already in the
+// KV cache, and returns the logits: of the last token (VocabSize values),
+// or, with all set, of every token (len(tokens)·VocabSize values, token by
+// token). Without all, the slice is the model's own, overwritten by the
+// next Eval: copy it to keep it. Up to BatchSize tokens go through the
+// model in one compute.
+// A graph is built only when the batch's shape changes; computes with the
+// same shape (token-by-token generation within kvPad positions) reuse it
+// and only copy in new inputs. ctx cancels the compute. On error the KV
+// cache keeps the tokens it had before the call.
+func (m *Model) Eval(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%w: no tokens", ggml.ErrInvalid)
+	}
+	if len(tokens) > m.nCtx-m.pos {
+		return nil, fmt.Errorf("%w: %d tokens after %d, in a cache of %d", ErrContextFull, len(tokens), m.pos, m.nCtx)
+	}
+	for i, id := range tokens {
+		if id < 0 || int(id) >= m.Config.VocabSize {
+			return nil, fmt.Errorf("%w: token %d (at %d) outside the vocabulary of %d", ErrToken, id, i, m.Config.VocabSize)
+		}
+	}
+	vocab := m.Config.VocabSize
+	var out []float32
+	if all {
+		out = make([]float32, 0, len(tokens)*vocab)
+	}
+	start := m.pos
+	for len(tokens) > 0 {
+		batch := tokens[:min(len(tokens), m.nBatch)]
+		tokens = tokens[len(batch):]
+		last := len(tokens) == 0
+		logits, err := m.compute(ctx, batch, all)
+		if err != nil {
+			m.pos = start
+			return nil, err
+		}
+		switch {
+		case all:
+			out = append(out, logits...)
+		case last:
+			out = logits
+		}
+	}
+	return out, nil
+}
+
+// compute runs one batch and returns its logits.
+func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	t0 := time.Now()
+	n := len(tokens)
+	nKV := min(m.nCtx, (m.pos+n+kvPad-1)/kvPad*kvPad)
+	all = all && n > 1
+	s := m.step
+	if s == nil || s.nTokens != n || s.nKV != nKV || s.all != all {
+		if s != nil {
+			m.step = nil
+			if err := m.sched.Reset(); err != nil {
+				return nil, err
+			}
+			if err := s.ctx.Close(); err != nil {
+				return nil, err
+			}
+		}
+		var err error
+		if s, err = m.build(n, nKV, all); err != nil {
+			return nil, err
+		}
+		if err := m.sched.AllocGraph(s.g); err != nil {
+			s.ctx.Close()
+			return nil, fmt.Errorf("llama: allocating the graph: %w", err)
+		}
+		m.step = s
+		m.stats.Graphs++
+	}
+	t1 := time.Now()
+	if err := m.setInputs(s, tokens, m.pos); err != nil {
+		return nil, err
+	}
+	t2 := time.Now()
+	if err := m.sched.Compute(ctx, s.g); err != nil {
+		return nil, err
+	}
+	t3 := time.Now()
+	// Into a buffer of the model's, reused: a fresh slice of the
+	// vocabulary's size per token costs more than the copy (allocation,
+	// zeroing, garbage collection).
+	if n := int(s.logits.Elements()); cap(m.logits) < n {
+		m.logits = make([]float32, n)
+	}
+	logits := m.logits[:s.logits.Elements()]
+	if err := ggml.DataInto(s.logits, logits); err != nil {
+		return nil, err
+	}
+	m.pos += n
+	for _, be := range m.Backends() {
+		if size, err := m.sched.BufferSize(be); err == nil && size > m.peak[be] {
+			m.peak[be] = size
+		}
+	}
+	t4 := time.Now()
+	m.stats.Computes++
+	m.stats.Tokens += n
+	m.stats.Build += t1.Sub(t0)
+	m.stats.Input += t2.Sub(t1)
+	m.stats.Compute += t3.Sub(t2)
+	m.stats.Output += t4.Sub(t3)
+	return logits, nil
+}

@@ -1,0 +1,629 @@
+package llama
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/cpu"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/sched"
+)
+
+// Options say how Load runs a model.
+type Options struct {
+	// ContextSize is the number of positions the KV cache holds: the most
+	// tokens a sequence can have. 0 means the training context, at most
+	// 4096.
+	ContextSize int
+	// BatchSize is the most tokens one compute processes; longer inputs
+	// to Eval are cut into batches. 0 means 512 (at most ContextSize).
+	BatchSize int
+	// GPULayers is the number of blocks (from the last) that run on the
+	// accelerator, if there is one; the output layer goes with the last
+	// block. A negative value puts all of them there; 0 runs everything
+	// on the CPU.
+	GPULayers int
+	// Device is the accelerator, a GPU or an integrated GPU; nil means the
+	// first GPU (else integrated GPU) in ggml's registry.
+	Device *backend.Device
+	// Threads is the number of CPU threads; 0 means one per core.
+	Threads int
+	// CacheType is the type of the KV cache: ggml.TypeF32 (the zero
+	// value) or ggml.TypeF16 (half the memory, llama.cpp's default).
+	CacheType ggml.Type
+	// NoMmap copies the CPU's weights out of the file instead of using
+	// them in place (gguf.LoadOptions.NoMmap).
+	NoMmap bool
+	// Progress, if set, reports the bytes of weights loaded so far.
+	Progress func(done, total uint64)
+}
+
+// Errors of Eval.
+var (
+	// ErrContextFull: the tokens do not fit in the KV cache.
+	ErrContextFull = errors.New("llama: context full")
+	// ErrToken: a token ID outside the vocabulary.
+	ErrToken = errors.New("llama: invalid token")
+)
+
+// MemoryError reports a model that does not fit on a device. It is
+// returned by Load before anything is allocated, and wraps
+// ggml.ErrNoMemory.
+type MemoryError struct {
+	Device string
+	Need   uint64 // weights, KV cache and an estimate of the compute buffer
+	Free   uint64 // what the device reports free
+}
+
+func (e *MemoryError) Error() string {
+	return fmt.Sprintf("llama: the model needs %d MiB on %s, which has %d MiB free", e.Need>>20, e.Device, e.Free>>20)
+}
+
+func (e *MemoryError) Unwrap() error { return ggml.ErrNoMemory }
+
+// Model is a Llama model loaded into backend buffers, with its KV cache
+// and a scheduler that runs it over the accelerator and the CPU. It holds
+// one sequence: Eval appends tokens to it. A Model is used by one
+// goroutine at a time.
+type Model struct {
+	Config Config
+	Vocab  *Vocab
+
+	nCtx, nBatch int
+	cacheType    ggml.Type
+	tied         bool
+
+	weights *gguf.Model
+	tokEmbd *ggml.Tensor
+	outNorm *ggml.Tensor
+	output  *ggml.Tensor
+	layers  []layer
+
+	gpu, cpu *backend.Backend
+	sched    *sched.Scheduler
+	state    []stateBuffer // KV cache and per-device constants, one per buffer type
+
+	pos  int   // tokens in the cache
+	step *step // the graph of the last compute, reused when the next has the same shape
+
+	logits []float32 // the last compute's logits
+
+	stats    Stats
+	reserved map[*backend.Backend]uint64
+	peak     map[*backend.Backend]uint64
+	free     map[string][2]uint64 // device free and total memory at load
+}
+
+// layer holds one block's weights and its slice of the KV cache.
+type layer struct {
+	attnNorm, wq, wk, wv, wo   *ggml.Tensor
+	ffnNorm, wGate, wUp, wDown *ggml.Tensor
+	k, v                       *ggml.Tensor // the cache: k [KVDim, nCtx], v [nCtx, KVDim] (transposed)
+	ropeFreqs                  *ggml.Tensor // rope_freqs.weight on this layer's device, or nil
+	bt                         *backend.BufferType
+}
+
+// stateBuffer is the KV cache of the layers on one buffer type.
+type stateBuffer struct {
+	bt  *backend.BufferType
+	ctx *ggml.Context
+	buf *backend.Buffer
+}
+
+// Load opens a Llama GGUF file and loads it: it reads the configuration
+// and vocabulary, checks every tensor's name, shape and type, places the
+// last Options.GPULayers blocks on the accelerator and the rest on the
+// CPU, checks that weights, KV cache and compute buffers fit in each
+// device's free memory (a *MemoryError before anything is allocated),
+// loads the weights (gguf.Load, cancelled by ctx), allocates the KV cache
+// and reserves the scheduler's compute buffers for the largest batch.
+func Load(ctx context.Context, path string, opts Options) (m *Model, err error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() // the weights keep the mapping alive
+	cfg, err := ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	vocab, err := ReadVocab(f)
+	if err != nil {
+		return nil, err
+	}
+	if vocab.Len() != 0 && vocab.Len() != cfg.VocabSize {
+		return nil, fmt.Errorf("%w: %d tokens in tokenizer.ggml.tokens, %d rows in token_embd.weight", ErrModel, vocab.Len(), cfg.VocabSize)
+	}
+	tied, hasRopeFreqs, err := checkTensors(f, cfg)
+	if err != nil {
+		return nil, err
+	}
+
+	m = &Model{Config: cfg, Vocab: vocab, tied: tied, cacheType: opts.CacheType,
+		reserved: map[*backend.Backend]uint64{}, peak: map[*backend.Backend]uint64{}, free: map[string][2]uint64{}}
+	defer func() {
+		if err != nil {
+			m.Close()
+			m = nil
+		}
+	}()
+	m.nCtx = opts.ContextSize
+	if m.nCtx == 0 {
+		m.nCtx = min(cfg.ContextLength, 4096)
+	}
+	m.nBatch = opts.BatchSize
+	if m.nBatch == 0 {
+		m.nBatch = 512
+	}
+	m.nBatch = min(m.nBatch, m.nCtx)
+	if m.nCtx < 1 || m.nCtx > maxDim || m.nBatch < 1 {
+		return nil, fmt.Errorf("%w: context size %d, batch size %d: want 1 to %d", ggml.ErrInvalid, opts.ContextSize, opts.BatchSize, maxDim)
+	}
+	if m.cacheType != ggml.TypeF32 && m.cacheType != ggml.TypeF16 {
+		return nil, fmt.Errorf("%w: KV cache type %v: want f32 or f16", ggml.ErrType, m.cacheType)
+	}
+
+	// Placement: the last gpuLayers blocks and the output layer on the
+	// accelerator; the token embeddings on the CPU (a row lookup), unless
+	// the output layer shares them and sits on the accelerator.
+	dev := opts.Device
+	if dev == nil && opts.GPULayers != 0 {
+		dev = bestGPU()
+	}
+	if dev != nil && dev.Type() != backend.DeviceGPU && dev.Type() != backend.DeviceIGPU {
+		return nil, fmt.Errorf("%w: device %s is a %v, not a GPU", ggml.ErrInvalid, dev.Name(), dev.Type())
+	}
+	gpuLayers := opts.GPULayers
+	if gpuLayers < 0 || gpuLayers > cfg.BlockCount {
+		gpuLayers = cfg.BlockCount
+	}
+	if dev == nil {
+		gpuLayers = 0
+	}
+	cpuBT := backend.CPUBufferType()
+	layerBT := func(il int) *backend.BufferType { // il == BlockCount: the output layer
+		if gpuLayers > 0 && il >= cfg.BlockCount-gpuLayers {
+			return dev.BufferType()
+		}
+		return cpuBT
+	}
+	place := func(name string) *backend.BufferType {
+		switch {
+		case name == "token_embd.weight":
+			if tied {
+				return layerBT(cfg.BlockCount)
+			}
+			return cpuBT
+		case name == "rope_freqs.weight":
+			return cpuBT // copied to each device's state (see newState)
+		}
+		if il, ok := blockOf(name); ok {
+			return layerBT(il)
+		}
+		return layerBT(cfg.BlockCount)
+	}
+
+	if err := m.checkMemory(f, place, layerBT, dev); err != nil {
+		return nil, err
+	}
+
+	m.weights, err = gguf.Load(ctx, f, gguf.LoadOptions{
+		BufferType: func(ti gguf.TensorInfo) *backend.BufferType { return place(ti.Name) },
+		NoMmap:     opts.NoMmap,
+		Progress:   opts.Progress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w := m.weights.Tensor
+	m.tokEmbd, m.outNorm, m.output = w("token_embd.weight"), w("output_norm.weight"), w("output.weight")
+	if tied {
+		m.output = m.tokEmbd
+	}
+	m.layers = make([]layer, cfg.BlockCount)
+	for i := range m.layers {
+		p := "blk." + strconv.Itoa(i) + "."
+		m.layers[i] = layer{
+			attnNorm: w(p + "attn_norm.weight"), wq: w(p + "attn_q.weight"), wk: w(p + "attn_k.weight"),
+			wv: w(p + "attn_v.weight"), wo: w(p + "attn_output.weight"),
+			ffnNorm: w(p + "ffn_norm.weight"), wGate: w(p + "ffn_gate.weight"), wUp: w(p + "ffn_up.weight"),
+			wDown: w(p + "ffn_down.weight"), bt: layerBT(i),
+		}
+	}
+	var ropeFreqs []float32
+	if hasRopeFreqs {
+		if ropeFreqs, err = ggml.Data[float32](w("rope_freqs.weight")); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.newState(ropeFreqs); err != nil {
+		return nil, err
+	}
+
+	// Backends, the accelerator first; the scheduler's compute buffers
+	// sized for the largest graph: a full batch over the whole cache, with
+	// every token's logits.
+	if m.cpu, err = cpu.New(opts.Threads); err != nil {
+		return nil, err
+	}
+	backends := []*backend.Backend{m.cpu}
+	if gpuLayers > 0 {
+		if m.gpu, err = dev.Init(""); err != nil {
+			return nil, err
+		}
+		backends = []*backend.Backend{m.gpu, m.cpu}
+	}
+	if m.sched, err = sched.New(backends, sched.Options{GraphSize: m.graphSize()}); err != nil {
+		return nil, err
+	}
+	worst, err := m.build(m.nBatch, m.nCtx, true)
+	if err != nil {
+		return nil, err
+	}
+	err = m.sched.Reserve(worst.g)
+	worst.ctx.Close()
+	if err != nil {
+		return nil, fmt.Errorf("llama: reserving the compute buffers: %w", err)
+	}
+	for _, be := range backends {
+		size, err := m.sched.BufferSize(be)
+		if err != nil {
+			return nil, err
+		}
+		m.reserved[be] = size
+		m.peak[be] = size
+	}
+	return m, nil
+}
+
+// bestGPU returns the first GPU in the registry, else the first
+// integrated GPU, else nil.
+func bestGPU() *backend.Device {
+	var igpu *backend.Device
+	for d := range backend.Devices() {
+		switch d.Type() {
+		case backend.DeviceGPU:
+			return d
+		case backend.DeviceIGPU:
+			if igpu == nil {
+				igpu = d
+			}
+		}
+	}
+	return igpu
+}
+
+var blockName = regexp.MustCompile(`^blk\.(\d+)\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$`)
+
+// blockOf returns the block number of a block tensor's name.
+func blockOf(name string) (int, bool) {
+	s := blockName.FindStringSubmatch(name)
+	if s == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[1])
+	return n, err == nil
+}
+
+// checkTensors checks that f has exactly the tensors of a Llama model of
+// configuration c, with their shapes and usable types. It returns whether
+// the output layer is tied to the token embeddings and whether the file
+// has RoPE frequency factors (Llama 3.1's rope_freqs.weight).
+func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
+	e, q, k, ff, v := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward), int64(c.VocabSize)
+	want := map[string][]int64{
+		"token_embd.weight":  {e, v},
+		"output_norm.weight": {e},
+		"output.weight":      {e, v},
+		"rope_freqs.weight":  {int64(c.RopeDim / 2)},
+	}
+	for i := range c.BlockCount {
+		p := "blk." + strconv.Itoa(i) + "."
+		for name, shape := range map[string][]int64{
+			"attn_norm": {e}, "attn_q": {e, q}, "attn_k": {e, k}, "attn_v": {e, k}, "attn_output": {q, e},
+			"ffn_norm": {e}, "ffn_gate": {e, ff}, "ffn_up": {e, ff}, "ffn_down": {ff, e},
+		} {
+			want[p+name+".weight"] = shape
+		}
+	}
+	for _, ti := range f.Tensors() {
+		shape, ok := want[ti.Name]
+		if !ok {
+			return false, false, fmt.Errorf("%w: tensor %s is not part of the Llama model this example runs (biases, experts and vision towers are not supported)", ErrModel, ti.Name)
+		}
+		got := ti.Shape
+		for len(got) > len(shape) && got[len(got)-1] == 1 {
+			got = got[:len(got)-1]
+		}
+		if !slices.Equal(got, shape) {
+			return false, false, fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrModel, ti.Name, ti.Shape, shape)
+		}
+		if vector := len(shape) == 1; vector && ti.Type != ggml.TypeF32 {
+			return false, false, fmt.Errorf("%w: tensor %s is %v, want f32", ErrModel, ti.Name, ti.Type)
+		} else if !vector && !ti.Type.CanDequantize() {
+			return false, false, fmt.Errorf("%w: tensor %s has type %v, which ggml cannot multiply", ErrModel, ti.Name, ti.Type)
+		}
+	}
+	names := slices.Sorted(maps.Keys(want))
+	for _, name := range names {
+		if _, ok := f.Tensor(name); !ok && name != "output.weight" && name != "rope_freqs.weight" {
+			return false, false, fmt.Errorf("%w: tensor %s is missing", ErrModel, name)
+		}
+	}
+	_, hasOutput := f.Tensor("output.weight")
+	_, ropeFreqs = f.Tensor("rope_freqs.weight")
+	return !hasOutput, ropeFreqs, nil
+}
+
+// newState allocates the KV cache of each layer on its layer's buffer
+// type, cleared (masked cells are read too, and NaN·0 is NaN), and a copy
+// of the RoPE frequency factors on each of those buffer types, so that no
+// layer's RoPE reads a tensor on another device.
+func (m *Model) newState(ropeFreqs []float32) error {
+	kvDim := int64(m.Config.KVDim())
+	for i := range m.layers {
+		l := &m.layers[i]
+		j := slices.IndexFunc(m.state, func(s stateBuffer) bool { return s.bt == l.bt })
+		if j < 0 {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2*len(m.layers) + 1, NoAlloc: true})
+			if err != nil {
+				return err
+			}
+			m.state = append(m.state, stateBuffer{bt: l.bt, ctx: c})
+			j = len(m.state) - 1
+		}
+		c := m.state[j].ctx
+		l.k = c.NewTensor(m.cacheType, kvDim, int64(m.nCtx)).SetName(fmt.Sprintf("cache_k_l%d", i))
+		l.v = c.NewTensor(m.cacheType, int64(m.nCtx), kvDim).SetName(fmt.Sprintf("cache_v_l%d", i))
+		if ropeFreqs != nil {
+			if l.ropeFreqs = c.Tensor("rope_freqs"); l.ropeFreqs == nil {
+				l.ropeFreqs = c.NewTensor(ggml.TypeF32, int64(len(ropeFreqs))).SetName("rope_freqs")
+			}
+		}
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	for i := range m.state {
+		s := &m.state[i]
+		buf, err := backend.AllocContextTensorsFromType(s.ctx, s.bt)
+		if err != nil {
+			return fmt.Errorf("llama: allocating the KV cache on %s: %w", s.bt.Name(), err)
+		}
+		s.buf = buf
+		if err := buf.Clear(0); err != nil {
+			return err
+		}
+		if t := s.ctx.Tensor("rope_freqs"); t != nil {
+			if err := ggml.SetData(t, ropeFreqs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkMemory adds up what each device will hold (weights, KV cache and
+// an estimate of the compute buffer) and compares it with the device's
+// free memory, before anything is allocated.
+func (m *Model) checkMemory(f *gguf.File, place func(string) *backend.BufferType, layerBT func(int) *backend.BufferType, gpu *backend.Device) error {
+	need := map[*backend.Device]uint64{}
+	var order []*backend.Device
+	add := func(bt *backend.BufferType, n uint64) error {
+		d := deviceOf(bt)
+		if _, ok := need[d]; !ok {
+			order = append(order, d)
+		}
+		s, ok := addU64(need[d], n)
+		if !ok {
+			return &MemoryError{Device: d.Name(), Need: math.MaxUint64, Free: 0}
+		}
+		need[d] = s
+		return nil
+	}
+	for _, ti := range f.Tensors() {
+		bt := place(ti.Name)
+		a := max(bt.Alignment(), 1)
+		if err := add(bt, (ti.Size+a-1)/a*a); err != nil {
+			return err
+		}
+	}
+	kv, ok := m.kvBytesPerLayer()
+	if !ok {
+		return &MemoryError{Device: "the KV cache", Need: math.MaxUint64}
+	}
+	for il := range m.Config.BlockCount {
+		if err := add(layerBT(il), kv); err != nil {
+			return err
+		}
+	}
+	compute, ok := m.computeEstimate()
+	if !ok {
+		return &MemoryError{Device: "the compute buffer", Need: math.MaxUint64}
+	}
+	if err := add(backend.CPUBufferType(), compute); err != nil {
+		return err
+	}
+	if gpu != nil && layerBT(m.Config.BlockCount) != backend.CPUBufferType() {
+		if err := add(gpu.BufferType(), compute); err != nil {
+			return err
+		}
+	}
+	for _, d := range order {
+		free, total := d.Memory()
+		m.free[d.Name()] = [2]uint64{free, total}
+		if free > 0 && need[d] > free {
+			return &MemoryError{Device: d.Name(), Need: need[d], Free: free}
+		}
+	}
+	return nil
+}
+
+// deviceOf returns the device of a buffer type; ggml gives the CPU's
+// buffer type no device.
+func deviceOf(bt *backend.BufferType) *backend.Device {
+	if d := bt.Device(); d != nil {
+		return d
+	}
+	d, _ := backend.DeviceByType(backend.DeviceCPU)
+	return d
+}
+
+// kvBytesPerLayer is the size of one layer's K and V cache.
+func (m *Model) kvBytesPerLayer() (uint64, bool) {
+	row, err := m.cacheType.RowSize(int64(m.Config.KVDim()))
+	if err != nil {
+		return 0, false
+	}
+	return mulU64(2*row, uint64(m.nCtx))
+}
+
+// computeEstimate is a generous estimate of the largest compute buffer:
+// the activations of a full batch (f32), its attention scores over the
+// whole cache and every token's logits. Reserve measures the real size.
+func (m *Model) computeEstimate() (uint64, bool) {
+	c := m.Config
+	perToken := uint64(6*c.EmbeddingLength+2*c.QDim()+4*c.KVDim()+3*c.FeedForward+c.VocabSize) * 4
+	scores, ok := mulU64(uint64(m.nCtx)*uint64(c.HeadCount), 8)
+	if !ok {
+		return 0, false
+	}
+	tok, ok := addU64(perToken, scores)
+	if !ok {
+		return 0, false
+	}
+	return mulU64(tok, uint64(m.nBatch))
+}
+
+func addU64(a, b uint64) (uint64, bool) { return a + b, a+b >= a }
+
+func mulU64(a, b uint64) (uint64, bool) {
+	if a != 0 && b > math.MaxUint64/a {
+		return 0, false
+	}
+	return a * b, true
+}
+
+// ContextSize is the number of positions of the KV cache.
+func (m *Model) ContextSize() int { return m.nCtx }
+
+// BatchSize is the most tokens one compute processes.
+func (m *Model) BatchSize() int { return m.nBatch }
+
+// Pos is the number of tokens in the KV cache: the position of the next.
+func (m *Model) Pos() int { return m.pos }
+
+// Tied reports whether the output layer uses the token embeddings.
+func (m *Model) Tied() bool { return m.tied }
+
+// Rewind forgets the tokens from position pos on (0: all), so that the
+// next Eval continues from there.
+func (m *Model) Rewind(pos int) error {
+	if pos < 0 || pos > m.pos {
+		return fmt.Errorf("%w: rewind to %d with %d tokens in the cache", ggml.ErrInvalid, pos, m.pos)
+	}
+	m.pos = pos
+	return nil
+}
+
+// Backends returns the model's backends, the accelerator (if any) first.
+func (m *Model) Backends() []*backend.Backend {
+	if m.gpu != nil {
+		return []*backend.Backend{m.gpu, m.cpu}
+	}
+	return []*backend.Backend{m.cpu}
+}
+
+// Close frees the scheduler, the graphs, the KV cache, the weights and the
+// backends. It is idempotent.
+func (m *Model) Close() error {
+	if m == nil {
+		return nil
+	}
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if m.step != nil {
+		keep(m.step.ctx.Close())
+		m.step = nil
+	}
+	keep(m.sched.Close())
+	for _, s := range m.state {
+		keep(s.buf.Close())
+		keep(s.ctx.Close())
+	}
+	m.state = nil
+	keep(m.weights.Close())
+	keep(m.gpu.Close())
+	keep(m.cpu.Close())
+	return errors.Join(errs...)
+}
+
+// Stats are the model's cumulative timings since Load (or ResetStats).
+type Stats struct {
+	Computes int // computes run (batches)
+	Tokens   int // tokens evaluated
+	Graphs   int // graphs built; the other computes reused the previous graph
+
+	Build   time.Duration // building graphs in Go and allocating them (scheduler split and allocation)
+	Input   time.Duration // filling the inputs (tokens, positions, cache indices, mask) and copying them in
+	Compute time.Duration // ggml computing the graph (sched.Compute)
+	Output  time.Duration // copying the logits out
+}
+
+// Overhead is the time spent outside ggml's compute.
+func (s Stats) Overhead() time.Duration { return s.Build + s.Input + s.Output }
+
+// Stats returns the cumulative timings.
+func (m *Model) Stats() Stats { return m.stats }
+
+// ResetStats sets the timings to zero.
+func (m *Model) ResetStats() { m.stats = Stats{} }
+
+// MemoryUse is what a model holds on one backend.
+type MemoryUse struct {
+	Backend         string
+	Weights         uint64 // weight buffers (mapped from the file or copied)
+	KVCache         uint64 // the KV cache (and RoPE factors) on this backend
+	ComputeReserved uint64 // the compute buffer the scheduler reserved at Load
+	ComputePeak     uint64 // the largest compute buffer since Load: above ComputeReserved if a graph needed more
+	Free, Total     uint64 // the device's memory when the model was loaded
+}
+
+// Memory returns, per backend, the buffers the model holds and the compute
+// buffer the scheduler reserved against the largest it has had
+// (sched.Scheduler.BufferSize after each compute).
+func (m *Model) Memory() []MemoryUse {
+	var out []MemoryUse
+	for _, be := range m.Backends() {
+		d := be.Device()
+		u := MemoryUse{Backend: be.Name(), ComputeReserved: m.reserved[be], ComputePeak: m.peak[be]}
+		if ft, ok := m.free[d.Name()]; ok {
+			u.Free, u.Total = ft[0], ft[1]
+		}
+		for _, b := range m.weights.Buffers() {
+			if deviceOf(b.Type()).Name() == d.Name() {
+				u.Weights += b.Size()
+			}
+		}
+		for _, s := range m.state {
+			if deviceOf(s.bt).Name() == d.Name() {
+				u.KVCache += s.buf.Size()
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}

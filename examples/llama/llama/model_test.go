@@ -1,0 +1,366 @@
+package llama
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/internal/testutil"
+)
+
+// tinyFile writes the tiny preset with weights of type typ and returns its
+// path.
+func tinyFile(t *testing.T, typ ggml.Type, tied bool, seed uint64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tiny-"+typ.String()+".gguf")
+	require.NoError(t, WriteRandom(path, RandomModel{Config: Presets["tiny"], Type: typ, Tied: tied, Seed: seed}))
+	return path
+}
+
+func loadModel(t *testing.T, path string, opts Options) *Model {
+	t.Helper()
+	if opts.Threads == 0 {
+		opts.Threads = 1
+	}
+	m, err := Load(context.Background(), path, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, m.Close()) })
+	return m
+}
+
+func openRef(t *testing.T, path string) *refModel {
+	t.Helper()
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	r, err := readRef(f)
+	require.NoError(t, err)
+	return r
+}
+
+// logitError is the largest difference between got and want relative to
+// want's root mean square.
+func logitError(got []float32, want []float64) float64 {
+	ss := 0.0
+	for _, w := range want {
+		ss += w * w
+	}
+	rms := math.Sqrt(ss / float64(len(want)))
+	worst := 0.0
+	for i, w := range want {
+		worst = math.Max(worst, math.Abs(float64(got[i])-w)/rms)
+	}
+	return worst
+}
+
+// tol bounds the logit error (logitError) of a run's tokens: the best
+// token must be within best, every token within worst.
+type tol struct{ best, worst float64 }
+
+// tolerance per weight type, against a reference that rounds activations
+// as the CPU backend does (f16 for f16 weights, q8_0 for the block types).
+// What is left is float32 arithmetic, and now and then a rounding that
+// falls the other way between the reference and ggml: one q8_0 step in one
+// activation moves the logits by up to ~5 %, and once it is in the KV
+// cache, those of every later token. So tokens at float32 precision show
+// that ggml computes what the reference does, and every token must stay
+// within a rounding's reach.
+var tolerance = map[ggml.Type]tol{
+	ggml.TypeF32:  {1e-4, 1e-4},
+	ggml.TypeF16:  {3e-3, 1e-2},
+	ggml.TypeQ8_0: {1e-5, 0.1},
+	ggml.TypeQ4_0: {1e-5, 0.1},
+}
+
+// checkAgainstReference runs a prompt (in batches of the model's size,
+// every token's logits) and then tokens one at a time, and compares every
+// logit with the float64 reference. Where a rounding can fall the other
+// way (tl.best < tl.worst) it runs a second sequence from position 0, the
+// tokens reversed, so that one rounding in the first token of one run
+// cannot hide every token at float32 precision.
+func checkAgainstReference(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, tl tol) {
+	t.Helper()
+	errs := checkRun(t, m, ref, seq, nPrompt, tl.worst)
+	if tl.best < tl.worst {
+		require.NoError(t, m.Rewind(0))
+		ref.reset()
+		rev := slices.Clone(seq)
+		slices.Reverse(rev)
+		errs = append(errs, checkRun(t, m, ref, rev, nPrompt, tl.worst)...)
+	}
+	slices.Sort(errs)
+	require.LessOrEqual(t, errs[0], tl.best, "the best token's logit error; all: %.3g", errs)
+	t.Logf("logit error of the reference's rms: best %.3g, median %.3g, worst %.3g (tolerances %.3g, %.3g)",
+		errs[0], errs[len(errs)/2], errs[len(errs)-1], tl.best, tl.worst)
+}
+
+// checkRun evaluates seq after what is in the cache and returns each
+// token's logit error, failing on one above worst.
+func checkRun(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, worst float64) []float64 {
+	t.Helper()
+	ctx := context.Background()
+	vocab := m.Config.VocabSize
+	start := m.Pos()
+	logits, err := m.Eval(ctx, seq[:nPrompt], true)
+	require.NoError(t, err)
+	require.Len(t, logits, nPrompt*vocab)
+	var errs []float64
+	for i := range nPrompt {
+		e := logitError(logits[i*vocab:(i+1)*vocab], ref.next(seq[i]))
+		require.LessOrEqual(t, e, worst, "prompt token %d", i)
+		errs = append(errs, e)
+	}
+	for i := nPrompt; i < len(seq); i++ {
+		logits, err := m.Eval(ctx, seq[i:i+1], false)
+		require.NoError(t, err)
+		require.Len(t, logits, vocab)
+		e := logitError(logits, ref.next(seq[i]))
+		require.LessOrEqual(t, e, worst, "generated token %d", i)
+		errs = append(errs, e)
+	}
+	require.Equal(t, start+len(seq), m.Pos())
+	return errs
+}
+
+func randomTokens(t *testing.T, n, vocab int) []int32 {
+	rng := testutil.NewRNG(t)
+	seq := make([]int32, n)
+	for i := range seq {
+		seq[i] = int32(rng.IntN(vocab))
+	}
+	return seq
+}
+
+func TestEvalMatchesReferenceCPU(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_0} {
+		t.Run(typ.String(), func(t *testing.T) {
+			path := tinyFile(t, typ, false, rng.Uint64())
+			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 3})
+			seq := randomTokens(t, 12, m.Config.VocabSize)
+			ref := openRef(t, path)
+			ref.emulateCPU(typ)
+			checkAgainstReference(t, m, ref, seq, 7, tolerance[typ])
+		})
+	}
+}
+
+// TestEvalVariants covers the parts the plain run does not: an f16 KV
+// cache, an output layer tied to the token embeddings, and positions that
+// cross kvPad (a new graph each time the attended cells grow).
+func TestEvalVariants(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	t.Run("f16 cache", func(t *testing.T) {
+		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+		m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: ggml.TypeF16})
+		ref := openRef(t, path)
+		ref.roundCacheToHalf = true
+		// ggml also rounds the queries and the attention weights to f16
+		// to multiply them with the f16 cache; the reference does not.
+		checkAgainstReference(t, m, ref, randomTokens(t, 10, m.Config.VocabSize), 6, tolerance[ggml.TypeF16])
+	})
+	t.Run("tied output", func(t *testing.T) {
+		path := tinyFile(t, ggml.TypeQ8_0, true, rng.Uint64())
+		m := loadModel(t, path, Options{ContextSize: 32})
+		require.True(t, m.Tied())
+		ref := openRef(t, path)
+		ref.emulateCPU(ggml.TypeQ8_0)
+		checkAgainstReference(t, m, ref, randomTokens(t, 8, m.Config.VocabSize), 5, tolerance[ggml.TypeQ8_0])
+	})
+	t.Run("kv buckets", func(t *testing.T) {
+		defer func(p int) { kvPad = p }(kvPad)
+		kvPad = 4
+		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+		m := loadModel(t, path, Options{ContextSize: 30, BatchSize: 5})
+		checkAgainstReference(t, m, openRef(t, path), randomTokens(t, 30, m.Config.VocabSize), 11, tolerance[ggml.TypeF32])
+		// Prompt: batches of 5, 5, 1 tokens (cells 8, 12, 12: three
+		// graphs); then 19 tokens one at a time over cells 12 (pos 11:
+		// the prompt's last graph again), 16, 20, 24, 28 and 30.
+		assert.Equal(t, 3+5, m.Stats().Graphs)
+		assert.Equal(t, 3+19, m.Stats().Computes)
+	})
+}
+
+// TestGraphReuse checks that token-by-token generation builds one graph
+// and then only sets inputs, and that a rewind replays the same logits.
+func TestGraphReuse(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeQ4_0, false, rng.Uint64())
+	m := loadModel(t, path, Options{ContextSize: 64})
+	ctx := context.Background()
+	seq := randomTokens(t, 10, m.Config.VocabSize)
+	_, err := m.Eval(ctx, seq[:4], false)
+	require.NoError(t, err)
+	var first [][]float32
+	for _, id := range seq[4:] {
+		l, err := m.Eval(ctx, []int32{id}, false)
+		require.NoError(t, err)
+		first = append(first, slices.Clone(l))
+	}
+	st := m.Stats()
+	assert.Equal(t, 2, st.Graphs, "one graph for the prompt, one for all the tokens after it")
+	assert.Equal(t, 1+6, st.Computes)
+	assert.Equal(t, 10, st.Tokens)
+	assert.Positive(t, st.Compute)
+
+	require.NoError(t, m.Rewind(4))
+	for i, id := range seq[4:] {
+		l, err := m.Eval(ctx, []int32{id}, false)
+		require.NoError(t, err)
+		assert.Equal(t, first[i], l, "token %d after the rewind", i)
+	}
+	assert.Equal(t, 2, m.Stats().Graphs)
+	require.Error(t, m.Rewind(11))
+}
+
+// TestMemory checks the buffers the model reports and that no compute
+// needed a compute buffer larger than the one reserved at Load.
+func TestMemory(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF16, false, rng.Uint64())
+	m := loadModel(t, path, Options{ContextSize: 48, BatchSize: 8, CacheType: ggml.TypeF16})
+	ctx := context.Background()
+	seq := randomTokens(t, 30, m.Config.VocabSize)
+	_, err := m.Eval(ctx, seq[:20], true) // batches of 8, 8, 4
+	require.NoError(t, err)
+	for _, id := range seq[20:] {
+		_, err := m.Eval(ctx, []int32{id}, false)
+		require.NoError(t, err)
+	}
+	mem := m.Memory()
+	require.Len(t, mem, 1)
+	u := mem[0]
+	assert.Equal(t, "CPU", u.Backend)
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var weights uint64
+	for _, ti := range f.Tensors() {
+		weights += ti.Size
+	}
+	assert.GreaterOrEqual(t, u.Weights, weights)
+	kv := uint64(2 * m.Config.BlockCount * 48 * m.Config.KVDim() * 2)
+	assert.GreaterOrEqual(t, u.KVCache, kv)
+	assert.Less(t, u.KVCache, kv+4096)
+	assert.Positive(t, u.ComputeReserved)
+	assert.Equal(t, u.ComputeReserved, u.ComputePeak, "a compute needed more than the reserve")
+	assert.Positive(t, u.Total)
+}
+
+// TestLoadTooLarge asks for a cache and batch that cannot fit in the
+// machine's free memory: Load says so before loading anything.
+func TestLoadTooLarge(t *testing.T) {
+	path := tinyFile(t, ggml.TypeQ4_0, false, 1)
+	free, _ := deviceOf(backend.CPUBufferType()).Memory()
+	require.Positive(t, free)
+	// The attention scores of a full batch over the whole cache alone:
+	// n·n·heads·4 bytes, more than twice what is free.
+	n := int(math.Sqrt(float64(free)/float64(Presets["tiny"].HeadCount))) + 1
+	progress := 0
+	_, err := Load(context.Background(), path, Options{ContextSize: n, BatchSize: n, Progress: func(done, total uint64) { progress++ }})
+	var me *MemoryError
+	require.ErrorAs(t, err, &me)
+	require.ErrorIs(t, err, ggml.ErrNoMemory)
+	assert.Equal(t, "CPU", me.Device)
+	assert.Greater(t, me.Need, me.Free)
+	assert.Zero(t, progress, "Load began loading the weights")
+}
+
+// TestEvalErrors checks the errors of Eval and that the cache is as it was
+// after each: the next tokens still match the reference.
+func TestEvalErrors(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	m := loadModel(t, path, Options{ContextSize: 16, BatchSize: 4})
+	ref := openRef(t, path)
+	ctx := context.Background()
+	seq := randomTokens(t, 16, m.Config.VocabSize)
+
+	_, err := m.Eval(ctx, nil, false)
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+	_, err = m.Eval(ctx, []int32{1, int32(m.Config.VocabSize)}, false)
+	require.ErrorIs(t, err, ErrToken)
+	_, err = m.Eval(ctx, []int32{-1}, false)
+	require.ErrorIs(t, err, ErrToken)
+	_, err = m.Eval(ctx, make([]int32, 17), false)
+	require.ErrorIs(t, err, ErrContextFull)
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = m.Eval(cancelled, seq[:6], false)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, m.Pos())
+
+	logits, err := m.Eval(ctx, seq[:6], true)
+	require.NoError(t, err)
+	for i := range 6 {
+		require.LessOrEqual(t, logitError(logits[i*m.Config.VocabSize:(i+1)*m.Config.VocabSize], ref.next(seq[i])), tolerance[ggml.TypeF32].worst)
+	}
+	_, err = m.Eval(ctx, make([]int32, 11), false)
+	require.ErrorIs(t, err, ErrContextFull) // 6 + 10 tokens fit, 6 + 11 do not
+	_, err = m.Eval(cancelled, seq[6:8], false)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 6, m.Pos())
+	logits, err = m.Eval(ctx, seq[6:7], false)
+	require.NoError(t, err)
+	require.LessOrEqual(t, logitError(logits, ref.next(seq[6])), tolerance[ggml.TypeF32].worst)
+}
+
+// TestGenerate checks greedy generation against the reference: each
+// token is the reference's most likely one (where its top two are not
+// within the tolerance of each other).
+func TestGenerate(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	m := loadModel(t, path, Options{ContextSize: 64})
+	ref := openRef(t, path)
+	prompt := randomTokens(t, 5, m.Config.VocabSize)
+	var emitted []int32
+	out, err := m.Generate(context.Background(), prompt, 12, NewSampler(0, 0, 0, 1), func(id int32) bool {
+		emitted = append(emitted, id)
+		return true
+	})
+	require.NoError(t, err)
+	require.Len(t, out, 12)
+	assert.Equal(t, out, emitted)
+	assert.Equal(t, 5+11, m.Pos(), "the last token is sampled, not evaluated")
+
+	var logits []float64
+	for _, id := range prompt {
+		logits = ref.next(id)
+	}
+	for i, id := range out {
+		best, second := top2(logits)
+		if logits[best]-logits[second] > 1e-3 {
+			require.Equal(t, int32(best), id, "token %d", i)
+		}
+		logits = ref.next(id)
+	}
+
+	// emit can stop it.
+	require.NoError(t, m.Rewind(0))
+	out, err = m.Generate(context.Background(), prompt, 12, NewSampler(0, 0, 0, 1), func(int32) bool { return false })
+	require.NoError(t, err)
+	assert.Len(t, out, 1)
+}
+
+func top2(v []float64) (int, int) {
+	best, second := 0, -1
+	for i := 1; i < len(v); i++ {
+		switch {
+		case v[i] > v[best]:
+			best, second = i, best
+		case second < 0 || v[i] > v[second]:
+			second = i
+		}
+	}
+	return best, second
+}

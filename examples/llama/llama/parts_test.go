@@ -1,0 +1,246 @@
+package llama
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/internal/testutil"
+)
+
+func TestReadConfig(t *testing.T) {
+	path := tinyFile(t, ggml.TypeQ4_0, false, 1)
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	c, err := ReadConfig(f)
+	require.NoError(t, err)
+	assert.Equal(t, Presets["tiny"], c)
+	assert.Equal(t, 32, c.KVDim())
+	v, err := ReadVocab(f)
+	require.NoError(t, err)
+	assert.Equal(t, 256, v.Len())
+	assert.Equal(t, 1, v.BOS)
+	assert.Equal(t, 2, v.EOS)
+}
+
+// writeModified writes the tiny model with a change made to its builder.
+func writeModified(t *testing.T, change func(b *gguf.Builder)) string {
+	t.Helper()
+	b, err := randomBuilder(RandomModel{Config: Presets["tiny"], Type: ggml.TypeF32, Seed: 1})
+	require.NoError(t, err)
+	change(b)
+	path := filepath.Join(t.TempDir(), "bad.gguf")
+	require.NoError(t, b.WriteFile(path))
+	return path
+}
+
+// TestLoadRefuses checks that files that are not Llama models this
+// package runs are ErrModel errors that say why, from Load.
+func TestLoadRefuses(t *testing.T) {
+	zeros := func(n int) gguf.Source { return gguf.FromBytes(make([]byte, n)) }
+	for _, c := range []struct {
+		name   string
+		change func(b *gguf.Builder)
+		want   string
+	}{
+		{"architecture", func(b *gguf.Builder) { b.Set(gguf.KeyArchitecture, "gpt2") }, `general.architecture is "gpt2"`},
+		{"key type", func(b *gguf.Builder) { b.Set("llama.embedding_length", "wide") }, "llama.embedding_length is a str"},
+		{"heads", func(b *gguf.Builder) { b.Set("llama.attention.head_count_kv", uint32(3)) }, "not a multiple of 3 KV heads"},
+		{"rope dims", func(b *gguf.Builder) { b.Set("llama.rope.dimension_count", uint32(17)) }, "llama.rope.dimension_count is 17"},
+		{"eps", func(b *gguf.Builder) { b.Set("llama.attention.layer_norm_rms_epsilon", float32(0)) }, "layer_norm_rms_epsilon is 0"},
+		{"huge", func(b *gguf.Builder) { b.Set("llama.feed_forward_length", uint64(1)<<40) }, "llama.feed_forward_length is 2147483647"},
+		{"rope scaling", func(b *gguf.Builder) { b.Set("llama.rope.scaling.type", "yarn") }, `"yarn" is not supported`},
+		{"vocabulary", func(b *gguf.Builder) { b.Set("llama.vocab_size", uint32(300)) }, "llama.vocab_size is 300"},
+		{"tokens", func(b *gguf.Builder) { b.Set("tokenizer.ggml.tokens", []string{"a", "b"}) }, "2 tokens in tokenizer.ggml.tokens"},
+		{"missing block", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(3)) }, "tensor blk.2.attn_k.weight is missing"},
+		{"shape", func(b *gguf.Builder) { b.Set("llama.feed_forward_length", uint32(96)) }, "blk.0.ffn_gate.weight has shape [64 128], want [64 96]"},
+		{"bias", func(b *gguf.Builder) {
+			require.NoError(t, b.AddTensor("blk.0.attn_q.bias", ggml.TypeF32, []int64{64}, zeros(256)))
+		}, "tensor blk.0.attn_q.bias is not part of the Llama model"},
+		{"norm type", func(b *gguf.Builder) {
+			require.NoError(t, b.AddTensor("rope_freqs.weight", ggml.TypeF16, []int64{8}, zeros(16)))
+		}, "rope_freqs.weight is f16, want f32"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeModified(t, c.change)
+			_, err := Load(context.Background(), path, Options{Threads: 1})
+			require.ErrorIs(t, err, ErrModel)
+			assert.Contains(t, err.Error(), c.want)
+		})
+	}
+	_, err := Load(context.Background(), filepath.Join(t.TempDir(), "none.gguf"), Options{})
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestRopeFreqs runs a model with Llama 3.1's frequency factors
+// (rope_freqs.weight), copied to each device's state.
+func TestRopeFreqs(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	freqs := make([]float32, Presets["tiny"].RopeDim/2)
+	raw := make([]byte, 0, 4*len(freqs))
+	for i := range freqs {
+		freqs[i] = 1 + 7*rng.Float32()
+		raw = appendF32(raw, freqs[i])
+	}
+	path := writeModified(t, func(b *gguf.Builder) {
+		require.NoError(t, b.AddTensor("rope_freqs.weight", ggml.TypeF32, []int64{int64(len(freqs))}, gguf.FromBytes(raw)))
+	})
+	m := loadModel(t, path, Options{ContextSize: 32})
+	ref := openRef(t, path)
+	require.Len(t, ref.ropeFreqs, len(freqs))
+	checkAgainstReference(t, m, ref, randomTokens(t, 12, m.Config.VocabSize), 6, tolerance[ggml.TypeF32])
+}
+
+func appendF32(b []byte, v float32) []byte {
+	u := math.Float32bits(v)
+	return append(b, byte(u), byte(u>>8), byte(u>>16), byte(u>>24))
+}
+
+func TestWriteRandom(t *testing.T) {
+	var a, b bytes.Buffer
+	r := RandomModel{Config: Presets["tiny"], Type: ggml.TypeQ4_0, Seed: 7}
+	require.NoError(t, WriteRandomTo(&a, r))
+	require.NoError(t, WriteRandomTo(&b, r))
+	assert.Equal(t, a.Bytes(), b.Bytes(), "the same seed writes the same file")
+	r.Seed = 8
+	b.Reset()
+	require.NoError(t, WriteRandomTo(&b, r))
+	assert.NotEqual(t, a.Bytes(), b.Bytes())
+	f, err := gguf.Parse(a.Bytes())
+	require.NoError(t, err)
+	ti, ok := f.Tensor("blk.1.ffn_down.weight")
+	require.True(t, ok)
+	assert.Equal(t, ggml.TypeQ4_0, ti.Type)
+	assert.Equal(t, []int64{128, 64}, ti.Shape)
+	ti, _ = f.Tensor("blk.1.ffn_norm.weight")
+	assert.Equal(t, ggml.TypeF32, ti.Type)
+	_, ok = f.Tensor("output.weight")
+	assert.True(t, ok)
+	n := int64(0)
+	for _, ti := range f.Tensors() {
+		n += ti.Elements()
+	}
+	assert.Equal(t, Presets["tiny"].Params(false), n)
+
+	for _, bad := range []RandomModel{
+		{Config: Presets["tiny"], Type: ggml.TypeIQ2_XXS}, // needs an importance matrix
+		{Config: Presets["tiny"], Type: ggml.TypeQ4_K},    // rows of 64 are not 256-blocks
+		{Config: Config{EmbeddingLength: 64}},
+	} {
+		err := WriteRandomTo(&b, bad)
+		require.ErrorIs(t, err, ErrModel, "%+v", bad)
+	}
+}
+
+func TestVocab(t *testing.T) {
+	v := &Vocab{tokens: []string{"<unk>", "▁Hello", "<0x41>", "<0x0A>", "▁wor", "ld", "<0xZZ>"}}
+	assert.Equal(t, " Hello", string(v.Bytes(1)))
+	assert.Equal(t, []byte{'A'}, v.Bytes(2))
+	assert.Equal(t, " HelloA\n world", v.Decode([]int32{1, 2, 3, 4, 5}))
+	assert.Equal(t, "<0xZZ>", string(v.Bytes(6)))
+	assert.Equal(t, "<7>", string(v.Bytes(7)))
+	assert.Equal(t, "<-1>", string(v.Bytes(-1)))
+	assert.Equal(t, "▁wor", v.Piece(4))
+	assert.Equal(t, "", v.Piece(99))
+
+	g := &Vocab{tokens: []string{"Hello", "Ġworld", "Ċ", "Ã©"}, gpt2: true}
+	assert.Equal(t, "Hello world\né", g.Decode([]int32{0, 1, 2, 3}))
+}
+
+func TestSampler(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	logits := make([]float32, 50)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64())
+	}
+	best := argmax(logits)
+	assert.Equal(t, best, NewSampler(0, 0, 0, 1).Sample(logits), "greedy")
+	assert.Equal(t, best, NewSampler(1, 1, 0, 1).Sample(logits), "top-k 1")
+	assert.Equal(t, best, NewSampler(1, 0, 1e-9, 1).Sample(logits), "top-p ~0")
+
+	draw := func(s *Sampler, n int) []int32 {
+		out := make([]int32, n)
+		for i := range out {
+			out[i] = s.Sample(logits)
+		}
+		return out
+	}
+	seed := rng.Uint64()
+	assert.Equal(t, draw(NewSampler(0.8, 10, 0.9, seed), 100), draw(NewSampler(0.8, 10, 0.9, seed), 100), "same seed")
+
+	// Top-k keeps the k largest.
+	rank := map[int32]int{}
+	for _, c := range NewSampler(1, len(logits), 0, 1).topK(logits) {
+		rank[c.id] = len(rank)
+	}
+	for _, id := range draw(NewSampler(2, 5, 0, seed), 500) {
+		assert.Less(t, rank[id], 5)
+	}
+
+	// Frequencies follow softmax(logits/T) over the top k: a chi-square
+	// test over the 5 candidates (4 degrees of freedom, p = 0.0001 at 23.5).
+	const temp, k, n = 1.5, 5, 20000
+	cand := NewSampler(1, k, 0, 1).topK(logits)
+	p := make(map[int32]float64)
+	sum := 0.0
+	for _, c := range cand {
+		p[c.id] = math.Exp(float64(c.logit-cand[0].logit) / temp)
+		sum += p[c.id]
+	}
+	count := map[int32]int{}
+	for _, id := range draw(NewSampler(temp, k, 0, seed), n) {
+		count[id]++
+	}
+	chi2 := 0.0
+	for id, pi := range p {
+		e := n * pi / sum
+		chi2 += (float64(count[id]) - e) * (float64(count[id]) - e) / e
+	}
+	assert.Less(t, chi2, 23.5, "counts %v, probabilities %v", count, p)
+
+	// Top-p keeps the smallest set whose probability reaches p.
+	two := []float32{0, 0, 10, 9.9, -5}
+	for _, id := range func() []int32 {
+		s := NewSampler(1, 0, 0.5, seed)
+		out := make([]int32, 200)
+		for i := range out {
+			out[i] = s.Sample(two)
+		}
+		return out
+	}() {
+		assert.Equal(t, int32(2), id, "p(2) > 0.5 alone")
+	}
+}
+
+func TestLoadOptions(t *testing.T) {
+	path := tinyFile(t, ggml.TypeF32, false, 1)
+	cpuDev := deviceOf(backend.CPUBufferType())
+	for _, c := range []struct {
+		opts Options
+		want error
+	}{
+		{Options{Device: cpuDev, GPULayers: -1}, ggml.ErrInvalid},
+		{Options{CacheType: ggml.TypeQ4_0}, ggml.ErrType},
+		{Options{ContextSize: -1}, ggml.ErrInvalid},
+		{Options{ContextSize: maxDim + 1}, ggml.ErrInvalid},
+		{Options{BatchSize: -5}, ggml.ErrInvalid},
+	} {
+		c.opts.Threads = 1
+		_, err := Load(context.Background(), path, c.opts)
+		require.ErrorIs(t, err, c.want, "%+v", c.opts)
+	}
+	m := loadModel(t, path, Options{})
+	assert.Equal(t, Presets["tiny"].ContextLength, m.ContextSize(), "the training context, at most 4096")
+	assert.Equal(t, 512, m.BatchSize())
+	assert.Len(t, m.Backends(), 1, "no GPU layers without a GPU device asked for")
+}

@@ -1,0 +1,117 @@
+package llama
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/go-ggml/ggml/gguf"
+)
+
+// Vocab is a model's vocabulary (tokenizer.ggml.tokens) for turning token
+// IDs into text. It decodes the two kinds llama.cpp's Llama files use:
+// SentencePiece ("llama": "▁" is a space, <0xNN> is the byte NN) and
+// GPT-2 byte-level BPE ("gpt2", Llama 3: each byte is one printable rune).
+// It does not tokenize text: that is not this example's job.
+type Vocab struct {
+	tokens []string
+	gpt2   bool
+	BOS    int // tokenizer.ggml.bos_token_id, -1 if absent
+	EOS    int // tokenizer.ggml.eos_token_id, -1 if absent
+}
+
+// ReadVocab reads the vocabulary of f; a file without one gives a Vocab
+// whose tokens print as their IDs.
+func ReadVocab(f *gguf.File) (*Vocab, error) {
+	v := &Vocab{BOS: -1, EOS: -1}
+	if _, ok := f.Value("tokenizer.ggml.tokens"); !ok {
+		return v, nil
+	}
+	tokens, err := f.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrModel, err)
+	}
+	v.tokens = tokens
+	if m, err := f.String("tokenizer.ggml.model"); err == nil {
+		v.gpt2 = m == "gpt2"
+	}
+	for _, p := range []struct {
+		key string
+		id  *int
+	}{{"bos_token_id", &v.BOS}, {"eos_token_id", &v.EOS}} {
+		if val, ok := f.Value("tokenizer.ggml." + p.key); ok {
+			switch x := val.Any().(type) {
+			case uint32:
+				*p.id = int(x)
+			case int32:
+				*p.id = int(x)
+			}
+		}
+	}
+	return v, nil
+}
+
+// Len returns the number of tokens (0 when the file has no vocabulary).
+func (v *Vocab) Len() int { return len(v.tokens) }
+
+// Piece returns token id as it is written in the file, or "" when there is
+// no such token.
+func (v *Vocab) Piece(id int32) string {
+	if id < 0 || int(id) >= len(v.tokens) {
+		return ""
+	}
+	return v.tokens[id]
+}
+
+// Bytes returns the bytes token id stands for: the piece with "▁" turned
+// into a space and <0xNN> into the byte NN (SentencePiece), or the piece's
+// runes mapped back to bytes (GPT-2). An ID outside the vocabulary gives
+// "<id>".
+func (v *Vocab) Bytes(id int32) []byte {
+	if id < 0 || int(id) >= len(v.tokens) {
+		return fmt.Appendf(nil, "<%d>", id)
+	}
+	p := v.tokens[id]
+	if v.gpt2 {
+		out := make([]byte, 0, len(p))
+		for _, r := range p {
+			if b, ok := gpt2Byte[r]; ok {
+				out = append(out, b)
+			} else {
+				out = append(out, string(r)...)
+			}
+		}
+		return out
+	}
+	if len(p) == 6 && strings.HasPrefix(p, "<0x") && p[5] == '>' {
+		var b byte
+		if _, err := fmt.Sscanf(p[3:5], "%02X", &b); err == nil {
+			return []byte{b}
+		}
+	}
+	return []byte(strings.ReplaceAll(p, "▁", " "))
+}
+
+// Decode returns the text of a sequence of tokens.
+func (v *Vocab) Decode(ids []int32) string {
+	var b []byte
+	for _, id := range ids {
+		b = append(b, v.Bytes(id)...)
+	}
+	return string(b)
+}
+
+// gpt2Byte inverts GPT-2's bytes_to_unicode: printable Latin-1 bytes stand
+// for themselves, the others for the runes from U+0100 on, in order.
+var gpt2Byte = func() map[rune]byte {
+	m := make(map[rune]byte, 256)
+	n := 0
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			m[rune(b)] = byte(b)
+		} else {
+			m[rune(256+n)] = byte(b)
+			n++
+		}
+	}
+	return m
+}()

@@ -1,0 +1,204 @@
+// Command llama runs a Llama-architecture GGUF model with go-ggml: the
+// prompt (token IDs) in one batch, then token-by-token generation, on the
+// best backend (all layers on the GPU if there is one) and the CPU through
+// ggml's scheduler. Ctrl-C stops it cleanly.
+//
+//	go run ./examples/llama -gen tiny.gguf -size tiny -type q4_0   # a random model
+//	go run ./examples/llama -model tiny.gguf -prompt 1,2,3 -n 16
+//
+// It prints each new token's ID and text (from tokenizer.ggml.tokens) on
+// stdout, and the speed and memory use on stderr. A text tokenizer is not
+// part of this example: the prompt is token IDs. The model code is in
+// package examples/llama/llama.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-ggml/ggml/examples/llama/llama"
+	"github.com/go-ggml/ggml/ggml"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "llama: interrupted")
+		os.Exit(130)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "llama:", err)
+		os.Exit(1)
+	}
+}
+
+// run runs the command with the arguments args (without the program
+// name), writing tokens to stdout and reports to stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	flags := flag.NewFlagSet("llama", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	var (
+		model     = flags.String("model", "", "the GGUF file to run")
+		prompt    = flags.String("prompt", "", "the prompt: comma-separated token IDs (default: the BOS token)")
+		n         = flags.Int("n", 16, "tokens to generate")
+		gpuLayers = flags.Int("gpu-layers", -1, "blocks on the GPU, from the last; -1: all, 0: CPU only")
+		temp      = flags.Float64("temp", 0, "sampling temperature; 0: greedy")
+		topK      = flags.Int("top-k", 40, "sample from the k most likely tokens; 0: all")
+		topP      = flags.Float64("top-p", 0.95, "sample from the smallest set of tokens whose probability reaches p; 1: all")
+		seed      = flags.Uint64("seed", 1, "the sampler's seed")
+		nCtx      = flags.Int("ctx", 0, "KV cache positions; 0: the model's training context, at most 4096")
+		batch     = flags.Int("batch", 512, "most tokens per compute in prompt processing")
+		threads   = flags.Int("threads", 0, "CPU threads; 0: one per core")
+		cacheType = flags.String("cache-type", "f16", "KV cache type: f16 or f32")
+		ignoreEOS = flags.Bool("ignore-eos", false, "go on after the end-of-sequence token")
+
+		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
+		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(llama.PresetNames(), ", "))
+		genType = flags.String("type", "q4_0", "with -gen: the weight type (f32, f16, q8_0, q4_0, ...)")
+		tied    = flags.Bool("tied", false, "with -gen: no output.weight, the output uses token_embd")
+		genSeed = flags.Uint64("gen-seed", 1, "with -gen: the seed of the weights")
+	)
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if *gen != "" {
+		return generate(stderr, *gen, *size, *genType, *tied, *genSeed)
+	}
+	if *model == "" {
+		flags.Usage()
+		return errors.New("-model is required (or -gen to write a random model)")
+	}
+	ct, err := parseType(*cacheType)
+	if err != nil {
+		return err
+	}
+
+	t0 := time.Now()
+	m, err := llama.Load(ctx, *model, llama.Options{
+		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, CacheType: ct,
+	})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	c := m.Config
+	var names []string
+	for _, be := range m.Backends() {
+		names = append(names, be.Name())
+	}
+	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights; loaded in %v on %s\n",
+		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(c.Params(m.Tied()))/1e6,
+		time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
+
+	tokens, err := parsePrompt(*prompt, m.Vocab)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "prompt: %v %q\n", tokens, m.Vocab.Decode(tokens))
+
+	// The prompt in one batch, then one token at a time.
+	sampler := llama.NewSampler(float32(*temp), *topK, float32(*topP), *seed)
+	t1 := time.Now()
+	logits, err := m.Eval(ctx, tokens, false)
+	if err != nil {
+		return err
+	}
+	promptTime := time.Since(t1)
+	var out []int32
+	t2 := time.Now()
+	for len(out) < *n {
+		id := sampler.Sample(logits)
+		out = append(out, id)
+		fmt.Fprintf(stdout, "%d\t%q\n", id, m.Vocab.Bytes(id))
+		if (id == int32(m.Vocab.EOS) && !*ignoreEOS) || len(out) == *n {
+			break
+		}
+		if m.Pos() == m.ContextSize() {
+			fmt.Fprintln(stderr, "llama: the context is full")
+			break
+		}
+		if logits, err = m.Eval(ctx, []int32{id}, false); err != nil {
+			return err
+		}
+	}
+	genTime := time.Since(t2)
+	fmt.Fprintf(stdout, "text: %q\n", m.Vocab.Decode(out))
+
+	st := m.Stats()
+	fmt.Fprintf(stderr, "prompt: %d tokens in %v (%.1f tokens/s); generation: %d tokens in %v (%.1f tokens/s)\n",
+		len(tokens), promptTime.Round(time.Microsecond), float64(len(tokens))/promptTime.Seconds(),
+		len(out), genTime.Round(time.Microsecond), float64(len(out))/genTime.Seconds())
+	total := st.Overhead() + st.Compute
+	fmt.Fprintf(stderr, "time outside ggml's compute: %.2f %% (graphs: %d built for %d computes, %v; inputs %v; logits %v)\n",
+		100*st.Overhead().Seconds()/total.Seconds(), st.Graphs, st.Computes, st.Build.Round(time.Microsecond),
+		st.Input.Round(time.Microsecond), st.Output.Round(time.Microsecond))
+	for _, u := range m.Memory() {
+		fmt.Fprintf(stderr, "memory on %s: weights %s, KV cache %s, compute %s reserved, %s at the most; device %s free of %s at load\n",
+			u.Backend, mib(u.Weights), mib(u.KVCache), mib(u.ComputeReserved), mib(u.ComputePeak), mib(u.Free), mib(u.Total))
+	}
+	return nil
+}
+
+// parsePrompt reads comma-separated token IDs; an empty prompt is the
+// BOS token (or token 1).
+func parsePrompt(s string, v *llama.Vocab) ([]int32, error) {
+	if strings.TrimSpace(s) == "" {
+		if v.BOS >= 0 {
+			return []int32{int32(v.BOS)}, nil
+		}
+		return []int32{1}, nil
+	}
+	var out []int32
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("-prompt: %q is not a token ID", f)
+		}
+		out = append(out, int32(id))
+	}
+	return out, nil
+}
+
+func parseType(name string) (ggml.Type, error) {
+	for _, t := range ggml.Types() {
+		if t.String() == name {
+			return t, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown type %q", name)
+}
+
+func generate(stderr io.Writer, path, size, typ string, tied bool, seed uint64) error {
+	cfg, ok := llama.Presets[size]
+	if !ok {
+		return fmt.Errorf("-size %q: want one of %s", size, strings.Join(llama.PresetNames(), ", "))
+	}
+	t, err := parseType(typ)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := llama.WriteRandom(path, llama.RandomModel{Config: cfg, Type: t, Tied: tied, Seed: seed}); err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "wrote %s: %s model, %.1fM %v weights, %s, in %v\n", path, size,
+		float64(cfg.Params(tied))/1e6, t, mib(uint64(st.Size())), time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
+func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
