@@ -81,8 +81,8 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 			stack = append(stack, t.srcs...)
 		}
 	}
-	var writers map[*C.struct_ggml_tensor]*Tensor // built on the first index-reading node
-	for _, t := range g.nodes {
+	var writers map[*C.struct_ggml_tensor]int // built on the first index-reading node
+	for i, t := range g.nodes {
 		if err := bridge.TensorOf(t).HoldAs("node", h); err != nil {
 			return nil, err
 		}
@@ -93,7 +93,7 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 			if writers == nil {
 				writers = g.writers()
 			}
-			if err := g.checkIndices(t, idx, rows, op, writers, h); err != nil {
+			if err := g.checkIndices(i, idx, rows, op, writers, h); err != nil {
 				return nil, err
 			}
 		}
@@ -142,13 +142,13 @@ func (g *Graph) checkAllIndices(h *bridge.Holds) error {
 			n.c.src = saved[i]
 		}
 	}()
-	var writers map[*C.struct_ggml_tensor]*Tensor
-	for _, t := range g.nodes {
+	var writers map[*C.struct_ggml_tensor]int
+	for i, t := range g.nodes {
 		if idx, rows, op := indexSource(t); idx != nil {
 			if writers == nil {
 				writers = g.writers()
 			}
-			if err := g.checkIndices(t, idx, rows, op, writers, h); err != nil {
+			if err := g.checkIndices(i, idx, rows, op, writers, h); err != nil {
 				return err
 			}
 		}
@@ -187,26 +187,28 @@ func memBase(p *C.struct_ggml_tensor) *C.struct_ggml_tensor {
 
 // writers maps the memory (the base tensor) that nodes of g write into
 // without owning it (cpy into a tensor, in-place ops, set_rows, ...) to the
-// first such node.
-func (g *Graph) writers() map[*C.struct_ggml_tensor]*Tensor {
-	w := map[*C.struct_ggml_tensor]*Tensor{}
-	for _, n := range g.nodes {
+// position in g.nodes of the first such node.
+func (g *Graph) writers() map[*C.struct_ggml_tensor]int {
+	w := map[*C.struct_ggml_tensor]int{}
+	for i, n := range g.nodes {
 		if n.c.view_src != nil && !viewOp(n.c.op) {
 			if _, ok := w[n.c.view_src]; !ok {
-				w[n.c.view_src] = n
+				w[n.c.view_src] = i
 			}
 		}
 	}
 	return w
 }
 
-// checkIndices checks, before compute, the indices that node t reads: their
-// values where they are data (inputs, in host or device memory), their
-// bound where the graph computes them (an argsort or top_k, through views
-// and copies). The checks hold only if nothing else in the graph writes the
-// indices' memory between then and the point of use: such graphs are
-// refused.
-func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, op string, writers map[*C.struct_ggml_tensor]*Tensor, h *bridge.Holds) error {
+// checkIndices checks, before compute, the indices that node g.nodes[at]
+// reads: their values where they are data (inputs, in host or device
+// memory), their bound where the graph computes them (an argsort or top_k,
+// through views and copies). The checks hold only if nothing else in the
+// graph writes the indices' memory between then and the point of use: such
+// graphs are refused. Nodes that run after the reader may write there (an
+// allocator reuses an input's memory once its last reader is done).
+func (g *Graph) checkIndices(at int, idx *C.struct_ggml_tensor, rows int64, op string, writers map[*C.struct_ggml_tensor]int, h *bridge.Holds) error {
+	t := g.nodes[at]
 	refuse := func(rule string, kind error) error {
 		var inputs []string
 		for i, s := range t.srcs {
@@ -220,9 +222,12 @@ func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, o
 	// bound was derived from, to the first tensor that this graph does not
 	// compute: that one's values are data.
 	for q := idx; q != nil; {
-		w := writers[memBase(q)]
+		var w *Tensor
+		if i, ok := writers[memBase(q)]; ok && i < at {
+			w = g.nodes[i]
+		}
 		if w == nil || w.c == q {
-			w = g.overlappingWriter(q)
+			w = g.overlappingWriter(q, at)
 		}
 		if w != nil && w.c != q {
 			return refuse(fmt.Sprintf("node %s of the same graph writes into the memory of the index tensor %q, so its values cannot be checked before compute; compute the indices in a graph of their own", w.describe(), C.GoString(&q.name[0])), ErrInvalid)
@@ -248,13 +253,13 @@ func (g *Graph) checkIndices(t *Tensor, idx *C.struct_ggml_tensor, rows int64, o
 	return nil
 }
 
-// overlappingWriter returns a node of g that may write memory overlapping
-// q's (tensors placed at the same address, TensorAlloc; memory an
+// overlappingWriter returns a node of g before position before that may
+// write memory overlapping q's (tensors placed at the same address, TensorAlloc; memory an
 // allocator shares): a node of an op that writes its result, whose result
 // overlaps q, or a custom op (it may write its inputs) that takes a tensor
 // overlapping q. Views of q and q itself are not writers. Addresses are
 // compared within one buffer only (device buffers' addresses are offsets).
-func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor) *Tensor {
+func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor, before int) *Tensor {
 	if q.data == nil {
 		return nil
 	}
@@ -270,7 +275,7 @@ func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor) *Tensor {
 		return plo < hi && lo < phi
 	}
 	base := memBase(q) // the node that computes q's memory, for a view
-	for _, n := range g.nodes {
+	for _, n := range g.nodes[:before] {
 		if n.c == nil || n.c == q || (n.c == base && !isCustom(n.c)) {
 			continue
 		}

@@ -451,3 +451,40 @@ func TestIndicesChangedDuringComputeAreRefused(t *testing.T) {
 		t.Logf("%d of 300 computes ran", ok)
 	})
 }
+
+// A node that writes the index tensor's memory after the node that reads
+// the indices does not make the check before compute wrong (an allocator
+// reuses an input's memory this way once its last reader is done): the
+// graph computes, with the rows the indices named before they were
+// overwritten.
+func TestIndicesWrittenAfterTheirReaderAreAccepted(t *testing.T) {
+	rng := newRNG(t)
+	be := cpuBackend(t)
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 32, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(ggml.TypeF32, 8, 4)
+	idx := c.NewTensor(ggml.TypeI32, 4).SetInput()
+	b := c.NewTensor(ggml.TypeI32, 4).SetInput()
+	rows := c.GetRows(a, idx).SetOutput()
+	g, err := c.NewGraph(16)
+	require.NoError(t, err)
+	require.NoError(t, g.Expand(rows))
+	require.NoError(t, g.Expand(c.Cpy(b, idx))) // after the reader
+	av := randF32(rng, 8*4)
+	want := []int32{3, 0, 2, 1}
+	err = computeGraph(t, be, c, g, func() {
+		require.NoError(t, ggml.SetData(a, av))
+		require.NoError(t, ggml.SetData(idx, want))
+		require.NoError(t, ggml.SetData(b, []int32{1 << 20, 0, 1, 2})) // out of range, written after the read
+	})
+	require.NoError(t, err)
+	got, err := ggml.Data[float32](rows)
+	require.NoError(t, err)
+	for r, i := range want {
+		require.Equal(t, av[int(i)*8:int(i)*8+8], got[r*8:r*8+8], "row %d", r)
+	}
+	after, err := ggml.Data[int32](idx)
+	require.NoError(t, err)
+	require.Equal(t, []int32{1 << 20, 0, 1, 2}, after, "the copy ran after the read")
+}
