@@ -187,6 +187,7 @@ type Gallocr struct {
 	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
 	bts     []*BufferType
 	failed  bool // the last reservation failed: ggml left a buffer NULL
+	links   []*bridge.Link // the RPC connections of its buffer types
 	cleanup runtime.Cleanup
 }
 
@@ -229,7 +230,15 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 		return nil, fmt.Errorf("%w: ggml_gallocr_new_n", ggml.ErrNoMemory)
 	}
 	a := &Gallocr{c: c, bts: append([]*BufferType(nil), bts...)}
-	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() { C.ggml_gallocr_free(c) })
+	for _, bt := range bts {
+		if k := bt.link(); k != nil {
+			a.links = append(a.links, k)
+		}
+	}
+	links := a.links
+	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() {
+		bridge.FreeOver(links, func() { C.ggml_gallocr_free(c) })
+	})
 	a.newPlacement()
 	a.cleanup = runtime.AddCleanup(a, closeLife, a.life)
 	return a, nil
@@ -241,6 +250,11 @@ func (a *Gallocr) usable() error {
 	}
 	if a.life.Closed() {
 		return fmt.Errorf("%w: the graph allocator is closed", ggml.ErrClosed)
+	}
+	for _, k := range a.links {
+		if err := k.Err(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

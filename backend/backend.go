@@ -39,7 +39,8 @@ type Backend struct {
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (refuse.go).
 	lavapipe bool
-	abort    *C.int // flag read by the backend's abort callback; nil if it has none
+	link     *bridge.Link // the RPC connection it computes over, if any
+	abort    *C.int       // flag read by the backend's abort callback; nil if it has none
 	plans    *planSet
 	pool     *poolSlot    // the CPU thread pool it computes on, if any
 	threads  atomic.Int64 // thread setting of a CPU-like backend; 0: none
@@ -120,7 +121,10 @@ func newBackend(c C.ggml_backend_t) *Backend {
 		res.reg.backends++
 		regs.Unlock()
 	}
-	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
+	if b.dev != nil {
+		b.link = b.dev.link() // a backend on an RPC server lives on its connection
+	}
+	b.life = bridge.NewLife(b.link.Life(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
 	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
 	bridge.Leaks.Opened("Backend", b.life)
 	return b
@@ -179,6 +183,13 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	if err := b.life.Enter("the backend"); err != nil {
+		if b.link != nil && b.link.Broken() && !b.life.Busy() {
+			// Its RPC connection broke: nothing to wait for (an RPC
+			// backend's synchronize and free talk to no server).
+			b.cleanup.Stop()
+			bridge.Leaks.Closed(b.life)
+			return b.life.Close("the backend", false)
+		}
 		if errors.Is(err, ggml.ErrClosed) {
 			return nil
 		}
@@ -207,7 +218,7 @@ func (b *Backend) usable() error {
 	if b.life.Closed() {
 		return fmt.Errorf("%w: the backend is closed", ggml.ErrClosed)
 	}
-	return nil
+	return b.link.Err()
 }
 
 // enter starts exclusive work on the backend (a compute, a plan, a
@@ -661,6 +672,12 @@ func init() {
 		return unsafe.Pointer(bt.c), nil
 	}
 	bridge.Watch = func(v any, ctx context.Context) func() { return v.(*Backend).watch(ctx) }
+	bridge.BackendLink = func(v any) *bridge.Link {
+		if b, _ := v.(*Backend); b != nil {
+			return b.link
+		}
+		return nil
+	}
 	bridge.AcquireBackend = func(v any) (func(), error) {
 		b, _ := v.(*Backend)
 		if err := b.usable(); err != nil {
@@ -695,6 +712,24 @@ func init() {
 			return nil, 0, fmt.Errorf("%w: the host memory is freed", ggml.ErrClosed)
 		}
 		return m.p, m.size, nil
+	}
+	bridge.WithRegistry = func(f func()) {
+		registryMu.Lock()
+		defer registryMu.Unlock()
+		f()
+	}
+	bridge.DevicePtr = func(v any) (unsafe.Pointer, error) {
+		d, _ := v.(*Device)
+		if err := d.usable(); err != nil {
+			return nil, err
+		}
+		return unsafe.Pointer(d.c), nil
+	}
+	bridge.WrapDevice = func(p unsafe.Pointer) any {
+		if d := deviceFromC(C.ggml_backend_dev_t(p)); d != nil {
+			return d
+		}
+		return (*Device)(nil)
 	}
 	bridge.RegisterBackend = func(p unsafe.Pointer) {
 		registryMu.Lock()

@@ -28,6 +28,7 @@ type Buffer struct {
 	parent  *Buffer // the multi-buffer that owns this one, if any
 	parts   []*Buffer
 	mem     *HostMemory // the caller memory it is over, if any
+	link    *bridge.Link // the RPC connection it is on, if any
 	cleanup runtime.Cleanup
 }
 
@@ -53,8 +54,15 @@ func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Bu
 		reg.buffers++
 		regs.Unlock()
 	}
-	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
-		freeBuffer(c, mems)
+	// A buffer on an RPC server lives on its connection: broken, the
+	// buffer is unusable and its free skips the C call (see bridge.Link).
+	link := linkOfBufferType(C.ggml_backend_buffer_get_type(c))
+	b.link = link
+	b.life = bridge.NewLife(link.Life(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
+		bridge.FreeOver(linkList(link), func() { C.ggml_backend_buffer_free(c) })
+		for _, m := range mems {
+			m.release()
+		}
 		if reg != nil {
 			regs.Lock()
 			reg.buffers--
@@ -80,13 +88,6 @@ func regOfBuffer(c C.ggml_backend_buffer_t) *Reg {
 		return nil
 	}
 	return regFromC(C.ggml_backend_dev_backend_reg(dev))
-}
-
-func freeBuffer(c C.ggml_backend_buffer_t, mems []*HostMemory) {
-	C.ggml_backend_buffer_free(c)
-	for _, m := range mems {
-		m.release()
-	}
 }
 
 // Close frees the buffer (ggml_backend_buffer_free), once no compute or
@@ -116,7 +117,7 @@ func (b *Buffer) usable() error {
 	if b.life.Closed() {
 		return fmt.Errorf("%w: the buffer is closed", ggml.ErrClosed)
 	}
-	return nil
+	return b.link.Err()
 }
 
 // hold acquires the buffer for a call that uses its C object; release h
@@ -126,6 +127,9 @@ func (b *Buffer) hold(h *bridge.Holds) error {
 		return fmt.Errorf("%w: nil *Buffer", ggml.ErrInvalid)
 	}
 	if err := h.Add(b.life); err != nil {
+		if b.link != nil && !b.life.Closed() {
+			return err // its connection broke: say which and why
+		}
 		return fmt.Errorf("%w: the buffer is closed", ggml.ErrClosed)
 	}
 	return nil
@@ -271,7 +275,7 @@ func (b *Buffer) Base() (unsafe.Pointer, error) {
 		return nil, err
 	}
 	defer runtime.KeepAlive(b)
-	if !bool(C.ggml_backend_buffer_is_host(b.c)) {
+	if !bool(C.ggml_backend_buffer_is_host(b.c)) || bool(C.goggml_buffer_is_meta(b.c)) {
 		return nil, fmt.Errorf("%w: buffer %s is not in host memory", ErrUnsupported, b.Name())
 	}
 	return C.ggml_backend_buffer_get_base(b.c), nil
@@ -295,13 +299,14 @@ func (b *Buffer) AllocSize(t *ggml.Tensor) (uint64, error) {
 }
 
 // Clear sets every byte of the buffer to value (ggml_backend_buffer_clear).
-func (b *Buffer) Clear(value byte) error {
+func (b *Buffer) Clear(value byte) (err error) {
 	var h bridge.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
 	C.ggml_backend_buffer_clear(b.c, C.uint8_t(value))
 	return nil
 }
@@ -408,6 +413,9 @@ func ContextTensorsSize(ctx *ggml.Context, bt *BufferType) (uint64, error) {
 
 func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buffer, err error) {
 	if err := bt.usable(); err != nil {
+		return nil, err
+	}
+	if err := bt.link().Err(); err != nil {
 		return nil, err
 	}
 	cc, err := contextPtr(ctx)

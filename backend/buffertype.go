@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // BufferType is a kind of memory a device offers, such as the CPU's host
@@ -80,8 +82,11 @@ func (bt *BufferType) Device() *Device {
 
 // AllocSize returns the bytes tensor t needs in a buffer of this type; some
 // types pad or add room (ggml_backend_buft_get_alloc_size).
-func (bt *BufferType) AllocSize(t *ggml.Tensor) (uint64, error) {
+func (bt *BufferType) AllocSize(t *ggml.Tensor) (n uint64, err error) {
 	if err := bt.usable(); err != nil {
+		return 0, err
+	}
+	if err := bt.link().Err(); err != nil {
 		return 0, err
 	}
 	tc, err := tensorPtr(t)
@@ -89,14 +94,18 @@ func (bt *BufferType) AllocSize(t *ggml.Tensor) (uint64, error) {
 		return 0, err
 	}
 	defer runtime.KeepAlive(t)
+	defer bridge.Catch(&err)
 	return uint64(C.ggml_backend_buft_get_alloc_size(bt.c, tc)), nil
 }
 
 // AllocBuffer allocates a buffer of size bytes of this type
 // (ggml_backend_buft_alloc_buffer). size must be > 0: the embedded
 // provider's ggml leaks the empty buffer it makes for size 0.
-func (bt *BufferType) AllocBuffer(size uint64) (*Buffer, error) {
+func (bt *BufferType) AllocBuffer(size uint64) (buf *Buffer, err error) {
 	if err := bt.usable(); err != nil {
+		return nil, err
+	}
+	if err := bt.link().Err(); err != nil {
 		return nil, err
 	}
 	if size == 0 {
@@ -108,11 +117,41 @@ func (bt *BufferType) AllocBuffer(size uint64) (*Buffer, error) {
 	if max := bt.MaxSize(); size > max {
 		return nil, fmt.Errorf("%w: %d bytes exceed the largest %s buffer (%d bytes)", ggml.ErrNoMemory, size, bt.Name(), max)
 	}
-	c := C.ggml_backend_buft_alloc_buffer(bt.c, C.size_t(size))
+	var c C.ggml_backend_buffer_t
+	if err := func() (err error) {
+		defer bridge.Catch(&err)
+		c = C.ggml_backend_buft_alloc_buffer(bt.c, C.size_t(size))
+		return nil
+	}(); err != nil {
+		return nil, err
+	}
 	if c == nil {
 		return nil, fmt.Errorf("%w: could not allocate a %s buffer of %d bytes", ggml.ErrNoMemory, bt.Name(), size)
 	}
 	return newBuffer(c, bt, nil, nil), nil
+}
+
+// link returns the RPC connection of the buffer type's device, or nil.
+func (bt *BufferType) link() *bridge.Link {
+	if bt == nil || bt.c == nil {
+		return nil
+	}
+	return linkOfBufferType(bt.c)
+}
+
+func linkOfBufferType(c C.ggml_backend_buffer_type_t) *bridge.Link {
+	if c == nil {
+		return nil
+	}
+	return bridge.LinkOf(unsafe.Pointer(C.ggml_backend_buft_get_device(c)))
+}
+
+// linkList returns k as a list, empty for nil.
+func linkList(k *bridge.Link) []*bridge.Link {
+	if k == nil {
+		return nil
+	}
+	return []*bridge.Link{k}
 }
 
 // String returns the buffer type's name.

@@ -70,7 +70,10 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 		return nil, fmt.Errorf("%w: could not allocate the graph copy on %s", ggml.ErrNoMemory, b.Name())
 	}
 	gc = &GraphCopy{c: c}
-	gc.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() { C.ggml_backend_graph_copy_free(c) })
+	links := linkList(b.link)
+	gc.life = bridge.NewLife(b.link.Life(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
+		bridge.FreeOver(links, func() { C.ggml_backend_graph_copy_free(c) })
+	})
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
 	gc.graph, gc.release = cg.(*ggml.Graph), release
 	gc.cleanup = runtime.AddCleanup(gc, closeLife, gc.life)

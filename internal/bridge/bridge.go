@@ -29,10 +29,16 @@ func Catch(errp *error) {
 		if !ok {
 			panic(r)
 		}
+		var err error = ae
+		if h := OnAssert; h != nil {
+			if e := h(ae); e != nil {
+				err = e
+			}
+		}
 		if *errp == nil {
-			*errp = ae
+			*errp = err
 		} else {
-			*errp = fmt.Errorf("%w (after: %v)", ae, *errp)
+			*errp = fmt.Errorf("%w (after: %v)", err, *errp)
 		}
 	}
 }
@@ -82,12 +88,23 @@ var (
 	// RegisterBackend adds a backend registry entry (ggml_backend_reg_t)
 	// that a GPU package linked in, under the registry's lock.
 	RegisterBackend func(reg unsafe.Pointer)
+	// WithRegistry runs f under the registry's write lock (package rpc
+	// rewrites the RPC entries in it).
+	WithRegistry func(f func())
+	// WrapDevice returns the *backend.Device of a ggml_backend_dev_t.
+	WrapDevice func(p unsafe.Pointer) any
+	// DevicePtr returns the ggml_backend_dev_t of a usable
+	// *backend.Device.
+	DevicePtr func(d any) (unsafe.Pointer, error)
 	// AcquireBackend keeps backend be's C object alive, even past its
 	// Close, until release is called (a scheduler frees after its backends).
 	AcquireBackend func(be any) (release func(), err error)
 	// EnterBackend starts exclusive work on backend be (a scheduler's
 	// compute): ErrBusy while another compute runs on it.
 	EnterBackend func(be any) (leave func(), err error)
+	// BackendLink returns the RPC connection backend be computes over, or
+	// nil.
+	BackendLink func(be any) *Link
 	// Watch arms backend be's abort flag for ctx (see Backend.Compute);
 	// the returned stop must be called when the compute is over.
 	Watch func(be any, ctx context.Context) (stop func())
