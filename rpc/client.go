@@ -177,6 +177,14 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 		if fd := c.fd.Load(); fd >= 0 {
 			shutdownSocket(int(fd))
 		}
+		// Its devices leave the registry now, unless a Connect or Close
+		// runs (it refreshes the registry when it ends).
+		if mu.TryLock() {
+			refreshRegistry()
+			mu.Unlock()
+		} else {
+			staleRegistry.Store(true)
+		}
 	})
 	if err := c.open(); err != nil {
 		if c.pin != nil {
@@ -446,14 +454,8 @@ func onAssert(ae *ggml.AssertError) error {
 	}
 	var errs []error
 	for _, c := range hit {
-		c.link.Break(ae)
+		c.link.Break(ae) // its OnBreak refreshes the registry
 		errs = append(errs, c.link.Err())
-	}
-	if mu.TryLock() {
-		refreshRegistry()
-		mu.Unlock()
-	} else {
-		staleRegistry.Store(true)
 	}
 	if len(errs) == 1 {
 		return errs[0]
