@@ -186,7 +186,7 @@ type Gallocr struct {
 	life    *bridge.Life
 	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
 	bts     []*BufferType
-	failed  bool // the last reservation failed: ggml left a buffer NULL
+	failed  bool           // the last reservation failed: ggml left a buffer NULL
 	links   []*bridge.Link // the RPC connections of its buffer types
 	cleanup runtime.Cleanup
 }

@@ -178,7 +178,7 @@ type Scheduler struct {
 type schedRes struct {
 	c        C.ggml_backend_sched_t
 	state    *C.goggml_sched_state
-	releases []func()      // let go of the backends' C objects, after the free
+	releases []func()       // let go of the backends' C objects, after the free
 	links    []*bridge.Link // the RPC connections of its backends
 }
 
