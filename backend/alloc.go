@@ -29,6 +29,9 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if err := placeable("TensorAlloc", tc); err != nil {
 		return err
 	}
+	if C.goggml_buffer_is_meta(buf.c) {
+		return errMetaPlacement("TensorAlloc")
+	}
 	release, err := bridge.ClaimContext(t.Context())
 	if err != nil {
 		return err
@@ -120,6 +123,9 @@ func NewTallocr(buf *Buffer) (*Tallocr, error) {
 		return nil, err
 	}
 	defer runtime.KeepAlive(buf)
+	if C.goggml_buffer_is_meta(buf.c) {
+		return nil, errMetaPlacement("NewTallocr")
+	}
 	if err := hasBase("NewTallocr", buf); err != nil {
 		return nil, err
 	}
@@ -187,7 +193,7 @@ type Gallocr struct {
 	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
 	bts     []*BufferType
 	failed  bool           // the last reservation failed: ggml left a buffer NULL
-	links   []*bridge.Link // the RPC connections of its buffer types
+	links   linkSet        // the RPC connections of its buffer types
 	cleanup runtime.Cleanup
 }
 
@@ -231,9 +237,7 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 	}
 	a := &Gallocr{c: c, bts: append([]*BufferType(nil), bts...)}
 	for _, bt := range bts {
-		if k := bt.link(); k != nil {
-			a.links = append(a.links, k)
-		}
+		a.links = append(a.links, bt.link()...)
 	}
 	links := a.links
 	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() {
@@ -402,6 +406,16 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 					return fmt.Errorf("AllocGraph: the source of graph tensor %v: %w", t, err)
 				}
 			}
+		}
+	}
+	// A meta buffer type places each node by its split: what it would
+	// assert is checked first.
+	for _, bt := range a.bts {
+		if m := metaOfBufferType(bt.c); m != nil {
+			if err := m.checkGraph(g, false); err != nil {
+				return err
+			}
+			break
 		}
 	}
 	// After a failed reservation ggml left a buffer NULL yet thinks it fits:

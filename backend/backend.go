@@ -39,7 +39,8 @@ type Backend struct {
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (refuse.go).
 	lavapipe bool
-	link     *bridge.Link // the RPC connection it computes over, if any
+	link     linkSet      // the RPC connections it computes over, if any
+	meta     *metaState   // the meta device it computes on, if any
 	abort    *C.int       // flag read by the backend's abort callback; nil if it has none
 	plans    *planSet
 	pool     *poolSlot    // the CPU thread pool it computes on, if any
@@ -123,8 +124,9 @@ func newBackend(c C.ggml_backend_t) *Backend {
 	}
 	if b.dev != nil {
 		b.link = b.dev.link() // a backend on an RPC server lives on its connection
+		b.meta = metaOf(b.dev.c)
 	}
-	b.life = bridge.NewLife(b.link.Life(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
+	b.life = bridge.NewLife(b.link.parent(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
 	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
 	bridge.Leaks.Opened("Backend", b.life)
 	return b
@@ -183,7 +185,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	if err := b.life.Enter("the backend"); err != nil {
-		if b.link != nil && b.link.Broken() && !b.life.Busy() {
+		if b.link.broken() && !b.life.Busy() {
 			// Its RPC connection broke: nothing to wait for (an RPC
 			// backend's synchronize and free talk to no server).
 			b.cleanup.Stop()
@@ -387,6 +389,11 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	stop := b.watch(ctx)
 	defer stop()
 	bridge.ArmCustom(g, unsafe.Pointer(b.abort))
+	if b.meta != nil {
+		if err := b.meta.checkPlaced(g); err != nil {
+			return err
+		}
+	}
 	err = b.onThread(func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_compute(b.c, gp)
@@ -419,6 +426,7 @@ func (b *Backend) DefaultBufferType() *BufferType {
 		return nil
 	}
 	defer runtime.KeepAlive(b)
+	defer readMeta()()
 	return bufferTypeFromC(C.ggml_backend_get_default_buffer_type(b.c))
 }
 
@@ -672,7 +680,7 @@ func init() {
 		return unsafe.Pointer(bt.c), nil
 	}
 	bridge.Watch = func(v any, ctx context.Context) func() { return v.(*Backend).watch(ctx) }
-	bridge.BackendLink = func(v any) *bridge.Link {
+	bridge.BackendLinks = func(v any) []*bridge.Link {
 		if b, _ := v.(*Backend); b != nil {
 			return b.link
 		}

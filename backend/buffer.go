@@ -28,7 +28,7 @@ type Buffer struct {
 	parent  *Buffer // the multi-buffer that owns this one, if any
 	parts   []*Buffer
 	mem     *HostMemory  // the caller memory it is over, if any
-	link    *bridge.Link // the RPC connection it is on, if any
+	link    linkSet     // the RPC connections it is on, if any
 	cleanup runtime.Cleanup
 }
 
@@ -36,6 +36,11 @@ type Buffer struct {
 // (kept alive), over caller memory mem (nil if none: released with the
 // buffer), owning parts (a multi-buffer).
 func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Buffer) *Buffer {
+	return newBufferFreeing(c, from, mem, parts, nil)
+}
+
+// newBufferFreeing is newBuffer with a function that runs after the free.
+func newBufferFreeing(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Buffer, onFree func()) *Buffer {
 	b := &Buffer{c: c, from: from, mem: mem, parts: parts}
 	mems := []*HostMemory{}
 	if mem != nil {
@@ -56,12 +61,15 @@ func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Bu
 	}
 	// A buffer on an RPC server lives on its connection: broken, the
 	// buffer is unusable and its free skips the C call (see bridge.Link).
-	link := linkOfBufferType(C.ggml_backend_buffer_get_type(c))
+	link := linksOfBufferType(C.ggml_backend_buffer_get_type(c))
 	b.link = link
-	b.life = bridge.NewLife(link.Life(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
-		bridge.FreeOver(linkList(link), func() { C.ggml_backend_buffer_free(c) })
+	b.life = bridge.NewLife(link.parent(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
+		bridge.FreeOver(link, func() { C.ggml_backend_buffer_free(c) })
 		for _, m := range mems {
 			m.release()
+		}
+		if onFree != nil {
+			onFree()
 		}
 		if reg != nil {
 			regs.Lock()
@@ -381,11 +389,14 @@ func (b *Buffer) SetUsage(u BufferUsage) error {
 // views of those tensors (ggml_backend_alloc_ctx_tensors). ctx must be a
 // NoAlloc context. The tensors keep the buffer alive; close it when done.
 func AllocContextTensors(ctx *ggml.Context, be *Backend) (*Buffer, error) {
-	if err := be.usable(); err != nil {
-		return nil, err
+	bt := be.DefaultBufferType()
+	if bt == nil {
+		if err := be.usable(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: backend %s has no buffer type", ErrUnsupported, be.Name())
 	}
-	defer runtime.KeepAlive(be)
-	return allocContextTensors(ctx, bufferTypeFromC(C.ggml_backend_get_default_buffer_type(be.c)), be)
+	return allocContextTensors(ctx, bt, be)
 }
 
 // AllocContextTensorsFromType is AllocContextTensors with a buffer type of
@@ -454,12 +465,33 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 		return nil, fmt.Errorf("%w: the context has no tensor left to allocate", ggml.ErrInvalid)
 	}
 	defer runtime.KeepAlive(ctx)
+	// A meta device's buffer asks for the split of every tensor: the
+	// splits are checked, and recorded for ggml's callback, first.
+	var meta *metaState
+	var placed []*C.struct_ggml_tensor
+	if meta = metaOfBufferType(bt.c); meta != nil {
+		if placed, err = meta.prepare(ctx); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err == nil {
+				err = meta.takeFailed()
+			}
+			if err != nil {
+				meta.forget(placed)
+			}
+		}()
+	}
 	defer bridge.Catch(&err)
 	c := C.ggml_backend_alloc_ctx_tensors_from_buft(cc, bt.c)
 	if c == nil {
 		return nil, fmt.Errorf("%w: could not allocate %d bytes in a %s buffer", ggml.ErrNoMemory, size, bt.Name())
 	}
-	buf = newBuffer(c, from, nil, nil)
+	var onFree func()
+	if meta != nil {
+		onFree = func() { meta.forget(placed) }
+	}
+	buf = newBufferFreeing(c, from, nil, nil, onFree)
 	for _, t := range pending {
 		bridge.SetLease(t, buf.life, buf)
 	}

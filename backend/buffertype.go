@@ -131,27 +131,68 @@ func (bt *BufferType) AllocBuffer(size uint64) (buf *Buffer, err error) {
 	return newBuffer(c, bt, nil, nil), nil
 }
 
-// link returns the RPC connection of the buffer type's device, or nil.
-func (bt *BufferType) link() *bridge.Link {
+// link returns the RPC connections of the buffer type's device (a meta
+// device's are those of its devices), or none.
+func (bt *BufferType) link() linkSet {
 	if bt == nil || bt.c == nil {
 		return nil
 	}
-	return linkOfBufferType(bt.c)
+	return linksOfBufferType(bt.c)
 }
 
-func linkOfBufferType(c C.ggml_backend_buffer_type_t) *bridge.Link {
+func linksOfBufferType(c C.ggml_backend_buffer_type_t) linkSet {
 	if c == nil {
 		return nil
 	}
-	return bridge.LinkOf(unsafe.Pointer(C.ggml_backend_buft_get_device(c)))
+	return linksOfDevice(C.ggml_backend_buft_get_device(c))
 }
 
-// linkList returns k as a list, empty for nil.
-func linkList(k *bridge.Link) []*bridge.Link {
-	if k == nil {
+// linkSet are the RPC connections a C object depends on (package rpc):
+// none for local devices, one for an RPC device, those of its devices for
+// a meta device.
+type linkSet []*bridge.Link
+
+func linksOfDevice(d C.ggml_backend_dev_t) linkSet {
+	if d == nil {
 		return nil
 	}
-	return []*bridge.Link{k}
+	if k := bridge.LinkOf(unsafe.Pointer(d)); k != nil {
+		return linkSet{k}
+	}
+	if m := metaOf(d); m != nil {
+		return m.links
+	}
+	return nil
+}
+
+// Err returns the first broken connection's error (probing each), or nil.
+func (ls linkSet) Err() error {
+	for _, k := range ls {
+		if err := k.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parent returns the Life a handle on these connections is a child of: the
+// connection's, when there is exactly one (a meta device over several
+// servers checks them with Err instead).
+func (ls linkSet) parent() *bridge.Life {
+	if len(ls) == 1 {
+		return ls[0].Life()
+	}
+	return nil
+}
+
+// broken reports whether a connection was broken (no probe).
+func (ls linkSet) broken() bool {
+	for _, k := range ls {
+		if k.Broken() {
+			return true
+		}
+	}
+	return false
 }
 
 // String returns the buffer type's name.

@@ -72,8 +72,9 @@ func (d *Device) usable() error {
 	return d.reg.usable()
 }
 
-// link returns the RPC connection the device is on, or nil.
-func (d *Device) link() *bridge.Link { return bridge.LinkOf(unsafe.Pointer(d.c)) }
+// link returns the RPC connections the device is on (a meta device's are
+// those of its devices), or none.
+func (d *Device) link() linkSet { return linksOfDevice(d.c) }
 
 // DeviceCount returns the number of registered devices (ggml_backend_dev_count).
 func DeviceCount() int {
@@ -287,6 +288,10 @@ func (d *Device) BufferType() *BufferType {
 	if d.usable() != nil {
 		return nil
 	}
+	if err := d.link().Err(); err != nil {
+		return nil // its RPC connection broke
+	}
+	defer readMeta()()
 	return bufferTypeFromC(C.ggml_backend_dev_buffer_type(d.c))
 }
 

@@ -70,8 +70,8 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 		return nil, fmt.Errorf("%w: could not allocate the graph copy on %s", ggml.ErrNoMemory, b.Name())
 	}
 	gc = &GraphCopy{c: c}
-	links := linkList(b.link)
-	gc.life = bridge.NewLife(b.link.Life(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
+	links := b.link
+	gc.life = bridge.NewLife(links.parent(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
 		bridge.FreeOver(links, func() { C.ggml_backend_graph_copy_free(c) })
 	})
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)

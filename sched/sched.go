@@ -277,6 +277,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	var c C.ggml_backend_sched_t
 	err := func() (err error) {
 		defer bridge.Catch(&err) // a check missing here: an error, not an abort
+		defer bridge.ReadMeta()()
 		c = C.ggml_backend_sched_new(cb, cbt, C.int(n), C.size_t(graphSize), C.bool(opts.Parallel), C.bool(opts.OpOffload))
 		return nil
 	}()
@@ -300,9 +301,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
 	s.res = schedRes{c: c, state: st, releases: releases}
 	for _, be := range backends {
-		if k := bridge.BackendLink(be); k != nil {
-			s.res.links = append(s.res.links, k)
-		}
+		s.res.links = append(s.res.links, bridge.BackendLinks(be)...)
 	}
 	res := s.res
 	s.life = bridge.NewLife(nil, fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated), func() { freeSched(res) })
@@ -379,6 +378,15 @@ func (s *Scheduler) Close() error {
 	bridge.Leaks.Closed(s.life)
 	s.release()
 	return nil
+}
+
+// anyBackends returns the backends as []any, for the bridge.
+func (s *Scheduler) anyBackends() []any {
+	out := make([]any, len(s.backends))
+	for i, be := range s.backends {
+		out[i] = be
+	}
+	return out
 }
 
 // NumBackends returns the number of backends (ggml_backend_sched_get_n_backends).

@@ -102,9 +102,20 @@ var (
 	// EnterBackend starts exclusive work on backend be (a scheduler's
 	// compute): ErrBusy while another compute runs on it.
 	EnterBackend func(be any) (leave func(), err error)
-	// BackendLink returns the RPC connection backend be computes over, or
-	// nil.
-	BackendLink func(be any) *Link
+	// BackendLinks returns the RPC connections backend be computes over.
+	BackendLinks func(be any) []*Link
+	// ReadMeta holds, until the returned function is called, the lock
+	// that serializes the creation of meta devices against C code that
+	// reads ggml's maps of them (a scheduler's creation).
+	ReadMeta func() (done func())
+	// MetaTransfer checks a read (write false) or write of size bytes at
+	// offset of tensor t (a *C.struct_ggml_tensor) against what ggml's
+	// meta buffer asserts; nil for a tensor outside meta buffers.
+	MetaTransfer func(t unsafe.Pointer, offset, size uint64, write bool) error
+	// MetaGraph checks graph g (a *ggml.Graph) for the meta backends among
+	// backends (*backend.Backend), before its allocation (placed false) or
+	// after it, before a compute.
+	MetaGraph func(backends []any, g any, placed bool) error
 	// Watch arms backend be's abort flag for ctx (see Backend.Compute);
 	// the returned stop must be called when the compute is over.
 	Watch func(be any, ctx context.Context) (stop func())
