@@ -192,8 +192,8 @@ type Gallocr struct {
 	life    *bridge.Life
 	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
 	bts     []*BufferType
-	failed  bool           // the last reservation failed: ggml left a buffer NULL
-	links   linkSet        // the RPC connections of its buffer types
+	failed  bool    // the last reservation failed: ggml left a buffer NULL
+	links   linkSet // the RPC connections of its buffer types
 	cleanup runtime.Cleanup
 }
 

@@ -39,9 +39,9 @@ type Backend struct {
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (refuse.go).
 	lavapipe bool
-	link     linkSet      // the RPC connections it computes over, if any
-	meta     *metaState   // the meta device it computes on, if any
-	abort    *C.int       // flag read by the backend's abort callback; nil if it has none
+	link     linkSet    // the RPC connections it computes over, if any
+	meta     *metaState // the meta device it computes on, if any
+	abort    *C.int     // flag read by the backend's abort callback; nil if it has none
 	plans    *planSet
 	pool     *poolSlot    // the CPU thread pool it computes on, if any
 	threads  atomic.Int64 // thread setting of a CPU-like backend; 0: none

@@ -27,7 +27,7 @@ type Buffer struct {
 	from    any     // what it was allocated from, kept alive
 	parent  *Buffer // the multi-buffer that owns this one, if any
 	parts   []*Buffer
-	mem     *HostMemory  // the caller memory it is over, if any
+	mem     *HostMemory // the caller memory it is over, if any
 	link    linkSet     // the RPC connections it is on, if any
 	cleanup runtime.Cleanup
 }

@@ -554,7 +554,6 @@ func errMetaPlacement(op string) error {
 	return fmt.Errorf("%w: %s: a meta buffer places the tensors of a context at once: use AllocContextTensors", ErrUnsupported, op)
 }
 
-
 // checkPlaced checks a graph a meta backend computes by itself
 // (Backend.Compute): every tensor in a meta buffer (ggml's meta backend
 // asserts it), and the splits of its nodes.

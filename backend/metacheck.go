@@ -25,12 +25,12 @@ import (
 type metaHandler int
 
 const (
-	mhUnsupported metaHandler = iota
-	mhMirrored                // the op makes a leaf: MIRRORED
-	mhGeneric                 // all sources alike
-	mhGenericScalar           // all sources alike, not split along an axis
-	mhPerRow                  // per-row ops: not split along axis 0
-	mhBinBcast                // add, sub, mul, div, add_id
+	mhUnsupported   metaHandler = iota
+	mhMirrored                  // the op makes a leaf: MIRRORED
+	mhGeneric                   // all sources alike
+	mhGenericScalar             // all sources alike, not split along an axis
+	mhPerRow                    // per-row ops: not split along axis 0
+	mhBinBcast                  // add, sub, mul, div, add_id
 	mhMulMat
 	mhReshape
 	mhCpy
