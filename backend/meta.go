@@ -114,12 +114,23 @@ func EvenSplit(t *ggml.Tensor, axis SplitAxis, n int) Split {
 	if n < 1 || axis < 0 || axis > 3 {
 		return Split{Axis: axis}
 	}
-	ext := t.Ne()[axis]
 	g := int64(1)
 	if axis == SplitAxis0 {
 		g = max(t.Type().BlockSize(), 1)
 	}
-	blocks := ext / g
+	return SplitSizes(axis, EvenSizes(t.Ne()[axis], n, g)...)
+}
+
+// EvenSizes divides extent into n shares, multiples of granularity, as
+// evenly as possible, the first shares taking the remainder (a remainder
+// of less than granularity is not shared: the split then does not add
+// up).
+func EvenSizes(extent int64, n int, granularity int64) []int64 {
+	if n < 1 {
+		return nil
+	}
+	g := max(granularity, 1)
+	blocks := extent / g
 	sizes := make([]int64, n)
 	for j := range sizes {
 		sizes[j] = blocks / int64(n) * g
@@ -127,7 +138,7 @@ func EvenSplit(t *ggml.Tensor, axis SplitAxis, n int) Split {
 			sizes[j] += g
 		}
 	}
-	return SplitSizes(axis, sizes...)
+	return sizes
 }
 
 // SplitFunc says how a meta device spreads tensor t over its devices. It
