@@ -289,6 +289,7 @@ type proxy struct {
 	target   string
 	mu       sync.Mutex
 	kill     func()
+	garbage  bool // answer the next request with a malformed header
 }
 
 func newProxy(t *testing.T, target string) *proxy {
@@ -346,6 +347,20 @@ func (px *proxy) forward(c, s net.Conn) {
 			return
 		}
 		n := binary.LittleEndian.Uint64(hdr[1:])
+		px.mu.Lock()
+		garbage := px.garbage
+		px.garbage = false
+		px.mu.Unlock()
+		if garbage {
+			// Swallow the request; answer with a size no exchange has.
+			if _, err := io.CopyN(io.Discard, c, int64(n)); err != nil {
+				return
+			}
+			var bogus [8]byte
+			binary.LittleEndian.PutUint64(bogus[:], 12345)
+			c.Write(bogus[:])
+			continue
+		}
 		if _, err := s.Write(hdr[:]); err != nil {
 			return
 		}
@@ -365,4 +380,28 @@ func (px *proxy) forward(c, s net.Conn) {
 			killed = true
 		}
 	}
+}
+
+// TestGarbageAnswer: a live server (here a proxy) answers an exchange with
+// a malformed message: ggml's client aborts, the socket stays open, so
+// which connection failed is unknown: every open connection is broken
+// (and its socket shut down), and a new Connect works.
+func TestGarbageAnswer(t *testing.T) {
+	needRPC(t)
+	p := startServer(t, 0)
+	px := newProxy(t, p.Endpoint)
+	r := newRig(t, px.endpoint, p)
+	other := connect(t, startServer(t, 0).Endpoint)
+	px.mu.Lock()
+	px.garbage = true
+	px.mu.Unlock()
+	_, err := ggml.Data[float32](r.l1.w)
+	requireBroken(t, err, px.endpoint)
+	var ae *ggml.AssertError
+	require.True(t, errors.As(err, &ae), "%v", err)
+	requireBroken(t, other.Err(), other.Endpoint())
+	r.checkDead(t, px.endpoint)
+	// The server was released (the socket shut down): a new connection.
+	fresh := newRig(t, p.Endpoint, p)
+	require.NoError(t, fresh.c.Err())
 }
