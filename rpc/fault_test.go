@@ -396,9 +396,13 @@ func TestGarbageAnswer(t *testing.T) {
 	px.garbage = true
 	px.mu.Unlock()
 	_, err := ggml.Data[float32](r.l1.w)
-	requireBroken(t, err, px.endpoint)
+	// Both connections broke: the error names both (errors.Join).
+	require.ErrorIs(t, err, rpc.ErrBroken)
+	assert.Contains(t, err.Error(), px.endpoint)
+	assert.Contains(t, err.Error(), other.Endpoint())
 	var ae *ggml.AssertError
 	require.True(t, errors.As(err, &ae), "%v", err)
+	requireBroken(t, r.c.Err(), px.endpoint)
 	requireBroken(t, other.Err(), other.Endpoint())
 	r.checkDead(t, px.endpoint)
 	// The server was released (the socket shut down): a new connection.
