@@ -42,11 +42,11 @@ type SplitAxis int
 // Split axes.
 const (
 	// SplitAxis0 .. SplitAxis3: each device holds a slice of the tensor
-	// along that dimension (ne0 is the contiguous one).
-	SplitAxis0 SplitAxis = 0
-	SplitAxis1 SplitAxis = 1
-	SplitAxis2 SplitAxis = 2
-	SplitAxis3 SplitAxis = 3
+	// along that dimension.
+	SplitAxis0 SplitAxis = 0 // along ne0, the contiguous dimension (rows cut into columns)
+	SplitAxis1 SplitAxis = 1 // along ne1 (whole rows)
+	SplitAxis2 SplitAxis = 2 // along ne2
+	SplitAxis3 SplitAxis = 3 // along ne3 (ggml's meta buffer neither writes nor reads such a tensor)
 	// SplitMirrored: every device holds the whole tensor.
 	SplitMirrored SplitAxis = C.GOGGML_SPLIT_MIRRORED
 	// SplitPartial: every device holds a partial sum; the tensor is their
@@ -342,8 +342,8 @@ func catchC(f func()) (err error) {
 	return nil
 }
 
-// Devices returns the devices of meta device d, or nil when d is not a
-// meta device.
+// MetaDevices returns the devices a meta device spans, in order, or nil
+// when d is not a meta device.
 func (d *Device) MetaDevices() []*Device {
 	if d == nil {
 		return nil

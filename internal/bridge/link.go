@@ -61,7 +61,11 @@ func (e linkClosed) err() error {
 	}
 	return &LinkError{Endpoint: e.k.Endpoint, Err: fmt.Errorf("%w: the connection was closed (Client.Close)", ErrClosed)}
 }
+
+// Error returns the link's *LinkError's text.
 func (e linkClosed) Error() string { return e.err().Error() }
+
+// Unwrap returns the link's *LinkError.
 func (e linkClosed) Unwrap() error { return e.err() }
 
 // NewLink returns an open link to endpoint. probe, if not nil, is called
