@@ -351,6 +351,12 @@ func (b *Backend) checkTensor(t *C.struct_ggml_tensor) error {
 		return fmt.Errorf("%w: backend %s cannot use tensor %q in a %s buffer", ErrUnsupported,
 			b.Name(), C.GoString(&t.name[0]), C.GoString(C.ggml_backend_buffer_name(buf)))
 	}
+	// A meta buffer of host devices says it is host memory, so the CPU
+	// backend accepts it, but its tensors' addresses are placeholders.
+	if b.meta == nil && bool(C.goggml_buffer_is_meta(buf)) {
+		return fmt.Errorf("%w: backend %s cannot use tensor %q: it is in a meta buffer, which only the meta device's backend computes", ErrUnsupported,
+			b.Name(), C.GoString(&t.name[0]))
+	}
 	return nil
 }
 
@@ -389,11 +395,6 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	stop := b.watch(ctx)
 	defer stop()
 	bridge.ArmCustom(g, unsafe.Pointer(b.abort))
-	if b.meta != nil {
-		if err := b.meta.checkPlaced(g); err != nil {
-			return err
-		}
-	}
 	err = b.onThread(func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_compute(b.c, gp)
@@ -509,6 +510,11 @@ func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*
 	if err := b.checkTensor(tc); err != nil {
 		return nil, err
 	}
+	if b.meta != nil {
+		if err := checkMetaAsync(tc, offset, size, op == "SetTensorAsync"); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	return tc, nil
 }
 
@@ -601,6 +607,11 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	}
 	if err := dstBackend.checkTensor(dc); err != nil {
 		return err
+	}
+	if bool(C.goggml_buffer_is_meta(sc.buffer)) || bool(C.goggml_buffer_is_meta(dc.buffer)) {
+		// ggml's copy would read a meta buffer of host devices at its
+		// placeholder addresses: TensorCopy goes through ggml's reads.
+		return fmt.Errorf("%w: CopyTensorAsync: a tensor in a meta buffer: use TensorCopy", ErrUnsupported)
 	}
 	b.pending = append(b.pending, src, dst)
 	dstBackend.pending = append(dstBackend.pending, src, dst)
@@ -822,5 +833,8 @@ func (b *Backend) checkGraph(g *ggml.Graph, h *bridge.Holds) (*C.struct_ggml_cgr
 		}
 		return b.checkTensor(t)
 	})
+	if err == nil && b.meta != nil {
+		err = b.meta.checkPlaced(g) // what ggml's meta backend asserts
+	}
 	return (*C.struct_ggml_cgraph)(gp), err
 }

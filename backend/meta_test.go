@@ -527,6 +527,17 @@ func TestMetaRefusals(t *testing.T) {
 	_, err = buf.Base()
 	require.ErrorIs(t, err, backend.ErrUnsupported)
 
+	// The CPU backend says it can use a meta buffer of CPU devices (ggml
+	// reports it as host memory); its addresses are placeholders.
+	c7 := computeCtx(t)
+	g7, err := c7.BuildGraph(c7.Scale(ws["a0"], 2))
+	require.NoError(t, err)
+	ga, err := backend.NewGallocr(testutil.CPU(t).DefaultBufferType())
+	require.NoError(t, err)
+	defer ga.Close()
+	require.NoError(t, ga.AllocGraph(g7))
+	require.ErrorIs(t, testutil.CPU(t).Compute(context.Background(), g7), backend.ErrUnsupported)
+
 	// The scheduler still works after the refusals.
 	c6 := computeCtx(t)
 	x6 := c6.NewTensor(ggml.TypeF32, 4, 3).SetInput()
@@ -534,4 +545,30 @@ func TestMetaRefusals(t *testing.T) {
 	g6, err := c6.BuildGraph(y6)
 	require.NoError(t, err)
 	require.NoError(t, r.run(t, g6))
+}
+
+// TestMetaAsync: asynchronous transfers through a meta backend take whole,
+// one-segment tensors only; the rest is an error, not an abort.
+func TestMetaAsync(t *testing.T) {
+	needMeta(t)
+	rng := testutil.NewRNG(t)
+	r := newMetaRig(t, 2, splitsByName(map[string]backend.Split{
+		"a1":  backend.SplitSizes(backend.SplitAxis1, 1, 3),
+		"seg": {Axis: backend.SplitAxis1, Segments: []backend.Segment{{Sizes: []int64{1, 1}, Repeat: 2}}},
+	}))
+	ws, _, err := weights(t, r.meta.DefaultBufferType(), spec("a1", 3, 4), spec("seg", 3, 4))
+	require.NoError(t, err)
+	v := testutil.RandF32(rng, 12)
+	raw := make([]byte, 48)
+	for i, f := range v {
+		bits := math.Float32bits(f)
+		raw[4*i], raw[4*i+1], raw[4*i+2], raw[4*i+3] = byte(bits), byte(bits>>8), byte(bits>>16), byte(bits>>24)
+	}
+	require.NoError(t, r.meta.SetTensorAsync(ws["a1"], raw, 0))
+	require.NoError(t, r.meta.Synchronize())
+	got, err := ggml.Data[float32](ws["a1"])
+	require.NoError(t, err)
+	assert.Equal(t, v, got)
+	require.ErrorIs(t, r.meta.SetTensorAsync(ws["seg"], raw, 0), backend.ErrUnsupported)
+	require.ErrorIs(t, r.meta.SetTensorAsync(ws["a1"], raw[:12], 12), backend.ErrUnsupported)
 }

@@ -589,3 +589,25 @@ func checkMetaGraph(m *metaState, nodes []*C.struct_ggml_tensor, placed bool) er
 	}
 	return nil
 }
+
+// checkMetaAsync checks an asynchronous write or read of a meta backend
+// (set_tensor_async, get_tensor_async), which ggml's meta backend takes
+// only whole from offset 0, contiguous, one segment, along axis 0 to 2 or
+// MIRRORED.
+func checkMetaAsync(t *C.struct_ggml_tensor, offset, size uint64, write bool) error {
+	if err := checkMetaTransfer(unsafe.Pointer(t), offset, size, write); err != nil {
+		return err
+	}
+	if metaOfBuffer(t.buffer) == nil {
+		return nil
+	}
+	s, err := newMetaCheck(nil).splitOf(t, false)
+	if err != nil {
+		return err
+	}
+	if offset != 0 || !contiguous(t) || s.nseg != 1 || s.nr[0] != 1 || !(s.axis == SplitMirrored || (isAxis(s.axis) && s.axis != SplitAxis3)) {
+		return fmt.Errorf("%w: meta backend: an asynchronous transfer of tensor %q (split %v) must start at 0, be contiguous and of one segment, split along axis 0 to 2 or MIRRORED; use ggml.SetData or ggml.Data",
+			ErrUnsupported, C.GoString(&t.name[0]), s.axis)
+	}
+	return nil
+}
