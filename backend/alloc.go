@@ -32,7 +32,7 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if C.goggml_buffer_is_meta(buf.c) {
 		return errMetaPlacement("TensorAlloc")
 	}
-	release, err := bridge.ClaimContext(t.Context())
+	release, err := bridge.ContextOf(t.Context()).Claim()
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if err := statusErr(C.ggml_backend_tensor_alloc(buf.c, tc, addr)); err != nil {
 		return err
 	}
-	bridge.SetLease(t, buf.life, buf)
+	bridge.TensorOf(t).SetLease(buf.life, buf)
 	return nil
 }
 
@@ -111,7 +111,7 @@ func ViewInit(t *ggml.Tensor) (err error) {
 // Tallocr places tensors one after another in a buffer (struct
 // ggml_tallocr). It keeps its buffer alive. Use it from one goroutine.
 type Tallocr struct {
-	_   noCopy
+	_   bridge.NoCopy
 	c   C.struct_ggml_tallocr
 	buf *Buffer
 }
@@ -150,7 +150,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if err := placeable("Tallocr.Alloc", tc); err != nil {
 		return err
 	}
-	release, err := bridge.ClaimContext(t.Context())
+	release, err := bridge.ContextOf(t.Context()).Claim()
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if err := statusErr(C.ggml_tallocr_alloc(&a.c, tc)); err != nil {
 		return err
 	}
-	bridge.SetLease(t, a.buf.life, a.buf)
+	bridge.TensorOf(t).SetLease(a.buf.life, a.buf)
 	return nil
 }
 
@@ -187,7 +187,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 // that, as in ggml, allocating another graph reuses the same memory: the
 // earlier graph's tensors then read the new graph's data.
 type Gallocr struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.ggml_gallocr_t // set at birth, never changed
 	life    *bridge.Life
 	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
@@ -209,11 +209,7 @@ func (a *Gallocr) newPlacement() {
 // change starts a change of where graph g's tensors live (g nil: of the
 // tensors placed so far only): see bridge.Quiesce.
 func (a *Gallocr) change(g *ggml.Graph) (done func(), err error) {
-	var v any
-	if g != nil {
-		v = g
-	}
-	return bridge.Quiesce(v, "the tensors the graph allocator placed", func() *bridge.Life { return a.placed })
+	return bridge.Quiesce(bridge.GraphOf(g), "the tensors the graph allocator placed", func() *bridge.Life { return a.placed })
 }
 
 // NewGallocr creates a graph allocator over one or more buffer types; with
@@ -244,7 +240,7 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 		bridge.FreeOver(links, func() { C.ggml_gallocr_free(c) })
 	})
 	a.newPlacement()
-	a.cleanup = runtime.AddCleanup(a, closeLife, a.life)
+	a.cleanup = runtime.AddCleanup(a, bridge.CloseCollected, a.life)
 	return a, nil
 }
 
@@ -274,8 +270,9 @@ func (a *Gallocr) Close() error {
 	return a.life.Close("the graph allocator", false)
 }
 
+// graphPtr returns the C graph of a usable graph (bridge.Graph.Ptr).
 func graphPtr(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
-	p, err := bridge.GraphPtr(g)
+	p, err := bridge.GraphOf(g).Ptr()
 	return (*C.struct_ggml_cgraph)(p), err
 }
 
@@ -375,33 +372,33 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	}
 	// Tensors an earlier allocation placed (their memory may be gone) are
 	// placed anew, and so are the views of them.
-	ts, ps := bridge.GraphTensors(g)
-	reset := map[unsafe.Pointer]bool{}
-	for i, t := range ts {
+	ts := bridge.GraphOf(g).Tensors()
+	reset := map[*C.struct_ggml_tensor]bool{}
+	for _, t := range ts {
 		// Placed by this allocator before, or by an allocation that ended
 		// (a scheduler's that was reset, say): placed anew.
-		if l := bridge.LeaseOf(t); l != nil && (l.Parent() == a.life || l.Ended()) {
-			bridge.ResetStorage(t)
-			reset[ps[i]] = true
+		if l := t.Lease(); l != nil && (l.Parent() == a.life || l.Ended()) {
+			t.ResetStorage()
+			reset[(*C.struct_ggml_tensor)(t.C())] = true
 		}
 	}
-	var fresh []any
-	for i, t := range ts {
-		tc := (*C.struct_ggml_tensor)(ps[i])
-		if tc.view_src != nil && reset[unsafe.Pointer(tc.view_src)] {
+	var fresh []*bridge.Tensor
+	for _, t := range ts {
+		tc := (*C.struct_ggml_tensor)(t.C())
+		if tc.view_src != nil && reset[tc.view_src] {
 			tc.buffer, tc.data = nil, nil
 		}
 		if tc.data == nil && tc.view_src == nil {
 			fresh = append(fresh, t)
 		}
 		// Memory placed by others must still be there: ggml would use it.
-		if l := bridge.LeaseOf(t); l != nil && !reset[ps[i]] {
+		if l := t.Lease(); l != nil && !reset[tc] {
 			if err := l.Err(); err != nil {
 				return fmt.Errorf("AllocGraph: graph tensor %v: %w", t, err)
 			}
 		}
-		if vs := viewSourceOf(t); vs != nil {
-			if l := bridge.LeaseOf(vs); l != nil && !reset[unsafe.Pointer(tc.view_src)] {
+		if vs := t.ViewSource(); vs != nil {
+			if l := vs.Lease(); l != nil && !reset[tc.view_src] {
 				if err := l.Err(); err != nil {
 					return fmt.Errorf("AllocGraph: the source of graph tensor %v: %w", t, err)
 				}
@@ -412,7 +409,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	// assert is checked first.
 	for _, bt := range a.bts {
 		if m := metaOfBufferType(bt.c); m != nil {
-			if err := m.checkGraph(g, false); err != nil {
+			if err := m.checkGraph(bridge.GraphOf(g), false); err != nil {
 				return err
 			}
 			break
@@ -445,7 +442,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 		return fmt.Errorf("%w: could not allocate the graph allocator's buffer", ggml.ErrNoMemory)
 	}
 	for _, t := range fresh {
-		bridge.SetLease(t, a.placed, a)
+		t.SetLease(a.placed, a)
 	}
 	return nil
 }
@@ -536,5 +533,3 @@ func (a *Gallocr) ReserveSizes(g *ggml.Graph, nodeBuffers, leafBuffers []int) (s
 	}
 	return sizes, nil
 }
-
-func viewSourceOf(t any) *ggml.Tensor { return t.(*ggml.Tensor).ViewSource() }

@@ -13,12 +13,10 @@ static void goggml_call_set_abort(void *fn, ggml_backend_t be, int *flag) {
 import "C"
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -33,23 +31,27 @@ import (
 // computing garbage. Its other methods are for one goroutine at a time.
 // Close frees it; an unreachable Backend is freed by the garbage collector.
 type Backend struct {
-	_   noCopy
-	c   C.ggml_backend_t // set at birth, never changed
-	dev *Device
-	// lavapipe: the device is Mesa's software Vulkan driver, on which some
-	// nodes are refused (refuse.go).
-	lavapipe bool
-	link     linkSet    // the RPC connections it computes over, if any
-	meta     *metaState // the meta device it computes on, if any
-	abort    *C.int     // flag read by the backend's abort callback; nil if it has none
-	plans    *planSet
-	pool     *poolSlot    // the CPU thread pool it computes on, if any
-	threads  atomic.Int64 // thread setting of a CPU-like backend; 0: none
+	// The fields up to lavapipe are bridge.Backend's, in its order:
+	// packages sched and cpu see a *Backend through that view
+	// (bridge.BackendOf; TestViewLayouts checks the match).
+	backendKind
+	c C.ggml_backend_t // set at birth, never changed
 	// life: computes are exclusive work (Enter); schedulers over the
 	// backend are users, so the C object outlives them (ggml frees a
 	// scheduler by reading its backends).
-	life    *bridge.Life
-	cleanup runtime.Cleanup
+	life  *bridge.Life
+	abort *C.int           // flag read by the backend's abort callback; nil if it has none
+	pool  *bridge.PoolSlot // the CPU thread pool it computes on, if any
+	// lavapipe: the device is Mesa's software Vulkan driver, on which some
+	// nodes are refused (bridge.Backend.Refusal).
+	lavapipe bool
+	link     linkSet // the RPC connections it computes over, if any (bridge.Backend.Links)
+	_        bridge.NoCopy
+	meta     *metaState // the meta device it computes on, if any
+	dev      *Device
+	plans    *planSet
+	threads  atomic.Int64 // thread setting of a CPU-like backend; 0: none
+	cleanup  runtime.Cleanup
 
 	// Until Synchronize: Go memory that async transfers use (pinned, as
 	// C may hold it; the cleanup unpins it too), and what queued work reads.
@@ -58,28 +60,17 @@ type Backend struct {
 	held    bridge.Holds // what queued work reads and writes, kept alive
 }
 
+// backendKind marks Backend for bridge.BackendOf; it has no size, and
+// users see neither it nor a method of it.
+type backendKind = bridge.BackendKind
+
 type backendRes struct {
 	c     C.ggml_backend_t
 	abort *C.int
 	plans *planSet
-	pool  *poolSlot
+	pool  *bridge.PoolSlot
 	pins  *runtime.Pinner
 	reg   *Reg // counts its live backends, for Unload
-}
-
-// poolSlot holds a backend's thread pool where its cleanup can see it.
-type poolSlot struct {
-	ref     bridge.PoolRef
-	isolate bool
-	threads atomic.Int64 // the pool's size; 0: no pool
-}
-
-func (s *poolSlot) release() {
-	if s.ref != nil {
-		s.ref.Release()
-		s.ref, s.isolate = nil, false
-		s.threads.Store(0)
-	}
 }
 
 func freeBackend(r backendRes) {
@@ -87,7 +78,7 @@ func freeBackend(r backendRes) {
 	r.plans.freeAll(r.c)
 	C.ggml_backend_free(r.c)
 	r.pins.Unpin()
-	r.pool.release()
+	r.pool.Release()
 	if r.reg != nil {
 		regs.Lock()
 		r.reg.backends--
@@ -103,7 +94,7 @@ func freeBackend(r backendRes) {
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
 	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
-		pool: &poolSlot{}, pins: new(runtime.Pinner)}
+		pool: &bridge.PoolSlot{}, pins: new(runtime.Pinner)}
 	b.lavapipe = isLavapipe(b.dev)
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
@@ -126,8 +117,8 @@ func newBackend(c C.ggml_backend_t) *Backend {
 		b.link = b.dev.link() // a backend on an RPC server lives on its connection
 		b.meta = metaOf(b.dev.c)
 	}
-	b.life = bridge.NewLife(b.link.parent(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
-	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
+	b.life = bridge.NewLife(b.link.Parent(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
+	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
 	bridge.Leaks.Opened("Backend", b.life)
 	return b
 }
@@ -185,7 +176,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	if err := b.life.Enter("the backend"); err != nil {
-		if b.link.broken() && !b.life.Busy() {
+		if b.link.Broken() && !b.life.Busy() {
 			// Its RPC connection broke: nothing to wait for (an RPC
 			// backend's synchronize and free talk to no server).
 			b.cleanup.Stop()
@@ -213,25 +204,12 @@ func (b *Backend) release() {
 	b.held.Release()
 }
 
-func (b *Backend) usable() error {
-	if b == nil {
-		return fmt.Errorf("%w: nil *Backend", ggml.ErrInvalid)
-	}
-	if b.life.Closed() {
-		return fmt.Errorf("%w: the backend is closed", ggml.ErrClosed)
-	}
-	return b.link.Err()
-}
+func (b *Backend) usable() error { return bridge.BackendOf(b).Usable() }
 
 // enter starts exclusive work on the backend (a compute, a plan, a
 // transfer queued on its stream): ErrBusy while other work runs. Call leave
 // when it is over.
-func (b *Backend) enter() error {
-	if b == nil {
-		return fmt.Errorf("%w: nil *Backend", ggml.ErrInvalid)
-	}
-	return b.life.Enter("backend " + b.dev.Name())
-}
+func (b *Backend) enter() error { return bridge.BackendOf(b).Enter() }
 
 func (b *Backend) leave() { b.life.Leave() }
 
@@ -296,7 +274,7 @@ func (b *Backend) Threads() int {
 		return 0
 	}
 	n := int(b.threads.Load())
-	if p := b.pool.threads.Load(); p > 0 && n > int(p) {
+	if p := b.pool.Threads(); p > 0 && n > int(p) {
 		n = int(p)
 	}
 	return n
@@ -387,14 +365,14 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(b)
-	end, err := b.beginPool(ctx)
+	end, err := b.pool.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer end()
-	stop := b.watch(ctx)
+	stop := bridge.BackendOf(b).Watch(ctx)
 	defer stop()
-	bridge.ArmCustom(g, unsafe.Pointer(b.abort))
+	bridge.ArmCustom(bridge.GraphOf(g), unsafe.Pointer(b.abort))
 	err = b.onThread(func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_compute(b.c, gp)
@@ -404,7 +382,7 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 		return statusErr(st)
 	})
 	if err == nil {
-		err = bridge.GraphDone(g)
+		err = g.CustomError()
 	}
 	return err
 }
@@ -504,7 +482,7 @@ func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*
 	if err := checkRange(op, tc, offset, size); err != nil {
 		return nil, err
 	}
-	if bufferOf(tc) == nil {
+	if bridge.TensorOf(t).Buffer() == nil {
 		return nil, fmt.Errorf("%w: %s: tensor %v lives in a context's memory, not in a buffer of backend %s", ErrUnsupported, op, t, b.Name())
 	}
 	if err := b.checkTensor(tc); err != nil {
@@ -530,7 +508,7 @@ func (b *Backend) SetTensorAsync(t *ggml.Tensor, data []byte, offset uint64) (er
 	if err != nil || len(data) == 0 {
 		return err
 	}
-	unlock, err := bridge.WriteCheck(t)
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return err
 	}
@@ -591,7 +569,7 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
-	unlock, err := bridge.WriteCheck(dst)
+	unlock, err := bridge.TensorOf(dst).WriteLock()
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
@@ -640,7 +618,7 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	if b.abort != nil {
 		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 0)
 	}
-	end, err := b.beginPool(context.Background()) // the CPU computes before returning
+	end, err := b.pool.Begin(context.Background()) // the CPU computes before returning
 	if err != nil {
 		return err
 	}
@@ -655,161 +633,7 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 
 // onThread runs a compute, on a thread of its own if the backend's thread
 // pool changes the computing thread (bridge.OnThread).
-func (b *Backend) onThread(f func() error) error { return bridge.OnThread(b.pool.isolate, f) }
-
-// beginPool waits until the backend's thread pool, if any, runs no other
-// compute and marks this one running (ggml's pool runs one graph at a time);
-// end marks it over.
-func (b *Backend) beginPool(ctx context.Context) (end func(), err error) {
-	return beginPool(ctx, b.pool.ref)
-}
-
-func beginPool(ctx context.Context, ref bridge.PoolRef) (end func(), err error) {
-	if ref == nil {
-		return func() {}, nil
-	}
-	if err := ref.Begin(ctx); err != nil {
-		return nil, err
-	}
-	return ref.End, nil
-}
-
-func init() {
-	bridge.RefuseNode = refusesNode
-	bridge.BackendPtr = func(v any) (unsafe.Pointer, error) {
-		b, _ := v.(*Backend)
-		if err := b.usable(); err != nil {
-			return nil, err
-		}
-		return unsafe.Pointer(b.c), nil
-	}
-	bridge.BufferTypePtr = func(v any) (unsafe.Pointer, error) {
-		bt, _ := v.(*BufferType)
-		if err := bt.usable(); err != nil {
-			return nil, err
-		}
-		return unsafe.Pointer(bt.c), nil
-	}
-	bridge.Watch = func(v any, ctx context.Context) func() { return v.(*Backend).watch(ctx) }
-	bridge.BackendLinks = func(v any) []*bridge.Link {
-		if b, _ := v.(*Backend); b != nil {
-			return b.link
-		}
-		return nil
-	}
-	bridge.AcquireBackend = func(v any) (func(), error) {
-		b, _ := v.(*Backend)
-		if err := b.usable(); err != nil {
-			return nil, err
-		}
-		if err := b.life.Acquire(); err != nil {
-			return nil, err
-		}
-		return b.life.Release, nil
-	}
-	bridge.EnterBackend = func(v any) (func(), error) {
-		b, _ := v.(*Backend)
-		if err := b.enter(); err != nil {
-			return nil, err
-		}
-		return b.leave, nil
-	}
-	bridge.WrapBufferType = func(p unsafe.Pointer) any {
-		if bt := bufferTypeFromC(C.ggml_backend_buffer_type_t(p)); bt != nil {
-			return bt
-		}
-		return (*BufferType)(nil)
-	}
-	bridge.HostMemoryPtr = func(v any) (unsafe.Pointer, uint64, error) {
-		m, _ := v.(*HostMemory)
-		if m == nil {
-			return nil, 0, fmt.Errorf("%w: nil *HostMemory", ggml.ErrInvalid)
-		}
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		if m.p == nil {
-			return nil, 0, fmt.Errorf("%w: the host memory is freed", ggml.ErrClosed)
-		}
-		return m.p, m.size, nil
-	}
-	bridge.WithRegistry = func(f func()) {
-		registryMu.Lock()
-		defer registryMu.Unlock()
-		f()
-	}
-	bridge.DevicePtr = func(v any) (unsafe.Pointer, error) {
-		d, _ := v.(*Device)
-		if err := d.usable(); err != nil {
-			return nil, err
-		}
-		return unsafe.Pointer(d.c), nil
-	}
-	bridge.WrapDevice = func(p unsafe.Pointer) any {
-		if d := deviceFromC(C.ggml_backend_dev_t(p)); d != nil {
-			return d
-		}
-		return (*Device)(nil)
-	}
-	bridge.RegisterBackend = func(p unsafe.Pointer) {
-		registryMu.Lock()
-		defer registryMu.Unlock()
-		C.ggml_backend_register(C.ggml_backend_reg_t(p))
-	}
-	bridge.BeginPools = func(ctx context.Context, bes []any) (end func(), isolate bool, err error) {
-		var refs []bridge.PoolRef
-		for _, v := range bes {
-			b, _ := v.(*Backend)
-			if b == nil || b.pool.ref == nil || slices.Contains(refs, b.pool.ref) {
-				continue
-			}
-			refs = append(refs, b.pool.ref)
-			isolate = isolate || b.pool.isolate
-		}
-		slices.SortFunc(refs, func(a, b bridge.PoolRef) int { return cmp.Compare(a.ID(), b.ID()) })
-		for i, r := range refs {
-			if err := r.Begin(ctx); err != nil {
-				for _, r := range refs[:i] {
-					r.End()
-				}
-				return nil, false, err
-			}
-		}
-		return func() {
-			for _, r := range refs {
-				r.End()
-			}
-		}, isolate, nil
-	}
-	bridge.AttachThreadPool = func(v any, pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
-		b, _ := v.(*Backend)
-		if err := b.usable(); err != nil {
-			return err
-		}
-		if !b.IsCPU() {
-			return fmt.Errorf("%w: thread pools are for the CPU backend, not %s", ErrUnsupported, b.Name())
-		}
-		if ref != nil {
-			if err := ref.Acquire(); err != nil {
-				return err
-			}
-		}
-		// ggml pauses the pool it replaces: not while another backend
-		// computes on it.
-		end := func() {}
-		if old := b.pool.ref; old != nil && old != ref {
-			end, _ = beginPool(context.Background(), old)
-		}
-		C.ggml_backend_cpu_set_threadpool(b.c, (C.ggml_threadpool_t)(pool))
-		runtime.KeepAlive(b)
-		end()
-		b.pool.release()
-		b.pool.ref, b.pool.isolate = ref, isolate
-		if ref != nil {
-			b.pool.threads.Store(int64(ref.Threads()))
-		}
-		return nil
-	}
-}
+func (b *Backend) onThread(f func() error) error { return bridge.OnThread(b.pool.Isolate(), f) }
 
 // checkGraph validates g for computing on b (see Compute) and holds in h
 // what the compute reads.
@@ -817,7 +641,7 @@ func (b *Backend) checkGraph(g *ggml.Graph, h *bridge.Holds) (*C.struct_ggml_cgr
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	gp, err := bridge.GraphForCompute(g, h, func(p unsafe.Pointer, isNode bool) error {
+	gp, err := bridge.PrepareGraph(bridge.GraphOf(g), h, func(p unsafe.Pointer, isNode bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if isNode && !bool(C.ggml_backend_supports_op(b.c, t)) {
 			return fmt.Errorf("%w: backend %s cannot compute %s (node %q, %s)", ErrUnsupported,

@@ -21,7 +21,7 @@ import (
 // memory. An unreachable Buffer is freed by the garbage collector. A Buffer
 // may be used by several goroutines at once.
 type Buffer struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.ggml_backend_buffer_t // set at birth, never changed
 	life    *bridge.Life
 	from    any     // what it was allocated from, kept alive
@@ -63,7 +63,7 @@ func newBufferFreeing(c C.ggml_backend_buffer_t, from any, mem *HostMemory, part
 	// buffer is unusable and its free skips the C call (see bridge.Link).
 	link := linksOfBufferType(C.ggml_backend_buffer_get_type(c))
 	b.link = link
-	b.life = bridge.NewLife(link.parent(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
+	b.life = bridge.NewLife(link.Parent(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
 		bridge.FreeOver(link, func() { C.ggml_backend_buffer_free(c) })
 		for _, m := range mems {
 			m.release()
@@ -77,15 +77,9 @@ func newBufferFreeing(c C.ggml_backend_buffer_t, from any, mem *HostMemory, part
 			regs.Unlock()
 		}
 	})
-	b.cleanup = runtime.AddCleanup(b, closeLife, b.life)
+	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
 	bridge.Leaks.Opened("Buffer", b.life)
 	return b
-}
-
-// closeLife is the cleanup of a handle whose C object a Life frees.
-func closeLife(l *bridge.Life) {
-	bridge.Leaks.Collected(l)
-	l.Close("", false)
 }
 
 // regOfBuffer returns the registry entry of the device whose buffer type c
@@ -433,7 +427,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	if err != nil {
 		return nil, err
 	}
-	release, err := bridge.ClaimContext(ctx)
+	release, err := bridge.ContextOf(ctx).Claim()
 	if err != nil {
 		return nil, err
 	}
@@ -449,15 +443,15 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 		if t.ViewSource() != nil || t.IsAllocated() {
 			continue
 		}
-		if l := bridge.LeaseOf(t); l != nil && l.Err() != nil {
-			bridge.ResetStorage(t)
+		if v := bridge.TensorOf(t); v.Lease() != nil && v.Lease().Err() != nil {
+			v.ResetStorage()
 			dead[t] = true
 		}
 		pending = append(pending, t)
 	}
 	for _, t := range ctx.Tensors() {
 		if vs := t.ViewSource(); vs != nil && dead[vs] {
-			bridge.ResetStorage(t)
+			bridge.TensorOf(t).ResetStorage()
 		}
 	}
 	size := uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c))
@@ -493,7 +487,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	}
 	buf = newBufferFreeing(c, from, nil, nil, onFree)
 	for _, t := range pending {
-		bridge.SetLease(t, buf.life, buf)
+		bridge.TensorOf(t).SetLease(buf.life, buf)
 	}
 	return buf, nil
 }
@@ -512,7 +506,7 @@ func (b *Buffer) InitTensor(t *ggml.Tensor) (err error) {
 	if err != nil {
 		return err
 	}
-	if bufferOf(tc) != b.c {
+	if C.ggml_backend_buffer_t(bridge.TensorOf(t).Buffer()) != b.c {
 		return fmt.Errorf("%w: InitTensor: tensor %v does not live in buffer %s", ggml.ErrInvalid, t, b.Name())
 	}
 	defer runtime.KeepAlive(b)

@@ -18,21 +18,25 @@ import (
 // by ggml and lives as long as its device; it has no Close and is safe to
 // share between goroutines.
 type BufferType struct {
+	// bridge.BufferType's fields: GPU packages see a *BufferType through
+	// that view (bridge.BufferTypeOf; TestViewLayouts checks the match).
+	bufferTypeKind
 	c C.ggml_backend_buffer_type_t
 }
 
+// bufferTypeKind marks BufferType for bridge.BufferTypeOf (see
+// backendKind).
+type bufferTypeKind = bridge.BufferTypeKind
+
+// bufferTypeFromC returns the handle of buffer type c, nil for nil
+// (bridge.NewBufferType, where GPU packages get theirs too).
 func bufferTypeFromC(c C.ggml_backend_buffer_type_t) *BufferType {
-	if c == nil {
-		return nil
-	}
-	return &BufferType{c: c}
+	return bridge.NewBufferType[BufferType](unsafe.Pointer(c))
 }
 
 func (bt *BufferType) usable() error {
-	if bt == nil || bt.c == nil {
-		return fmt.Errorf("%w: nil *BufferType", ggml.ErrInvalid)
-	}
-	return nil
+	_, err := bridge.BufferTypeOf(bt).Ptr()
+	return err
 }
 
 // CPUBufferType returns the buffer type of host memory, always available
@@ -147,10 +151,9 @@ func linksOfBufferType(c C.ggml_backend_buffer_type_t) linkSet {
 	return linksOfDevice(C.ggml_backend_buft_get_device(c))
 }
 
-// linkSet are the RPC connections a C object depends on (package rpc):
-// none for local devices, one for an RPC device, those of its devices for
-// a meta device.
-type linkSet []*bridge.Link
+// linkSet are the RPC connections a C object depends on: none for local
+// devices, one for an RPC device, those of its devices for a meta device.
+type linkSet = bridge.Links
 
 func linksOfDevice(d C.ggml_backend_dev_t) linkSet {
 	if d == nil {
@@ -163,36 +166,6 @@ func linksOfDevice(d C.ggml_backend_dev_t) linkSet {
 		return m.links
 	}
 	return nil
-}
-
-// Err returns the first broken connection's error (probing each), or nil.
-func (ls linkSet) Err() error {
-	for _, k := range ls {
-		if err := k.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// parent returns the Life a handle on these connections is a child of: the
-// connection's, when there is exactly one (a meta device over several
-// servers checks them with Err instead).
-func (ls linkSet) parent() *bridge.Life {
-	if len(ls) == 1 {
-		return ls[0].Life()
-	}
-	return nil
-}
-
-// broken reports whether a connection was broken (no probe).
-func (ls linkSet) broken() bool {
-	for _, k := range ls {
-		if k.Broken() {
-			return true
-		}
-	}
-	return false
 }
 
 // String returns the buffer type's name.

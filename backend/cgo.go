@@ -22,20 +22,13 @@ var (
 	ErrNotFound = errors.New("ggml backend: not found")
 	// ErrUnsupported: the backend cannot run an op, use a buffer type, or
 	// offer a feature.
-	ErrUnsupported = errors.New("ggml backend: not supported")
+	ErrUnsupported = bridge.ErrUnsupported
 	// ErrComputeFailed: the backend reported GGML_STATUS_FAILED.
 	ErrComputeFailed = errors.New("ggml backend: compute failed")
 	// ErrAborted: the compute was aborted (GGML_STATUS_ABORTED) other than
 	// by the caller's context.
 	ErrAborted = errors.New("ggml backend: compute aborted")
 )
-
-// noCopy makes go vet's copylocks check report copies of handle structs,
-// and makes them incomparable: handles are used through pointers.
-type noCopy struct{ _ [0]func() }
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
 
 // statusErr maps enum ggml_status to an error.
 func statusErr(s C.enum_ggml_status) error {
@@ -51,13 +44,16 @@ func statusErr(s C.enum_ggml_status) error {
 	}
 }
 
+// tensorPtr returns the C tensor of a usable tensor (bridge.Tensor.Ptr).
 func tensorPtr(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorPtr(t)
+	p, err := bridge.TensorOf(t).Ptr()
 	return (*C.struct_ggml_tensor)(p), err
 }
 
+// contextPtr returns the C context of an open context without a sticky
+// error (bridge.Context.Ptr).
 func contextPtr(c *ggml.Context) (*C.struct_ggml_context, error) {
-	p, err := bridge.ContextPtr(c)
+	p, err := bridge.ContextOf(c).Ptr()
 	return (*C.struct_ggml_context)(p), err
 }
 

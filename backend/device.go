@@ -51,9 +51,16 @@ func (t DeviceType) String() string {
 // backend library is unloaded); it has no Close. Devices are safe to share
 // between goroutines.
 type Device struct {
+	// The fields up to c are bridge.Device's (bridge.DeviceOf;
+	// TestViewLayouts checks the match).
+	deviceKind
 	c   C.ggml_backend_dev_t
 	reg *Reg
 }
+
+// deviceKind marks Device for bridge.DeviceOf; it has no size, and users
+// see neither it nor a method of it.
+type deviceKind = bridge.DeviceKind
 
 func deviceFromC(c C.ggml_backend_dev_t) *Device {
 	if c == nil {
@@ -322,7 +329,7 @@ func (d *Device) SupportsOp(t *ggml.Tensor) bool {
 		return false
 	}
 	defer runtime.KeepAlive(t)
-	return bool(C.ggml_backend_dev_supports_op(d.c, tc)) && refusal(isLavapipe(d), d.Name(), tc) == nil
+	return bool(C.ggml_backend_dev_supports_op(d.c, tc)) && (!isLavapipe(d) || bridge.Refusal(d.Name(), unsafe.Pointer(tc)) == nil)
 }
 
 // SupportsBufferType reports whether the device can use buffers of type bt

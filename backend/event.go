@@ -8,6 +8,7 @@ import (
 	"runtime"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // Event marks a point in a backend's queued work, for synchronizing
@@ -15,7 +16,7 @@ import (
 // (ggml_backend_event_t). Close frees it; an unreachable Event is freed by
 // the garbage collector.
 type Event struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.ggml_backend_event_t
 	dev     *Device
 	cleanup runtime.Cleanup

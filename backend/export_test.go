@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // SetAvailableMemory makes the memory checks see n bytes available until
@@ -21,11 +22,11 @@ const HaveOllamaExtras = haveOllamaExtras
 // LavapipeRefusal is the refusal for node t on a device taken to be Mesa's
 // lavapipe.
 func LavapipeRefusal(t *ggml.Tensor) error {
-	tc, err := tensorPtr(t)
+	p, err := bridge.TensorOf(t).Ptr()
 	if err != nil {
 		return err
 	}
-	return refusal(true, "Vulkan0", tc)
+	return bridge.Refusal("Vulkan0", p)
 }
 
 // LiveBackends counts the backends not yet freed, over every registry

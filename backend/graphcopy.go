@@ -21,7 +21,7 @@ import (
 // Close frees its buffer and contexts, after which they report
 // ggml.ErrClosed.
 type GraphCopy struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.struct_ggml_backend_graph_copy // set at birth, never changed
 	life    *bridge.Life
 	graph   *ggml.Graph
@@ -32,7 +32,7 @@ type GraphCopy struct {
 // checkCopyable checks what ggml_backend_graph_copy asserts: every tensor
 // allocated, and (for the data copy) in a backend buffer.
 func checkCopyable(g *ggml.Graph) error {
-	_, err := bridge.GraphForCompute(g, nil, func(p unsafe.Pointer, _ bool) error {
+	_, err := bridge.PrepareGraph(bridge.GraphOf(g), nil, func(p unsafe.Pointer, _ bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if t.view_src == nil && t.buffer == nil {
 			return fmt.Errorf("%w: tensor %q lives in a context's memory; graph copies need tensors in backend buffers", ErrUnsupported, C.GoString(&t.name[0]))
@@ -71,12 +71,12 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 	}
 	gc = &GraphCopy{c: c}
 	links := b.link
-	gc.life = bridge.NewLife(links.parent(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
+	gc.life = bridge.NewLife(links.Parent(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
 		bridge.FreeOver(links, func() { C.ggml_backend_graph_copy_free(c) })
 	})
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
-	gc.graph, gc.release = cg.(*ggml.Graph), release
-	gc.cleanup = runtime.AddCleanup(gc, closeLife, gc.life)
+	gc.graph, gc.release = bridge.GraphHandle[ggml.Graph](cg), release
+	gc.cleanup = runtime.AddCleanup(gc, bridge.CloseCollected, gc.life)
 	return gc, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
@@ -27,15 +28,23 @@ const HostMemoryAlign = 64
 // refers to it). It cannot be closed while a buffer uses it: Close then
 // reports an error; buffers keep it alive.
 type HostMemory struct {
-	_       noCopy
+	// The fields up to size are bridge.HostMemory's, in its order: GPU
+	// packages see a *HostMemory through that view (bridge.HostMemoryOf;
+	// TestViewLayouts checks the match).
+	hostMemoryKind
 	mu      sync.Mutex
-	buf     []byte // HostMemoryAlign-aligned, size bytes; nil once closed
-	p       unsafe.Pointer
+	p       unsafe.Pointer // the memory's address; nil once closed
 	size    uint64
+	_       bridge.NoCopy
+	buf     []byte // HostMemoryAlign-aligned, size bytes; nil once closed
 	users   int
 	pin     *runtime.Pinner
 	cleanup runtime.Cleanup
 }
+
+// hostMemoryKind marks HostMemory for bridge.HostMemoryOf (see
+// backendKind).
+type hostMemoryKind = bridge.HostMemoryKind
 
 // hostAvailable is sysmem.Available; tests may replace it.
 var hostAvailable = sysmem.Available

@@ -171,33 +171,34 @@ type metaState struct {
 var anyMeta atomic.Bool
 
 func init() {
-	bridge.ReadMeta = readMeta
 	bridge.MetaTransfer = func(t unsafe.Pointer, offset, size uint64, write bool) error {
 		if !anyMeta.Load() {
 			return nil
 		}
 		return checkMetaTransfer(t, offset, size, write)
 	}
-	bridge.MetaGraph = func(bes []any, g any, placed bool) error {
+	bridge.MetaGraph = func(bes []*bridge.Backend, g *bridge.Graph, placed bool) error {
 		if !anyMeta.Load() {
 			return nil
 		}
 		for _, v := range bes {
-			if b, _ := v.(*Backend); b != nil && b.meta != nil {
+			if b := bridge.BackendHandle[Backend](v); b != nil && b.meta != nil {
 				return b.meta.checkGraph(g, placed)
 			}
 		}
 		return nil
 	}
+	bridge.WrapDevice = func(p unsafe.Pointer) *bridge.Device {
+		return bridge.DeviceOf(deviceFromC(C.ggml_backend_dev_t(p)))
+	}
 }
 
-// checkGraph checks graph g (a *ggml.Graph) for the meta device: see
-// checkMetaGraph.
-func (m *metaState) checkGraph(g any, placed bool) error {
-	_, ps := bridge.GraphTensors(g)
-	nodes := make([]*C.struct_ggml_tensor, 0, len(ps))
-	for _, p := range ps {
-		if t := (*C.struct_ggml_tensor)(p); t.op != C.GGML_OP_NONE || t.view_src != nil {
+// checkGraph checks graph g for the meta device: see checkMetaGraph.
+func (m *metaState) checkGraph(g *bridge.Graph, placed bool) error {
+	ts := g.Tensors()
+	nodes := make([]*C.struct_ggml_tensor, 0, len(ts))
+	for _, v := range ts {
+		if t := (*C.struct_ggml_tensor)(v.C()); t != nil && (t.op != C.GGML_OP_NONE || t.view_src != nil) {
 			nodes = append(nodes, t)
 		}
 	}
@@ -205,10 +206,9 @@ func (m *metaState) checkGraph(g any, placed bool) error {
 }
 
 var (
-	// metaMu serializes the creation of meta devices, and their buffer
-	// types (ggml keeps both in static maps without a lock), against
-	// readers of those maps (Lock: writers; RLock: readers).
-	metaMu sync.RWMutex
+	// metaMu serializes the creation of meta devices against readers of
+	// ggml's maps of them (see bridge.MetaMu).
+	metaMu = &bridge.MetaMu
 	metas  sync.Map // C.ggml_backend_dev_t -> *metaState
 )
 
@@ -330,10 +330,7 @@ func containsLink(ls linkSet, k *bridge.Link) bool {
 // readMeta holds metaMu for reading while C may read ggml's maps of meta
 // devices and buffer types (a scheduler's creation asks each backend for
 // its buffer type).
-func readMeta() func() {
-	metaMu.RLock()
-	return metaMu.RUnlock
-}
+var readMeta = bridge.ReadMeta
 
 // catchC runs f, a C call, and returns an abort in it as an error.
 func catchC(f func()) (err error) {
@@ -569,12 +566,12 @@ func errMetaPlacement(op string) error {
 // (Backend.Compute): every tensor in a meta buffer (ggml's meta backend
 // asserts it), and the splits of its nodes.
 func (m *metaState) checkPlaced(g *ggml.Graph) error {
-	_, ps := bridge.GraphTensors(g)
-	for _, p := range ps {
-		if t := (*C.struct_ggml_tensor)(p); metaOfBuffer(t.buffer) == nil {
+	gv := bridge.GraphOf(g)
+	for _, v := range gv.Tensors() {
+		if t := (*C.struct_ggml_tensor)(v.C()); t != nil && metaOfBuffer(t.buffer) == nil {
 			return fmt.Errorf("%w: meta backend: tensor %q is not in a meta buffer: allocate the graph over the meta device's buffer type (AllocContextTensors, NewGallocr) or compute it with a scheduler",
 				ggml.ErrInvalid, C.GoString(&t.name[0]))
 		}
 	}
-	return m.checkGraph(g, true)
+	return m.checkGraph(gv, true)
 }

@@ -51,7 +51,7 @@ func (s *planSet) freeAll(be C.ggml_backend_t) {
 // (ggml_backend_graph_plan_t). It keeps its backend and graph alive; closing
 // the backend frees the plan too. A Plan is used by one goroutine at a time.
 type Plan struct {
-	_       noCopy
+	_       bridge.NoCopy
 	c       C.ggml_backend_graph_plan_t
 	be      *Backend
 	g       *ggml.Graph
@@ -84,7 +84,7 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	}
 	defer runtime.KeepAlive(b)
 	// The plan captures the backend's thread pool: it stays in use.
-	pool := b.pool.ref
+	pool := b.pool.Ref()
 	if pool != nil {
 		if err := pool.Acquire(); err != nil {
 			return nil, err
@@ -106,7 +106,7 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	b.plans.mu.Lock()
 	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
-	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.isolate, version: bridge.GraphVersion(g)}
+	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.Isolate(), version: bridge.GraphOf(g).Version()}
 	p.cleanup = runtime.AddCleanup(p, func(r planRes) { r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
 	return p, nil
 }
@@ -139,7 +139,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer b.leave()
-	if bridge.GraphVersion(p.g) != p.version {
+	if bridge.GraphOf(p.g).Version() != p.version {
 		return fmt.Errorf("%w: the graph changed since the plan was made (its work memory fits the old one); make a new plan", ggml.ErrInvalid)
 	}
 	var h bridge.Holds
@@ -148,14 +148,14 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer runtime.KeepAlive(p)
-	end, err := beginPool(ctx, p.pool)
+	end, err := bridge.BeginPool(ctx, p.pool)
 	if err != nil {
 		return err
 	}
 	defer end()
-	stop := b.watch(ctx)
+	stop := bridge.BackendOf(b).Watch(ctx)
 	defer stop()
-	bridge.ArmCustom(p.g, unsafe.Pointer(b.abort))
+	bridge.ArmCustom(bridge.GraphOf(p.g), unsafe.Pointer(b.abort))
 	err = bridge.OnThread(p.isolate, func() (err error) {
 		defer bridge.Catch(&err)
 		st := C.ggml_backend_graph_plan_compute(b.c, p.c)
@@ -165,7 +165,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return statusErr(st)
 	})
 	if err == nil {
-		err = bridge.GraphDone(p.g)
+		err = p.g.CustomError()
 	}
 	return err
 }
@@ -191,14 +191,4 @@ func (p *Plan) Close() error {
 	p.be.plans.free(p.be.c, p.c)
 	p.c = nil
 	return nil
-}
-
-// watch arms the backend's abort flag for ctx: a goroutine sets it when ctx
-// is cancelled. The returned stop must be called when the compute returns;
-// it waits for the goroutine, which then no longer touches the flag.
-func (b *Backend) watch(ctx context.Context) (stop func()) {
-	if b.abort == nil {
-		return func() {}
-	}
-	return bridge.SetOnDone(ctx, unsafe.Pointer(b.abort)) // also clears what a cancelled compute left set
 }

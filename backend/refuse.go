@@ -6,9 +6,10 @@ package backend
 import "C"
 
 import (
-	"fmt"
 	"strings"
 	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // Nodes the binding refuses to compute on a device although ggml says it
@@ -36,39 +37,9 @@ func isLavapipe(d *Device) bool {
 	return r != nil && r.Name() == "Vulkan" && strings.Contains(strings.ToLower(d.Description()), "llvmpipe")
 }
 
-// refusal returns why node t must not be computed on a device (lavapipe
-// tells whether the device is lavapipe), or nil.
-func refusal(lavapipe bool, device string, t *C.struct_ggml_tensor) error {
-	if !lavapipe || t == nil || t.op != C.GGML_OP_MUL_MAT {
-		return nil
-	}
-	for _, s := range []*C.struct_ggml_tensor{t.src[0], t.src[1]} {
-		for s != nil && s.view_src != nil {
-			s = s.view_src
-		}
-		if s != nil && s.op == C.GGML_OP_IM2COL {
-			return fmt.Errorf("%w: %s (Mesa lavapipe) would compute mul_mat node %q of im2col node %q (a convolution): on lavapipe this corrupts the host heap (ggml-vulkan leaves descriptor bindings to freed buffers, which lavapipe touches); compute convolutions on the CPU or a hardware GPU (see the vulkan package doc)",
-				ErrUnsupported, device, C.GoString(&t.name[0]), C.GoString(&s.name[0]))
-		}
-	}
-	return nil
-}
-
-// refuses is refusal for this backend's device.
+// refuses returns why node t must not be computed on b although ggml
+// supports it there, or nil (bridge.Backend.Refusal, which package sched
+// asks too).
 func (b *Backend) refuses(t *C.struct_ggml_tensor) error {
-	return refusal(b.lavapipe, b.Name(), t)
-}
-
-// refusesNode is bridge.RefuseNode: the refusal for node p on the backend
-// whose ggml_backend_t is be.
-func refusesNode(be, p unsafe.Pointer) error {
-	if be == nil || p == nil || (*C.struct_ggml_tensor)(p).op != C.GGML_OP_MUL_MAT {
-		return nil
-	}
-	c := C.ggml_backend_t(be)
-	d := deviceFromC(C.ggml_backend_get_device(c))
-	if !isLavapipe(d) {
-		return nil
-	}
-	return refusal(true, C.GoString(C.ggml_backend_name(c)), (*C.struct_ggml_tensor)(p))
+	return bridge.BackendOf(b).Refusal(unsafe.Pointer(t))
 }

@@ -17,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // Reg is an entry of ggml's backend registry: one backend implementation
@@ -32,8 +33,9 @@ type Reg struct {
 }
 
 // registryMu guards ggml's registry, a plain std::vector: loading and
-// unloading (writers) must not run beside lookups (readers).
-var registryMu sync.RWMutex
+// unloading (writers) must not run beside lookups (readers). GPU packages
+// register through bridge.RegisterBackend, under the same lock.
+var registryMu = &bridge.RegistryMu
 
 // regs maps ggml's registry entries to their one Go handle.
 var regs struct {

@@ -15,16 +15,8 @@ import (
 // storage returns the C tensor of t if its data can be accessed now, and
 // holds its memory in h (release h when done).
 func storage(t *ggml.Tensor, h *bridge.Holds) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorStorage(t, h)
+	p, err := bridge.TensorOf(t).Storage(h)
 	return (*C.struct_ggml_tensor)(p), err
-}
-
-// bufferOf returns the buffer that holds t's data, or nil for a context pool.
-func bufferOf(t *C.struct_ggml_tensor) C.ggml_backend_buffer_t {
-	if t.view_src != nil {
-		return t.view_src.buffer
-	}
-	return t.buffer
 }
 
 // checkRange checks that [offset, offset+size) lies within t's bytes, as
@@ -47,7 +39,7 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.WriteCheck(t)
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return err
 	}
@@ -62,7 +54,7 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bufferOf(tc) == nil { // a context pool: host memory
+	if bridge.TensorOf(t).Buffer() == nil { // a context pool: host memory
 		copy(unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(data)), data)
 		return nil
 	}
@@ -90,7 +82,7 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bufferOf(tc) == nil {
+	if bridge.TensorOf(t).Buffer() == nil {
 		copy(dst, unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(dst)))
 		return nil
 	}
@@ -108,7 +100,7 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.WriteCheck(t)
+	unlock, err := bridge.TensorOf(t).WriteLock()
 	if err != nil {
 		return err
 	}
@@ -116,15 +108,14 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 	if err := checkRange("TensorMemset", tc, offset, size); err != nil {
 		return err
 	}
-	if C.goggml_buffer_is_meta(bufferOf(tc)) {
+	if C.goggml_buffer_is_meta(C.ggml_backend_buffer_t(bridge.TensorOf(t).Buffer())) {
 		return fmt.Errorf("%w: TensorMemset: ggml's meta buffer has no memset", ErrUnsupported)
 	}
 	if size == 0 {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	buf := bufferOf(tc)
-	if buf == nil {
+	if bridge.TensorOf(t).Buffer() == nil {
 		C.memset(unsafe.Add(tc.data, offset), C.int(value), C.size_t(size))
 		return nil
 	}
@@ -161,7 +152,7 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	if err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}
-	unlock, err := bridge.WriteCheck(dst)
+	unlock, err := bridge.TensorOf(dst).WriteLock()
 	if err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}
@@ -176,7 +167,7 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	defer runtime.KeepAlive(dst)
 	defer bridge.Catch(&err)
 	n := C.size_t(C.ggml_nbytes(sc))
-	sb, db := bufferOf(sc), bufferOf(dc)
+	sb, db := C.ggml_backend_buffer_t(bridge.TensorOf(src).Buffer()), C.ggml_backend_buffer_t(bridge.TensorOf(dst).Buffer())
 	if err := bridge.MetaTransfer(unsafe.Pointer(sc), 0, uint64(n), false); err != nil {
 		return err
 	}
@@ -184,9 +175,10 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 		return err
 	}
 	// A meta buffer of host devices says it is host memory, but its
-	// tensors' addresses are placeholders: through ggml's calls instead.
-	hostSrc := sb == nil || (bool(C.ggml_backend_buffer_is_host(sb)) && !bool(C.goggml_buffer_is_meta(sb)))
-	hostDst := db == nil || (bool(C.ggml_backend_buffer_is_host(db)) && !bool(C.goggml_buffer_is_meta(db)))
+	// tensors' addresses are placeholders: InHostMemory says no, and the
+	// copy goes through ggml's calls.
+	hostSrc := sb == nil || bridge.TensorOf(src).InHostMemory()
+	hostDst := db == nil || bridge.TensorOf(dst).InHostMemory()
 	switch {
 	case hostSrc:
 		if db == nil {

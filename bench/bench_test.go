@@ -137,14 +137,6 @@ func goBuildGraph(ws []*ggml.Tensor) (int, error) {
 	return g.NumNodes(), nil
 }
 
-func anys(ts []*ggml.Tensor) []any {
-	out := make([]any, len(ts))
-	for i, t := range ts {
-		out[i] = t
-	}
-	return out
-}
-
 func BenchmarkGraphBuild(b *testing.B) {
 	wc, ws := gbWeights(b)
 	defer wc.Close()
@@ -161,7 +153,7 @@ func BenchmarkGraphBuild(b *testing.B) {
 		},
 		func(b *testing.B) {
 			for range b.N {
-				sink += int64(cBuildGraph(anys(ws), gbD, gbT, gbLayers, gbGraphSize))
+				sink += int64(cBuildGraph(ws, gbD, gbT, gbLayers, gbGraphSize))
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
 		})
@@ -264,7 +256,7 @@ func mulMatGraph(tb testing.TB, be *backend.Backend, ty ggml.Type, k, m, n int64
 }
 
 func graphPtr(g *ggml.Graph) unsafe.Pointer {
-	p, err := bridge.GraphPtr(g)
+	p, err := bridge.GraphOf(g).Ptr()
 	if err != nil {
 		panic(err)
 	}
@@ -272,7 +264,7 @@ func graphPtr(g *ggml.Graph) unsafe.Pointer {
 }
 
 func backendPtr(be *backend.Backend) unsafe.Pointer {
-	p, err := bridge.BackendPtr(be)
+	p, err := bridge.BackendOf(be).Ptr()
 	if err != nil {
 		panic(err)
 	}
@@ -451,7 +443,7 @@ func TestGraphBuildSidesAgree(t *testing.T) {
 	defer wc.Close()
 	n, err := goBuildGraph(ws)
 	require.NoError(t, err)
-	require.Equal(t, cBuildGraph(anys(ws), gbD, gbT, gbLayers, gbGraphSize), n)
+	require.Equal(t, cBuildGraph(ws, gbD, gbT, gbLayers, gbGraphSize), n)
 	require.Greater(t, n, 1000, "a few thousand nodes")
 }
 

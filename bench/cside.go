@@ -127,22 +127,27 @@ import "C"
 import (
 	"unsafe"
 
+	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
 // These wrap the C baselines for the benchmarks (test files cannot use cgo).
 
-func cTensor(t any) *C.struct_ggml_tensor {
-	p, err := bridge.TensorPtr(t)
+func cTensor(t *ggml.Tensor) *C.struct_ggml_tensor {
+	p, err := bridge.TensorOf(t).Ptr()
 	if err != nil {
 		panic(err)
 	}
 	return (*C.struct_ggml_tensor)(p)
 }
 
-func cNelementsLoop(t any, n int) int64 { return int64(C.cb_nelements_loop(cTensor(t), C.int64_t(n))) }
-func cNbytesLoop(t any, n int) int64    { return int64(C.cb_nbytes_loop(cTensor(t), C.int64_t(n))) }
+func cNelementsLoop(t *ggml.Tensor, n int) int64 {
+	return int64(C.cb_nelements_loop(cTensor(t), C.int64_t(n)))
+}
+func cNbytesLoop(t *ggml.Tensor, n int) int64 {
+	return int64(C.cb_nbytes_loop(cTensor(t), C.int64_t(n)))
+}
 
 // cgoNbytes is one cgo call per query, as a binding without Go-side
 // caching would make; cgoNbytesNoescape the same with #cgo noescape and
@@ -152,7 +157,7 @@ func cgoNbytesNoescape(t *C.struct_ggml_tensor) uint64 { return uint64(C.cb_nbyt
 
 type cWeights = C.struct_cb_weights
 
-func cBuildGraph(w []any, d, T int64, layers, graphSize int) int {
+func cBuildGraph(w []*ggml.Tensor, d, T int64, layers, graphSize int) int {
 	cw := C.struct_cb_weights{norm: cTensor(w[0]), wq: cTensor(w[1]), wk: cTensor(w[2]), wv: cTensor(w[3]), wo: cTensor(w[4]), w1: cTensor(w[5]), w2: cTensor(w[6])}
 	return int(C.cb_build_graph(cw, C.int64_t(d), C.int64_t(T), C.int(layers), C.int(graphSize)))
 }
@@ -174,4 +179,4 @@ func cPeakGFLOPS(threads int, iters int64) float64 {
 func cSIMDLanes() int { return int(C.cb_simd_lanes()) }
 
 // cTensorPtr is for benchmarks that call C directly on a tensor.
-func cTensorPtr(t any) *C.struct_ggml_tensor { return cTensor(t) }
+func cTensorPtr(t *ggml.Tensor) *C.struct_ggml_tensor { return cTensor(t) }

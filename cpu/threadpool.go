@@ -311,12 +311,12 @@ func (r poolRef) Release() {
 // a pool that is replaced.
 func SetThreadPool(be *backend.Backend, pool *ThreadPool) error {
 	if pool == nil {
-		return bridge.AttachThreadPool(be, nil, nil, false)
+		return bridge.BackendOf(be).AttachThreadPool(nil, nil, false)
 	}
 	if err := pool.usable(); err != nil {
 		return err
 	}
-	return bridge.AttachThreadPool(be, unsafe.Pointer(pool.c), poolRef{pool}, pool.isolate)
+	return bridge.BackendOf(be).AttachThreadPool(unsafe.Pointer(pool.c), poolRef{pool}, pool.isolate)
 }
 
 // BufferFromHostMemory makes a CPU buffer over size bytes of m, starting

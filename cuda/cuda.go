@@ -73,7 +73,7 @@ func Init(i int) (*backend.Backend, error) { return kind.Init(i) }
 
 // IsCUDA reports whether be is a CUDA backend (ggml_backend_is_cuda).
 func IsCUDA(be *backend.Backend) bool {
-	p, err := bridge.BackendPtr(be)
+	p, err := bridge.BackendOf(be).Ptr()
 	if err != nil {
 		return false
 	}
@@ -86,7 +86,7 @@ func BufferType(i int) (*backend.BufferType, error) {
 	if err := checkDevice(i); err != nil {
 		return nil, err
 	}
-	return bridge.WrapBufferType(unsafe.Pointer(C.ggml_backend_cuda_buffer_type(C.int(i)))).(*backend.BufferType), nil
+	return bridge.NewBufferType[backend.BufferType](unsafe.Pointer(C.ggml_backend_cuda_buffer_type(C.int(i)))), nil
 }
 
 // SplitBufferType returns a buffer type that splits matrices by rows over
@@ -112,7 +112,7 @@ func SplitBufferType(mainDevice int, split []float32) (*backend.BufferType, erro
 		}
 	}
 	bt := C.ggml_backend_cuda_split_buffer_type(C.int(mainDevice), &arr[0])
-	return bridge.WrapBufferType(unsafe.Pointer(bt)).(*backend.BufferType), nil
+	return bridge.NewBufferType[backend.BufferType](unsafe.Pointer(bt)), nil
 }
 
 // HostBufferType returns the pinned host buffer type for fast transfers
@@ -121,13 +121,13 @@ func HostBufferType() (*backend.BufferType, error) {
 	if DeviceCount() == 0 {
 		return nil, fmt.Errorf("%w: no CUDA device", backend.ErrNotFound)
 	}
-	return bridge.WrapBufferType(unsafe.Pointer(C.ggml_backend_cuda_host_buffer_type())).(*backend.BufferType), nil
+	return bridge.NewBufferType[backend.BufferType](unsafe.Pointer(C.ggml_backend_cuda_host_buffer_type())), nil
 }
 
 // RegisterHostMemory pins m for fast transfers to CUDA devices
 // (ggml_backend_cuda_register_host_buffer). Unregister it before freeing m.
 func RegisterHostMemory(m *backend.HostMemory) error {
-	p, size, err := bridge.HostMemoryPtr(m)
+	p, size, err := bridge.HostMemoryOf(m).Span()
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func RegisterHostMemory(m *backend.HostMemory) error {
 // UnregisterHostMemory undoes RegisterHostMemory
 // (ggml_backend_cuda_unregister_host_buffer).
 func UnregisterHostMemory(m *backend.HostMemory) error {
-	p, _, err := bridge.HostMemoryPtr(m)
+	p, _, err := bridge.HostMemoryOf(m).Span()
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // adoptGraph wraps graph g, whose tensors live in the contexts ctxs, and
 // gives lease l to its tensors that are not views. release marks the
 // handles closed; call it before ggml frees the contexts.
-func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner any) (*Graph, func()) {
+func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner bridge.Owner) (*Graph, func()) {
 	byPtr := map[*C.struct_ggml_tensor]*Tensor{}
 	var wrappers []*Context
 	var first *Context
@@ -50,8 +50,8 @@ func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner 
 		}
 		if p.view_src != nil {
 			t.viewSrc = byPtr[p.view_src]
-		} else if p.data != nil {
-			t.lease, t.leaseOwner = l, owner
+		} else {
+			bridge.TensorOf(t).SetLease(l, owner) // if p.data is set
 		}
 	}
 	cg := (*C.struct_ggml_cgraph)(gp)

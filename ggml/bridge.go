@@ -4,7 +4,6 @@ package ggml
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"unsafe"
 
@@ -12,195 +11,40 @@ import (
 )
 
 func init() {
-	bridge.TensorPtr = func(v any) (unsafe.Pointer, error) {
-		t, _ := v.(*Tensor)
-		if err := t.usable(); err != nil {
-			return nil, err
-		}
-		return unsafe.Pointer(t.c), nil
+	bridge.PrepareGraph = func(v *bridge.Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
+		return graphForCompute(bridge.GraphHandle[Graph](v), h, visit)
 	}
-	bridge.TensorStorage = func(v any, h *bridge.Holds) (unsafe.Pointer, error) {
-		t, _ := v.(*Tensor)
-		if err := t.hold(h); err != nil {
-			return nil, err
-		}
-		return unsafe.Pointer(t.c), nil
-	}
-	bridge.StorageErr = func(v any) error {
-		t, _ := v.(*Tensor)
-		return t.storageErr()
-	}
-	bridge.ContextPtr = func(v any) (unsafe.Pointer, error) {
-		c, _ := v.(*Context)
-		switch {
-		case c == nil:
-			return nil, fmt.Errorf("%w: nil *Context", ErrInvalid)
-		case c.c == nil:
-			return nil, fmt.Errorf("%w: the context is closed", ErrClosed)
-		case c.err != nil:
-			return nil, c.err
-		}
-		return unsafe.Pointer(c.c), nil
-	}
-	bridge.SetLease = func(v any, l *bridge.Life, owner any) {
-		t := v.(*Tensor)
-		if t.live() && t.c.view_src == nil && t.c.data != nil {
-			t.lease, t.leaseOwner = l, owner
-		}
-	}
-	bridge.LeaseOf = func(v any) *bridge.Life {
-		if t, _ := v.(*Tensor); t != nil {
-			return t.lease
-		}
-		return nil
-	}
-	bridge.ResetStorage = func(v any) {
-		t := v.(*Tensor)
-		if t.live() {
-			t.c.data, t.c.buffer, t.lease, t.leaseOwner = nil, nil, nil, nil
-		}
-	}
-	bridge.GraphPtr = func(v any) (unsafe.Pointer, error) {
-		g, _ := v.(*Graph)
-		if err := g.usable(); err != nil {
-			return nil, err
-		}
-		// Members may come from other contexts (weights): all must be open.
-		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
-			for _, t := range list {
-				if !t.live() {
-					return nil, fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
-				}
-			}
-		}
-		return unsafe.Pointer(g.c), nil
-	}
-	bridge.GraphTensors = func(v any) ([]any, []unsafe.Pointer) {
-		g := v.(*Graph)
-		ts := make([]any, 0, len(g.leafs)+len(g.nodes))
-		ps := make([]unsafe.Pointer, 0, len(g.leafs)+len(g.nodes))
-		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
-			for _, t := range list {
-				ts = append(ts, t)
-				ps = append(ps, unsafe.Pointer(t.c))
-			}
-		}
-		return ts, ps
-	}
-	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l *bridge.Life, owner any) (any, func()) {
-		return adoptGraph(ctxs, g, l, owner)
-	}
-	bridge.WriteCheck = func(v any) (func(), error) {
-		t, _ := v.(*Tensor)
-		if t == nil {
-			return nil, fmt.Errorf("%w: nil *Tensor", ErrInvalid)
-		}
-		return t.writeLock()
-	}
-	bridge.ClaimContext = func(v any) (func(), error) {
-		var c *Context
-		switch x := v.(type) {
-		case *Context:
-			c = x
-		case *Graph:
-			if x != nil {
-				c = x.ctx
-			}
-		}
-		if c == nil || c.life == nil {
-			return nil, fmt.Errorf("%w: nil context or graph", ErrInvalid)
-		}
-		if err := c.life.EnterIdle("where the context's tensors live"); err != nil {
-			return nil, err
-		}
-		return func() { c.life.LeaveIdle(false) }, nil
-	}
-	bridge.GraphSources = func(v any) bool { return v.(*Graph).sourcesIntact() }
-	bridge.GraphVersion = func(v any) uint64 { return v.(*Graph).version }
-	bridge.RestoreSources = func(v any) {
-		g := v.(*Graph)
-		if g.ctx.c == nil {
-			return
-		}
-		for _, n := range g.nodes {
-			if n.c == nil {
-				continue // its context is closed: nothing to restore
-			}
-			for i := range n.c.src {
-				var want *C.struct_ggml_tensor
-				if i < len(n.srcs) && n.srcs[i] != nil {
-					want = n.srcs[i].c
-				}
-				if want != nil || i >= len(n.srcs) || n.srcs[i] == nil {
-					n.c.src[i] = want
-				}
-			}
-		}
-	}
-	bridge.GraphStorage = func(v any, h *bridge.Holds) error {
-		g, _ := v.(*Graph)
-		if g == nil {
-			return fmt.Errorf("%w: nil *Graph", ErrInvalid)
-		}
-		if err := h.Add(g.ctx.life); err != nil {
-			return err
-		}
-		if err := h.Add(g.guard); err != nil {
-			return err
-		}
-		if err := g.usable(); err != nil {
-			return err
-		}
-		for _, list := range [][]*Tensor{g.leafs, g.nodes} {
-			for _, t := range list {
-				if err := t.hold(h); err != nil {
-					return holdErr("tensor", t, err)
-				}
-			}
-		}
-		return nil
-	}
-	bridge.GraphForCompute = graphForCompute
-	bridge.NodeThreadLimit = func(p unsafe.Pointer) int64 { return seqThreadLimit((*C.struct_ggml_tensor)(p)) }
-	bridge.ArmCustom = func(v any, cancel unsafe.Pointer) {
-		if g, _ := v.(*Graph); g != nil {
-			armCustom(g, cancel)
-		}
-	}
-	bridge.CheckIndices = func(v any, h *bridge.Holds) error {
-		g, _ := v.(*Graph)
+	bridge.CheckIndices = func(v *bridge.Graph, h *bridge.Holds) error {
+		g := bridge.GraphHandle[Graph](v)
 		if err := g.usable(); err != nil {
 			return err
 		}
 		return g.checkAllIndices(h)
 	}
-	bridge.GraphDone = func(v any) error {
-		g, _ := v.(*Graph)
-		return g.CustomError()
+	bridge.ArmCustom = func(v *bridge.Graph, cancel unsafe.Pointer) {
+		if v != nil {
+			armCustom(bridge.GraphHandle[Graph](v), cancel)
+		}
+	}
+	bridge.NodeThreadLimit = func(p unsafe.Pointer) int64 { return seqThreadLimit((*C.struct_ggml_tensor)(p)) }
+	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l *bridge.Life, owner bridge.Owner) (*bridge.Graph, func()) {
+		adopted, release := adoptGraph(ctxs, g, l, owner)
+		return bridge.GraphOf(adopted), release
 	}
 }
 
-func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
-	g, _ := v.(*Graph)
-	if g == nil {
-		return nil, fmt.Errorf("%w: nil *Graph", ErrInvalid)
-	}
+// graphForCompute is bridge.PrepareGraph.
+func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
 	if h == nil {
 		h = new(bridge.Holds)
 		defer h.Release()
 	}
-	if err := h.Add(g.ctx.life); err != nil {
-		return nil, err
-	}
-	if err := h.Add(g.guard); err != nil {
-		return nil, err
-	}
-	if err := g.usable(); err != nil {
+	if err := bridge.GraphOf(g).Acquire(h); err != nil {
 		return nil, err
 	}
 	for _, t := range g.leafs {
-		if err := t.hold(h); err != nil {
-			return nil, holdErr("input", t, err)
+		if err := bridge.TensorOf(t).HoldAs("input", h); err != nil {
+			return nil, err
 		}
 		if visit != nil {
 			if err := visit(unsafe.Pointer(t.c), false); err != nil {
@@ -223,8 +67,8 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 				continue
 			}
 			seen[t] = true
-			if err := t.hold(h); err != nil {
-				return nil, holdErr("input", t, err)
+			if err := bridge.TensorOf(t).HoldAs("input", h); err != nil {
+				return nil, err
 			}
 			if _, in := g.seen[t.c]; in {
 				continue
@@ -239,8 +83,8 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 	}
 	var writers map[*C.struct_ggml_tensor]*Tensor // built on the first index-reading node
 	for _, t := range g.nodes {
-		if err := t.hold(h); err != nil {
-			return nil, holdErr("node", t, err)
+		if err := bridge.TensorOf(t).HoldAs("node", h); err != nil {
+			return nil, err
 		}
 		if err := holdCustom(t, h); err != nil {
 			return nil, err
@@ -259,7 +103,7 @@ func graphForCompute(v any, h *bridge.Holds, visit func(t unsafe.Pointer, isNode
 			}
 		}
 	}
-	if !g.sourcesIntact() {
+	if !bridge.GraphOf(g).SourcesIntact() {
 		return nil, fmt.Errorf("%w: a scheduler holds this graph (it split it across backends and redirected its inputs to its copies); compute it with that scheduler, or Reset the scheduler first", ErrInvalid)
 	}
 	return unsafe.Pointer(g.c), nil
@@ -292,7 +136,7 @@ func (g *Graph) checkAllIndices(h *bridge.Holds) error {
 		}
 		saved[i] = n.c.src
 	}
-	bridge.RestoreSources(g)
+	bridge.GraphOf(g).RestoreSources()
 	defer func() {
 		for i, n := range g.nodes {
 			n.c.src = saved[i]
@@ -312,64 +156,17 @@ func (g *Graph) checkAllIndices(h *bridge.Holds) error {
 	return nil
 }
 
-// hold acquires, into h, what reading or writing t's data needs alive: its
-// context, its view source's context, and the memory it lives in; then it
-// checks that the data can be used now (see storageErr).
-func (t *Tensor) hold(h *bridge.Holds) error {
-	if t == nil {
-		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
-	}
-	if t.err != nil {
-		return t.err
-	}
-	if t.ctx != nil {
-		if err := h.Add(t.ctx.life); err != nil {
-			return err
-		}
-	}
-	if vs := t.viewSrc; vs != nil && vs.ctx != nil {
-		if err := h.Add(vs.ctx.life); err != nil {
-			return err
-		}
-	}
-	if !t.live() {
-		return fmt.Errorf("%w: the tensor's context is closed", ErrClosed)
-	}
-	base := t
-	if t.viewSrc != nil {
-		base = t.viewSrc
-	}
-	if base.lease != nil {
-		if err := h.Add(base.lease); err != nil {
-			return err
-		}
-	}
-	return t.storageErr()
-}
-
-// holdErr describes a failed hold of a graph tensor. A tensor whose context
-// is closed is not described: a Close on another goroutine may be clearing
-// it.
-func holdErr(what string, t *Tensor, err error) error {
-	if errors.Is(err, ErrClosed) {
-		return fmt.Errorf("ggml: graph %s: %w", what, err)
-	}
-	return fmt.Errorf("ggml: graph %s %s: %w", what, t.describe(), err)
-}
-
 // indexSource returns, for a node whose kernel reads row or expert indices
 // and asserts they are in range, the index tensor, the bound (exclusive)
-// and the op's name.
+// and the op's name, as the op registered them beside its constructor
+// (registerIndexCheck); nil for other nodes.
 func indexSource(t *Tensor) (idx *C.struct_ggml_tensor, rows int64, op string) {
-	switch t.c.op {
-	case C.GGML_OP_GET_ROWS:
-		return t.c.src[1], int64(t.c.src[0].ne[1]), "get_rows"
-	case C.GGML_OP_SET_ROWS:
-		return t.c.src[1], int64(t.c.ne[1]), "set_rows"
-	case C.GGML_OP_GET_ROWS_BACK:
-		return t.c.src[1], int64(t.c.ne[1]), "get_rows_back"
+	chk := &computeChecks[t.c.op]
+	if chk.indices == nil {
+		return nil, 0, ""
 	}
-	return seqIndexSource(t)
+	idx, rows = chk.indices(t.c)
+	return idx, rows, chk.name
 }
 
 // viewOps are the ops whose result is a view that writes nothing.
@@ -497,7 +294,7 @@ func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor) *Tensor {
 }
 
 // lockIndices marks the Go handle of index tensor q's memory as read by a
-// running compute (WriteCheck refuses writes to it meanwhile) and adds the
+// running compute (bridge.Tensor.WriteLock refuses writes to it meanwhile) and adds the
 // unlock to h.
 func (g *Graph) lockIndices(q *C.struct_ggml_tensor, h *bridge.Holds) error {
 	if h == nil {
@@ -523,33 +320,12 @@ func (g *Graph) lockIndices(q *C.struct_ggml_tensor, h *bridge.Holds) error {
 	if owner == nil {
 		return nil // an input of a node added alone: not in the lists
 	}
-	for {
-		n := owner.idxReaders.Load()
-		if n < 0 {
-			return fmt.Errorf("%w: index tensor %q is being written on another goroutine", ErrBusy, C.GoString(&q.name[0]))
-		}
-		if owner.idxReaders.CompareAndSwap(n, n+1) {
-			break
-		}
+	view := bridge.TensorOf(owner)
+	if !view.ReadIndices() {
+		return fmt.Errorf("%w: index tensor %q is being written on another goroutine", ErrBusy, C.GoString(&q.name[0]))
 	}
-	h.Defer(func() { owner.idxReaders.Add(-1) })
+	h.Defer(view.EndReadIndices)
 	return nil
-}
-
-// writeLock takes t's memory for a write through the API: ErrBusy while a
-// compute reads it as indices.
-func (t *Tensor) writeLock() (func(), error) {
-	b := t
-	if t.viewSrc != nil {
-		b = t.viewSrc
-	}
-	if !b.idxReaders.CompareAndSwap(0, -1) {
-		if b.idxReaders.Load() > 0 {
-			return nil, fmt.Errorf("%w: tensor %s holds indices that a running compute reads (checked before it started); write it when the compute is over", ErrBusy, t.describe())
-		}
-		return nil, fmt.Errorf("%w: tensor %s is being written on another goroutine", ErrBusy, t.describe())
-	}
-	return func() { b.idxReaders.Store(0) }, nil
 }
 
 func isCustom(p *C.struct_ggml_tensor) bool {
@@ -616,32 +392,7 @@ func checkIndexData(idx *C.struct_ggml_tensor, rows int64, refuse func(string, e
 	return nil
 }
 
+// bufferOf returns the buffer that holds t's data (bridge.BufferOf).
 func bufferOf(t *C.struct_ggml_tensor) *C.struct_ggml_backend_buffer {
-	if t.view_src != nil {
-		return t.view_src.buffer
-	}
-	return t.buffer
-}
-
-// sourcesIntact reports whether every node's C sources are the tensors the
-// Go handles name.
-func (g *Graph) sourcesIntact() bool {
-	for _, n := range g.nodes {
-		if n.c == nil {
-			continue // closed: compute reports that first
-		}
-		for i, s := range n.c.src {
-			var want *C.struct_ggml_tensor
-			if i < len(n.srcs) && n.srcs[i] != nil {
-				if n.srcs[i].c == nil {
-					continue // closed: compute reports that first
-				}
-				want = n.srcs[i].c
-			}
-			if s != want {
-				return false
-			}
-		}
-	}
-	return true
+	return (*C.struct_ggml_backend_buffer)(bridge.BufferOf(unsafe.Pointer(t)))
 }

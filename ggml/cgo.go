@@ -10,13 +10,6 @@ import (
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
-// noCopy makes go vet's copylocks check report copies of handle structs,
-// and makes them incomparable: handles are used through pointers.
-type noCopy struct{ _ [0]func() }
-
-func (*noCopy) Lock()   {}
-func (*noCopy) Unlock() {}
-
 // MaxDims is the number of dimensions of every ggml tensor (GGML_MAX_DIMS).
 const MaxDims = 4
 

@@ -56,10 +56,16 @@ type ContextParams struct {
 // that is no longer reachable (nor any of its tensors) is freed by the
 // garbage collector.
 type Context struct {
-	_         noCopy
-	c         *C.struct_ggml_context
+	// The fields up to life are bridge.Context's, in its order (see
+	// Tensor).
+	contextKind
+	c   *C.struct_ggml_context
+	err error
+	// life counts the computes and transfers in flight that read the
+	// context's tensors: Close refuses (ErrBusy) while there are any.
+	life      *bridge.Life
+	_         bridge.NoCopy
 	pool      unsafe.Pointer // the memory pool lent to ggml (C memory); nil if borrowed
-	err       error
 	noAlloc   bool
 	memSize   uint64
 	graphSize int
@@ -67,10 +73,7 @@ type Context struct {
 	slab      []*Tensor // room for the next ops' source slices
 	used      uint64    // bytes of the pool in use, as ggml_used_mem reports them
 	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
-	// life counts the computes and transfers in flight that read the
-	// context's tensors: Close refuses (ErrBusy) while there are any.
-	life    *bridge.Life
-	cleanup runtime.Cleanup
+	cleanup   runtime.Cleanup
 	// inPlaceOf is set while an in-place op is built: its result is a
 	// view of this tensor and takes no data of its own.
 	inPlaceOf *Tensor
@@ -78,6 +81,9 @@ type Context struct {
 	custom        *customSet
 	customCleanup runtime.Cleanup
 }
+
+// contextKind marks Context for bridge.ContextOf (see tensorKind).
+type contextKind = bridge.ContextKind
 
 // NewContext creates a context sized by p (ggml_init). Its pool is
 // allocated in C memory by go-ggml and lent to ggml; a pool that cannot be
@@ -244,16 +250,6 @@ func (c *Context) Tensor(name string) *Tensor {
 		if t.Name() == name {
 			return t
 		}
-	}
-	return nil
-}
-
-// room checks that the pool has space for one more object of the given
-// payload, as ggml_new_object would (it returns NULL, and ggml asserts).
-func (c *Context) room(payload uint64) error {
-	if need := c.used + pad(payload, memAlign) + objectSize; need > c.memSize {
-		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed); raise ContextParams.MaxTensors or MemSize",
-			ErrNoMemory, c.used, c.memSize, pad(payload, memAlign)+objectSize)
 	}
 	return nil
 }

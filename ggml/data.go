@@ -64,13 +64,13 @@ func elementTypes[T Element]() (Type, Type) {
 // or from t, and returns the byte count. It holds t's memory in h: release h
 // when the transfer is over.
 func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.Holds) (uint64, error) {
-	if err := t.hold(h); err != nil {
+	if err := bridge.TensorOf(t).Hold(h); err != nil {
 		return 0, fmt.Errorf("ggml: %s: %w", op, err)
 	}
-	if !bool(C.ggml_is_contiguous(t.c)) {
+	if !isContiguousOf(t.c) {
 		return 0, fmt.Errorf("%w: %s: tensor %s is not contiguous; copy it with Cont first", ErrInvalid, op, t.describe())
 	}
-	size := uint64(C.ggml_nbytes(t.c))
+	size := nbytesOf(t.c)
 	if raw {
 		if uint64(n) != size {
 			return 0, fmt.Errorf("%w: %s: tensor %s has %d bytes, the slice %d", ErrShape, op, t.describe(), size, n)
@@ -99,11 +99,10 @@ func SetData[T Element](t *Tensor, data []T) (err error) {
 	if err != nil {
 		return err
 	}
-	unlock, err := t.writeLock()
-	if err != nil {
+	if err := bridge.TensorOf(t).LockWrite(); err != nil {
 		return fmt.Errorf("ggml: SetData: %w", err)
 	}
-	defer unlock()
+	defer bridge.TensorOf(t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 
@@ -116,11 +115,10 @@ func SetBytes(t *Tensor, data []byte) error {
 	if err != nil {
 		return err
 	}
-	unlock, err := t.writeLock()
-	if err != nil {
+	if err := bridge.TensorOf(t).LockWrite(); err != nil {
 		return fmt.Errorf("ggml: SetBytes: %w", err)
 	}
-	defer unlock()
+	defer bridge.TensorOf(t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 
@@ -129,7 +127,7 @@ func SetBytes(t *Tensor, data []byte) error {
 func Data[T Element](t *Tensor) ([]T, error) {
 	var h bridge.Holds
 	defer h.Release()
-	if err := t.hold(&h); err != nil { // before reading t: a Close may be racing
+	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
 		return nil, fmt.Errorf("ggml: Data: %w", err)
 	}
 	out := make([]T, max(t.Elements(), 0))
@@ -161,7 +159,7 @@ func dataInto[T Element](t *Tensor, dst []T, h *bridge.Holds) error {
 func Bytes(t *Tensor) ([]byte, error) {
 	var h bridge.Holds
 	defer h.Release()
-	if err := t.hold(&h); err != nil { // before reading t: a Close may be racing
+	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
 		return nil, fmt.Errorf("ggml: Bytes: %w", err)
 	}
 	out := make([]byte, t.Bytes())
@@ -180,7 +178,9 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 	if size == 0 {
 		return nil
 	}
-	if t.buffer() == nil {
+	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
+		// A context's memory, or a buffer in host memory: Go copies, as
+		// ggml_backend_tensor_set would (memcpy), without the cgo call.
 		copy(unsafe.Slice((*byte)(t.c.data), size), unsafe.Slice((*byte)(p), size))
 		return nil
 	}
@@ -197,7 +197,7 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 	if size == 0 {
 		return nil
 	}
-	if t.buffer() == nil {
+	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
 		copy(unsafe.Slice((*byte)(p), size), unsafe.Slice((*byte)(t.c.data), size))
 		return nil
 	}

@@ -140,7 +140,7 @@
 //
 // # Fuzzing
 //
-// FuzzOps, FuzzOpsMore, FuzzQuantize and FuzzDequantize (make fuzz) throw
-// random graphs, values and bytes at the package; the inputs that once
-// crashed ggml are their seed corpus in testdata/fuzz.
+// FuzzOps, FuzzViews, FuzzQuantize and FuzzDequantize (make fuzz) throw
+// random graphs, views, values and bytes at the package; the inputs that
+// once crashed ggml are their seed corpus in testdata/fuzz.
 package ggml

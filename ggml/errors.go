@@ -20,13 +20,13 @@ var (
 	ErrBusy = bridge.ErrBusy
 	// ErrNotAllocated: the tensor has no memory yet (a NoAlloc context
 	// whose tensors were not allocated in a backend buffer).
-	ErrNotAllocated = errors.New("ggml: tensor not allocated")
+	ErrNotAllocated = bridge.ErrNotAllocated
 	// ErrShape: shapes do not meet an op's rule.
 	ErrShape = errors.New("ggml: invalid shape")
 	// ErrType: a tensor type or Go element type does not fit.
 	ErrType = errors.New("ggml: invalid type")
 	// ErrInvalid: any other invalid argument (nil tensor, bad parameter).
-	ErrInvalid = errors.New("ggml: invalid argument")
+	ErrInvalid = bridge.ErrInvalid
 	// ErrNoMemory: a context's memory pool, a graph or an allocation is
 	// too small.
 	ErrNoMemory = errors.New("ggml: out of memory")

@@ -19,3 +19,10 @@ func SetAvailableMemory(t interface{ Cleanup(func()) }, n uint64) {
 // ConvIm2ColF16 reports whether Conv2D and Conv3D round b to f16 for an f32
 // kernel too (upstream ggml).
 const ConvIm2ColF16 = convIm2ColF16
+
+// Nbytes and IsContiguous are the Go versions of ggml_nbytes and
+// ggml_is_contiguous; CNbytes and CIsContiguous are ggml's, for comparing.
+func Nbytes(t *Tensor) uint64      { return nbytesOf(t.c) }
+func IsContiguous(t *Tensor) bool  { return isContiguousOf(t.c) }
+func CNbytes(t *Tensor) uint64     { return cNbytes(t) }
+func CIsContiguous(t *Tensor) bool { return cIsContiguous(t) }

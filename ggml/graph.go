@@ -17,20 +17,26 @@ import (
 // runs (or an asynchronous one is not yet synchronized), Expand, AddNode and
 // Clear return ErrBusy: ggml walks the node list.
 type Graph struct {
-	ctx   *Context
-	c     *C.struct_ggml_cgraph
-	size  int
-	seen  map[*C.struct_ggml_tensor]struct{} // mirror of the graph's hash set
-	stack []expandFrame                      // scratch for Expand, kept between calls
-	nodes []*Tensor
-	leafs []*Tensor
-	// partial: AddNode added nodes whose sources are not in the graph.
-	partial bool
+	// The fields up to guard are bridge.Graph's, in its order (see
+	// Tensor).
+	graphKind
+	ctx     *Context
+	c       *C.struct_ggml_cgraph
+	nodes   []*Tensor
+	leafs   []*Tensor
 	version uint64 // bumped by every change of the node list
 	// guard: computes hold it; Expand, AddNode and Clear refuse to change
 	// the node list that ggml is walking (ErrBusy).
 	guard *bridge.Life
+	size  int
+	seen  map[*C.struct_ggml_tensor]struct{} // mirror of the graph's hash set
+	stack []expandFrame                      // scratch for Expand, kept between calls
+	// partial: AddNode added nodes whose sources are not in the graph.
+	partial bool
 }
+
+// graphKind marks Graph for bridge.GraphOf (see tensorKind).
+type graphKind = bridge.GraphKind
 
 func newGuard() *bridge.Life {
 	return bridge.NewGuard(fmt.Errorf("%w: the graph's context is closed", ErrClosed))
@@ -96,17 +102,7 @@ func (c *Context) BuildGraph(outputs ...*Tensor) (*Graph, error) {
 	return g, nil
 }
 
-func (g *Graph) usable() error {
-	switch {
-	case g == nil:
-		return fmt.Errorf("%w: nil *Graph", ErrInvalid)
-	case g.ctx.c == nil:
-		return fmt.Errorf("%w: the graph's context is closed", ErrClosed)
-	case g.ctx.err != nil:
-		return g.ctx.err
-	}
-	return nil
-}
+func (g *Graph) usable() error { return bridge.GraphOf(g).Usable() }
 
 // Expand adds t and every tensor it depends on that the graph does not have
 // yet (ggml_build_forward_expand). Tensors may come from other contexts

@@ -5,10 +5,10 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Every invalid call returns an error of the documented kind and the process
@@ -461,6 +461,508 @@ func TestMisuse(t *testing.T) {
 	for _, tc := range calls {
 		t.Run(tc.name, func(t *testing.T) {
 			require.ErrorIs(t, tc.call(t), tc.want)
+		})
+	}
+}
+
+func TestRopeGLUMisuse(t *testing.T) {
+	cases := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		{"rope odd dims", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 3, FreqBase: 1e4, FreqScale: 1})
+		}},
+		{"rope dims past ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 10})
+		}},
+		{"rope positions count", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 3), ggml.RopeParams{Dims: 8})
+		}},
+		{"rope positions type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeF32, 2), ggml.RopeParams{Dims: 8})
+		}},
+		{"rope mode", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 8, Mode: 1})
+		}},
+		{"rope q8_0", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.NewTensor(ggml.TypeQ8_0, 32, 1, 2), c.NewTensor(ggml.TypeI32, 2), ggml.RopeParams{Dims: 8})
+		}},
+		{"rope freq factors short", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.NewTensor(ggml.TypeF32, 8, 1, 2), c.NewTensor(ggml.TypeI32, 2),
+				ggml.RopeParams{Dims: 8, FreqFactors: c.NewTensor(ggml.TypeF32, 3)})
+		}},
+		{"rope transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Rope(c.Transpose(c.NewTensor(ggml.TypeF32, 2, 8)), c.NewTensor(ggml.TypeI32, 1), ggml.RopeParams{Dims: 2})
+		}},
+		{"glu unknown op", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GLU(c.NewTensor(ggml.TypeF32, 8), 99, false) }},
+		{"glu split shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.GLUSplit(c.NewTensor(ggml.TypeF32, 8), c.NewTensor(ggml.TypeF32, 4), ggml.GLUSwiglu)
+		}},
+		{"glu split types", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.GLUSplit(c.NewTensor(ggml.TypeF32, 8), c.NewTensor(ggml.TypeF16, 8), ggml.GLUSwiglu)
+		}},
+		{"glu i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Swiglu(c.NewTensor(ggml.TypeI32, 8)) }},
+		{"glu one element", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Geglu(c.NewTensor(ggml.TypeF32, 1)) }},
+		{"glu transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Reglu(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 4))) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+			require.NoError(t, err)
+			defer c.Close()
+			require.ErrorIs(t, tc.op(c).Err(), tc.want)
+		})
+	}
+}
+
+func TestMoreMisuse(t *testing.T) {
+	cases := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		{"diag_mask f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.DiagMaskInf(c.NewTensor(ggml.TypeF16, 4, 4), 0) }},
+		{"diag_mask negative past", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.DiagMaskZero(c.NewTensor(ggml.TypeF32, 4, 4), -1) }},
+		{"diag_mask transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.DiagMaskInf(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), 0)
+		}},
+		{"diag_mask transposed column", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// ggml_is_contiguous passes [1 3] with nb0 = 12; the kernel asserts nb0 = 4.
+			return c.DiagMaskInf(c.Transpose(c.NewTensor(ggml.TypeF32, 3)), 0)
+		}},
+		{"leaky_relu i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.LeakyRelu(c.NewTensor(ggml.TypeI32, 4), 0.1) }},
+		{"argsort f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Argsort(c.NewTensor(ggml.TypeF16, 4), ggml.SortAsc) }},
+		{"argsort order", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Argsort(c.NewTensor(ggml.TypeF32, 4), 7) }},
+		{"cumsum transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cumsum(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3))) }},
+		{"count_equal f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.CountEqual(c.NewTensor(ggml.TypeF32, 4), c.NewTensor(ggml.TypeF32, 4))
+		}},
+		{"count_equal shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.CountEqual(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeI32, 5))
+		}},
+		{"pad negative", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Pad(c.NewTensor(ggml.TypeF32, 4), -1, 0, 0, 0) }},
+		{"add1 b not scalar", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.NewTensor(ggml.TypeF32, 4), c.NewTensor(ggml.TypeF32, 2))
+		}},
+		{"add1 i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.NewTensor(ggml.TypeI32, 4), c.NewTensor(ggml.TypeI32, 1))
+		}},
+		{"add1 f32 + f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.NewTensor(ggml.TypeF32, 4), c.NewTensor(ggml.TypeF16, 1))
+		}},
+		{"add1 transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Add1(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), c.NewTensor(ggml.TypeF32, 1))
+		}},
+		{"add1 transposed row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// contiguous by ggml_is_contiguous, not padded 1-d: ggml asserts
+			return c.Add1(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)), c.NewTensor(ggml.TypeF32, 1))
+		}},
+		{"scale transposed row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// found by FuzzOps: a [1 2] transposed to [2 1] with nb2 of the original
+			return c.Scale(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)), 2)
+		}},
+		{"gelu transposed row batch", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// ggml_is_contiguous_1 passes it; gelu's kernel would read the wrong rows
+			return c.Gelu(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)))
+		}},
+		{"argsort transposed row batch", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Argsort(c.Transpose(c.NewTensor(ggml.TypeF32, 1, 2, 2)), ggml.SortAsc)
+		}},
+		{"arange stop <= start", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(3, 3, 1) }},
+		{"arange step 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, 0) }},
+		{"arange negative step", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 3, -1) }},
+		{"arange nan", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Arange(float32(math.NaN()), 3, 1) }},
+		{"arange huge", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Arange(0, 1e30, 1e-10) }},
+		{"pad i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Pad(c.NewTensor(ggml.TypeI32, 4), 1, 0, 0, 0) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+			require.NoError(t, err)
+			defer c.Close()
+			require.ErrorIs(t, tc.op(c).Err(), tc.want)
+		})
+	}
+}
+
+func TestReduceMisuse(t *testing.T) {
+	cases := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		{"sum i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Sum(c.NewTensor(ggml.TypeI32, 4)) }},
+		{"sum transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Sum(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3))) }},
+		{"mean f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Mean(c.NewTensor(ggml.TypeF16, 4)) }},
+		{"argmax 3-d", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Argmax(c.NewTensor(ggml.TypeF32, 4, 3, 2)) }},
+		{"norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Norm(c.NewTensor(ggml.TypeF16, 4), 1e-5) }},
+		{"l2_norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.L2Norm(c.NewTensor(ggml.TypeF16, 4), 1e-6) }},
+		{"l2_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.L2Norm(c.NewTensor(ggml.TypeF32, 4), -1) }},
+		{"l2_norm transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.L2Norm(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), 1e-6)
+		}},
+		{"rms_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.RMSNorm(c.NewTensor(ggml.TypeF32, 4), -1) }},
+		{"rms_norm NaN eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.RMSNorm(c.NewTensor(ggml.TypeF32, 4), float32(math.NaN()))
+		}},
+		{"repeat not a multiple", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Repeat(c.NewTensor(ggml.TypeF32, 3), c.NewTensor(ggml.TypeF32, 4))
+		}},
+		{"repeat q8_0", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Repeat(c.NewTensor(ggml.TypeQ8_0, 32), c.NewTensor(ggml.TypeQ8_0, 64))
+		}},
+		{"concat dim", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.Concat(c.NewTensor(ggml.TypeF32, 3), c.NewTensor(ggml.TypeF32, 3), 4)
+		}},
+		{"concat types", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Concat(c.NewTensor(ggml.TypeF32, 3), c.NewTensor(ggml.TypeF16, 3), 0)
+		}},
+		{"concat shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Concat(c.NewTensor(ggml.TypeF32, 3, 2), c.NewTensor(ggml.TypeF32, 4, 2), 1)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+			require.NoError(t, err)
+			defer c.Close()
+			require.ErrorIs(t, tc.op(c).Err(), tc.want)
+			_, err = c.BuildGraph()
+			require.ErrorIs(t, err, tc.want)
+		})
+	}
+}
+
+func TestSeqMisuse(t *testing.T) {
+	f32 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF32, ne...) }
+	i32 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeI32, ne...) }
+	f16 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF16, ne...) }
+	// a [2 3 4] with dimension 0 strided but not transposed: nb [8 24 4].
+	strided := func(c *ggml.Context) *ggml.Tensor { return c.Permute(f32(c, 2, 3, 4), 2, 0, 1, 3) }
+	wkv6 := func(c *ggml.Context, k, tf, state *ggml.Tensor) *ggml.Tensor {
+		kn := k.Ne()
+		sh := []int64{kn[0], kn[1], kn[2]}
+		return c.RWKVWKV6(k, f32(c, sh...), f32(c, sh...), tf, f32(c, sh...), state)
+	}
+	recur := func(c *ggml.Context, ty ggml.Type, s, h, tok int64) []*ggml.Tensor {
+		var ts []*ggml.Tensor
+		for range 6 {
+			ts = append(ts, c.NewTensor(ty, s, h, tok))
+		}
+		return ts
+	}
+	scan := func(c *ggml.Context, xType ggml.Type, aN0, nGroup, nIDs int64) *ggml.Tensor {
+		// dState 16, headDim 4, nHead 2, 3 tokens, 2 sequences.
+		return c.SSMScan(f32(c, 16, 4, 2, 2), c.NewTensor(xType, 4, 2, 3, 2), f32(c, 2, 3, 2), f32(c, aN0, 2),
+			f32(c, 16, nGroup, 3, 2), f32(c, 16, nGroup, 3, 2), i32(c, nIDs))
+	}
+	cases := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		// out_prod: the constructor asserts shapes and divides by a.ne2; the
+		// kernel aborts on f16 a and asserts b f32, nb00, no quantized broadcast.
+		{"out_prod f16 a", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.OutProd(f16(c, 4, 3), f32(c, 5, 3)) }},
+		{"out_prod f16 b", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.OutProd(f32(c, 4, 3), f16(c, 5, 3)) }},
+		{"out_prod ne1", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.OutProd(f32(c, 4, 3), f32(c, 5, 2)) }},
+		{"out_prod a.ne2 0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.OutProd(f32(c, 4, 3, 0), f32(c, 5, 3, 2)) }},
+		{"out_prod broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.OutProd(f32(c, 4, 3, 2), f32(c, 5, 3, 3)) }},
+		{"out_prod transposed a", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.OutProd(c.Transpose(f32(c, 3, 4)), f32(c, 5, 3))
+		}},
+		{"out_prod strided a", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.OutProd(strided(c), f32(c, 5, 4, 2)) }},
+		{"out_prod quantized broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.OutProd(c.NewTensor(ggml.TypeQ8_0, 32, 3, 1), f32(c, 5, 3, 2))
+		}},
+		// mul_mat_id
+		{"mul_mat_id f32 ids", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.MulMatID(f32(c, 8, 4, 3), f32(c, 8, 1, 2), f32(c, 2, 2)) }},
+		{"mul_mat_id i32 as", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.MulMatID(i32(c, 8, 4, 3), f32(c, 8, 1, 2), i32(c, 2, 2)) }},
+		{"mul_mat_id f16 b for f32 as", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.MulMatID(f32(c, 8, 4, 3), f16(c, 8, 1, 2), i32(c, 2, 2))
+		}},
+		{"mul_mat_id 4-d as", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.MulMatID(f32(c, 8, 4, 3, 2), f32(c, 8, 1, 2), i32(c, 2, 2))
+		}},
+		{"mul_mat_id ids per token", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMatID(f32(c, 8, 4, 3), f32(c, 8, 1, 2), i32(c, 2, 3)) }},
+		{"mul_mat_id b rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMatID(f32(c, 8, 4, 3), f32(c, 8, 2, 2), i32(c, 3, 2)) }},
+		{"mul_mat_id b.ne1 0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMatID(f32(c, 8, 4, 3), f32(c, 8, 0, 2), i32(c, 3, 2)) }},
+		{"mul_mat_id k", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.MulMatID(f32(c, 8, 4, 3), f32(c, 7, 1, 2), i32(c, 2, 2)) }},
+		{"mul_mat_id transposed b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.MulMatID(f32(c, 2, 4, 3), c.Transpose(f32(c, 3, 2)), i32(c, 3, 1))
+		}},
+		{"mul_mat_id transposed as", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.MulMatID(c.Permute(f32(c, 4, 8, 3), 1, 0, 2, 3), f32(c, 8, 1, 2), i32(c, 2, 2))
+		}},
+		{"mul_mat_id ids from a wide argsort", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.MulMatID(f32(c, 8, 4, 3), f32(c, 8, 1, 2), c.Argsort(f32(c, 5, 2), ggml.SortDesc))
+		}},
+		{"mul_mat_id computed ids", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.MulMatID(f32(c, 8, 4, 3), f32(c, 8, 1, 2), c.Transpose(i32(c, 2, 2)))
+		}},
+		{"mul_mat_id nil ids", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.MulMatID(f32(c, 8, 4, 3), f32(c, 8, 1, 2), nil) }},
+		// add_id: the kernel aborts on non-f32 a and asserts nb0 of b.
+		{"add_id f16 a", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.AddID(f16(c, 4, 3, 2), f32(c, 4, 5), i32(c, 3, 2)) }},
+		{"add_id f32 ids", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.AddID(f32(c, 4, 3, 2), f32(c, 4, 5), f32(c, 3, 2)) }},
+		{"add_id ids rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.AddID(f32(c, 4, 3, 2), f32(c, 4, 5), i32(c, 2, 2)) }},
+		{"add_id transposed b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.AddID(f32(c, 4, 3, 2), c.Transpose(f32(c, 5, 4)), i32(c, 3, 2))
+		}},
+		{"add_id 3-d b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.AddID(f32(c, 4, 3, 2), f32(c, 4, 5, 2), i32(c, 3, 2)) }},
+		{"add_id computed ids", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			return c.AddID(f32(c, 4, 3, 2), f32(c, 4, 5), c.Cont(i32(c, 3, 2)))
+		}},
+		// ssm_conv
+		{"ssm_conv f16 sx", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.SSMConv(f16(c, 6, 5, 2), f32(c, 4, 5)) }},
+		{"ssm_conv 4-d sx", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SSMConv(f32(c, 6, 5, 2, 2), f32(c, 4, 5)) }},
+		{"ssm_conv short sx", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SSMConv(f32(c, 2, 5, 2), f32(c, 4, 5)) }},
+		{"ssm_conv channels", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SSMConv(f32(c, 6, 4, 2), f32(c, 4, 5)) }},
+		{"ssm_conv width 0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SSMConv(f32(c, 6, 5, 2), f32(c, 0, 5)) }},
+		{"ssm_conv strided rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SSMConv(c.Permute(f32(c, 5, 6, 2), 1, 0, 2, 3), f32(c, 4, 5))
+		}},
+		// ssm_scan: the kernel divides by B.ne1 and asserts nHead % nGroup.
+		{"ssm_scan f16 x", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return scan(c, ggml.TypeF16, 1, 1, 2) }},
+		{"ssm_scan A.ne0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return scan(c, ggml.TypeF32, 3, 1, 2) }},
+		{"ssm_scan no group", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return scan(c, ggml.TypeF32, 1, 0, 2) }},
+		{"ssm_scan groups", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return scan(c, ggml.TypeF32, 16, 3, 2) }},
+		{"ssm_scan ids", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return scan(c, ggml.TypeF32, 1, 1, 3) }},
+		{"ssm_scan strided ids", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// A column of an argsort: bounded, but ggml's kernel asserts nb0 = 4.
+			col := c.View2D(c.Argsort(f32(c, 2, 2), ggml.SortAsc), 1, 2, 8, 0)
+			ids := c.Permute(col, 1, 0, 2, 3)
+			return c.SSMScan(f32(c, 16, 4, 2, 2), f32(c, 4, 2, 3, 2), f32(c, 2, 3, 2), f32(c, 1, 2),
+				f32(c, 16, 1, 3, 2), f32(c, 16, 1, 3, 2), ids)
+		}},
+		{"ssm_scan transposed s", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SSMScan(c.Transpose(f32(c, 4, 16, 2, 2)), f32(c, 4, 2, 3, 2), f32(c, 2, 3, 2), f32(c, 1, 2),
+				f32(c, 16, 1, 3, 2), f32(c, 16, 1, 3, 2), i32(c, 2))
+		}},
+		// rwkv_wkv6 / gla / wkv7: the kernels divide by H and by
+		// nTokens/nSeqs, and index tf, r and the states unchecked.
+		{"wkv6 no head", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return wkv6(c, f32(c, 4, 0, 2), f32(c, 0), f32(c, 0, 1)) }},
+		{"wkv6 tokens per sequence", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return wkv6(c, f32(c, 4, 2, 3), f32(c, 4, 2), f32(c, 32, 2))
+		}},
+		{"wkv6 fewer tokens than sequences", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return wkv6(c, f32(c, 4, 2, 1), f32(c, 4, 2), f32(c, 32, 2))
+		}},
+		{"wkv6 tf", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return wkv6(c, f32(c, 4, 2, 2), f32(c, 4), f32(c, 32, 1)) }},
+		{"wkv6 state", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return wkv6(c, f32(c, 4, 2, 2), f32(c, 4, 2), f32(c, 31, 1)) }},
+		{"wkv6 i32 v", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.RWKVWKV6(f32(c, 4, 2, 2), i32(c, 4, 2, 2), f32(c, 4, 2, 2), f32(c, 4, 2), f32(c, 4, 2, 2), f32(c, 32, 1))
+		}},
+		{"wkv7 head size 32 state", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			ts := recur(c, ggml.TypeF32, 32, 2, 2)
+			return c.RWKVWKV7(ts[0], ts[1], ts[2], ts[3], ts[4], ts[5], f32(c, 64*64*2, 1))
+		}},
+		{"wkv7 r shape", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			ts := recur(c, ggml.TypeF32, 64, 1, 2)
+			return c.RWKVWKV7(f32(c, 64, 1, 1), ts[1], ts[2], ts[3], ts[4], ts[5], f32(c, 64*64, 1))
+		}},
+		{"gla f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			ts := recur(c, ggml.TypeF16, 4, 2, 2)
+			return c.GatedLinearAttn(ts[0], ts[1], ts[2], ts[3], f32(c, 32, 1), 1)
+		}},
+		{"gla strided k", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			k := c.Permute(f32(c, 2, 4, 2), 1, 0, 2, 3)
+			return c.GatedLinearAttn(k, f32(c, 4, 2, 2), f32(c, 4, 2, 2), f32(c, 4, 2, 2), f32(c, 32, 1), 1)
+		}},
+		{"gla no tokens", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			ts := recur(c, ggml.TypeF32, 4, 2, 0)
+			return c.GatedLinearAttn(ts[0], ts[1], ts[2], ts[3], f32(c, 32, 1), 1)
+		}},
+		// solve_tri
+		{"solve_tri upper", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.SolveTri(f32(c, 3, 3), f32(c, 2, 3), true, false, false) }},
+		{"solve_tri unit", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.SolveTri(f32(c, 3, 3), f32(c, 2, 3), true, true, true) }},
+		{"solve_tri not square", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.SolveTri(f32(c, 3, 4), f32(c, 2, 4), true, true, false) }},
+		{"solve_tri f16 b", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.SolveTri(f32(c, 3, 3), f16(c, 2, 3), true, true, false) }},
+		{"solve_tri batch", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SolveTri(f32(c, 3, 3, 2), f32(c, 2, 3, 1), true, true, false)
+		}},
+		{"solve_tri transposed b", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SolveTri(f32(c, 3, 3), c.Transpose(f32(c, 3, 2)), true, true, false)
+		}},
+		// win_part / win_unpart: the constructor divides by w.
+		{"win_part w 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.WinPart(f32(c, 3, 5, 4), 0) }},
+		{"win_part f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.WinPart(f16(c, 3, 5, 4), 2) }},
+		{"win_part 4-d", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.WinPart(f32(c, 3, 5, 4, 2), 2) }},
+		{"win_part transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.WinPart(c.Transpose(f32(c, 5, 3)), 2) }},
+		{"win_unpart windows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.WinUnpart(f32(c, 3, 2, 2, 4), 5, 5, 2) }},
+		{"win_unpart negative", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.WinUnpart(f32(c, 3, 2, 2, 4), -1, 4, 2) }},
+		// get_rel_pos / add_rel_pos
+		{"get_rel_pos qh != kh", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GetRelPos(f16(c, 4, 5), 3, 2) }},
+		{"get_rel_pos ne1", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.GetRelPos(f16(c, 4, 4), 3, 3) }},
+		{"get_rel_pos f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.GetRelPos(f32(c, 4, 5), 3, 3) }},
+		{"get_rel_pos 3-d", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.GetRelPos(f16(c, 4, 5, 2), 3, 3) }},
+		{"get_rel_pos bf16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.GetRelPos(c.NewTensor(ggml.TypeBF16, 4, 5), 3, 3)
+		}},
+		{"add_rel_pos W²", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.AddRelPos(f32(c, 8, 4, 2), f32(c, 3, 2, 2, 2), f32(c, 3, 2, 2, 2))
+		}},
+		{"add_rel_pos f16 pw", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.AddRelPos(f32(c, 9, 4, 2), f16(c, 3, 2, 2, 2), f32(c, 3, 2, 2, 2))
+		}},
+		{"add_rel_pos 4-d a", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.AddRelPos(f32(c, 9, 4, 2, 2), f32(c, 3, 2, 2, 2), f32(c, 3, 2, 2, 2))
+		}},
+		// cross_entropy_loss(_back)
+		{"cel shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.CrossEntropyLoss(f32(c, 5, 3), f32(c, 5, 2)) }},
+		{"cel f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.CrossEntropyLoss(f16(c, 5, 3), f16(c, 5, 3)) }},
+		{"cel transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.CrossEntropyLoss(c.Transpose(f32(c, 3, 5)), f32(c, 5, 3))
+		}},
+		{"cel uneven rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			p := c.Permute(f32(c, 4, 3, 2), 0, 2, 1, 3) // [4 2 3], nb [4 48 16]
+			return c.CrossEntropyLoss(p, f32(c, 4, 2, 3))
+		}},
+		{"celb grad not scalar", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.CrossEntropyLossBack(f32(c, 2), f32(c, 5, 3), f32(c, 5, 3))
+		}},
+		{"celb f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.CrossEntropyLossBack(f32(c, 1), f16(c, 5, 3), f16(c, 5, 3))
+		}},
+		{"celb view", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			a := c.View2D(f32(c, 8, 3), 5, 3, 32, 0)
+			return c.CrossEntropyLossBack(f32(c, 1), a, f32(c, 5, 3))
+		}},
+	}
+	require.GreaterOrEqual(t, len(cases), 35)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true})
+			require.NoError(t, err)
+			defer c.Close()
+			out := tc.op(c)
+			t.Log(out.Err())
+			require.ErrorIs(t, out.Err(), tc.want)
+			assert.ErrorIs(t, c.Err(), tc.want, "the context records the error")
+		})
+	}
+}
+
+func TestSetMisuse(t *testing.T) {
+	f32 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF32, ne...) }
+	tr := func(c *ggml.Context) *ggml.Tensor { return c.Transpose(f32(c, 4, 3)) }
+	cases := []struct {
+		name string
+		want error
+		op   func(c *ggml.Context) *ggml.Tensor
+	}{
+		{"clamp i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(c.NewTensor(ggml.TypeI32, 4), 0, 1) }},
+		{"clamp bf16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(c.NewTensor(ggml.TypeBF16, 4), 0, 1) }},
+		{"clamp transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(tr(c), 0, 1) }},
+		{"clamp NaN bound", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Clamp(f32(c, 4), float32(math.NaN()), 1) }},
+		{"clamp in place transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.ClampInPlace(tr(c), 0, 1) }},
+		{"top_k k 0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.TopK(f32(c, 4), 0) }},
+		{"top_k k > ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.TopK(f32(c, 4), 5) }},
+		{"top_k f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.TopK(c.NewTensor(ggml.TypeF16, 4), 2) }},
+		{"top_k transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.TopK(tr(c), 2) }},
+		{"top_k rows not contiguous", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			a := f32(c, 4, 3, 2)
+			return c.TopK(c.View3D(a, 4, 2, 2, a.Nb()[1], a.Nb()[2], 0), 2)
+		}},
+		{"argsort_top_k k > ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.ArgsortTopK(f32(c, 4), 9) }},
+		{"repeat_4d not a multiple", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(f32(c, 4, 3), 6, 3, 1, 1) }},
+		{"repeat_4d negative", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(f32(c, 4), -4, 1, 1, 1) }},
+		{"repeat_4d q4_0", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(c.NewTensor(ggml.TypeQ4_0, 32), 64, 1, 1, 1) }},
+		{"repeat_4d transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(tr(c), 6, 4, 1, 1) }},
+		{"repeat_4d empty to non-empty", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Repeat4D(f32(c, 0, 2), 4, 2, 1, 1) }},
+		{"pad_ext negative", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.PadExt(f32(c, 4), ggml.Padding{{0, 0}, {-1, 0}}) }},
+		{"pad_ext f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.PadExt(c.NewTensor(ggml.TypeF16, 4), ggml.Padding{{1, 1}})
+		}},
+		{"pad_ext transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.PadExt(tr(c), ggml.Padding{{1, 1}}) }},
+		{"pad_circular empty", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.PadCircular(f32(c, 0, 2), ggml.Padding{{1, 1}}) }},
+		{"pad_ext too large", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.PadExt(f32(c, 4), ggml.Padding{{1 << 31, 0}}) }},
+		{"roll shift = ne0", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Roll(f32(c, 4, 3), 4, 0, 0, 0) }},
+		{"roll shift -ne1", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Roll(f32(c, 4, 3), 0, -3, 0, 0) }},
+		{"roll shift in size-1 dim", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Roll(f32(c, 4, 3), 0, 0, 1, 0) }},
+		{"roll f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Roll(c.NewTensor(ggml.TypeF16, 4), 1, 0, 0, 0) }},
+		{"roll transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Roll(tr(c), 1, 0, 0, 0) }},
+		{"cast to invalid type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(f32(c, 4), ggml.Type(4)) }},
+		{"cast i32 to f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(c.NewTensor(ggml.TypeI32, 4), ggml.TypeF16) }},
+		{"cast to q4_0 partial block", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cast(f32(c, 48), ggml.TypeQ4_0) }},
+		{"cast transposed to q8_0", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Cast(c.Transpose(f32(c, 32, 32)), ggml.TypeQ8_0) }},
+		{"cast to iq1_s", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(f32(c, 256), ggml.TypeIQ1_S) }},
+		{"cast q4_0 to f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Cast(c.NewTensor(ggml.TypeQ4_0, 32), ggml.TypeF16) }},
+		{"dup nil", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Dup(nil) }},
+		{"set f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Set1D(c.NewTensor(ggml.TypeF16, 4), c.NewTensor(ggml.TypeF16, 2), 0)
+		}},
+		{"set b of another type", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.Set1D(f32(c, 4), c.NewTensor(ggml.TypeI32, 2), 0)
+		}},
+		{"set b larger", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 5), 0) }},
+		{"set past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 12) }},
+		{"set last element at the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// ggml checks where the last element starts, not where it ends.
+			return c.Set1D(f32(c, 4), f32(c, 1), 16)
+		}},
+		{"set rows past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set2D(f32(c, 4, 4), f32(c, 2, 3), 32, 0) }},
+		{"set empty b past the end", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			// found by FuzzOpsMore: ggml checks an empty b's position too.
+			return c.Set1D(f32(c, 4), f32(c, 0, 2), 32)
+		}},
+		{"set huge b rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.Set2D(f32(c, 1<<20), f32(c, 1, 1<<19), 1<<20, 0)
+		}},
+		{"set misaligned offset", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 2) }},
+		{"set offset 2^30", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 4), f32(c, 2), 1<<30) }},
+		{"set a transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(tr(c), f32(c, 2), 0) }},
+		{"set b transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Set1D(f32(c, 16), tr(c), 0) }},
+		{"set_rows b f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 8), c.NewTensor(ggml.TypeF16, 4, 2), c.NewTensor(ggml.TypeI32, 2))
+		}},
+		{"set_rows idx f32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), f32(c, 2))
+		}},
+		{"set_rows into iq2_xxs", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(c.NewTensor(ggml.TypeIQ2_XXS, 256, 8), f32(c, 256, 2), c.NewTensor(ggml.TypeI32, 2))
+		}},
+		{"set_rows row length", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 8), f32(c, 5, 2), c.NewTensor(ggml.TypeI32, 2))
+		}},
+		{"set_rows one index per row", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), c.NewTensor(ggml.TypeI32, 3))
+		}},
+		{"set_rows ne2", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 8, 2), f32(c, 4, 2, 3), c.NewTensor(ggml.TypeI32, 2))
+		}},
+		{"set_rows idx broadcast", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 8, 3), f32(c, 4, 2, 3), c.NewTensor(ggml.TypeI32, 2, 2))
+		}},
+		{"set_rows idx ne3", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), c.NewTensor(ggml.TypeI32, 2, 1, 1, 2))
+		}},
+		{"set_rows a transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(c.Transpose(f32(c, 8, 4)), f32(c, 4, 2), c.NewTensor(ggml.TypeI32, 2))
+		}},
+		{"set_rows computed idx", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
+			idx := c.Cast(f32(c, 2), ggml.TypeI32)
+			return c.SetRows(f32(c, 4, 8), f32(c, 4, 2), idx)
+		}},
+		{"set_rows argsort idx past rows", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
+			return c.SetRows(f32(c, 4, 3), f32(c, 4, 5), c.Argsort(f32(c, 5), ggml.SortAsc))
+		}},
+		{"group_norm 0 groups", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(f32(c, 4, 4, 4), 0, 1e-5) }},
+		{"group_norm groups > channels", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(f32(c, 4, 4, 4), 5, 1e-5) }},
+		{"group_norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
+			return c.GroupNorm(c.NewTensor(ggml.TypeF16, 4, 4, 4), 2, 1e-5)
+		}},
+		{"group_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(f32(c, 4, 4, 4), 2, -1) }},
+		{"group_norm transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.GroupNorm(tr(c), 1, 1e-5) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+			require.NoError(t, err)
+			defer c.Close()
+			require.ErrorIs(t, tc.op(c).Err(), tc.want)
+			require.ErrorIs(t, c.Err(), tc.want)
 		})
 	}
 }

@@ -9,19 +9,20 @@ import (
 	"math/bits"
 )
 
+// This file holds the convolution and pooling ops: im2col and the
+// convolutions built on it, the direct convolutions, transposed
+// convolutions, pooling, interpolation and timestep embeddings. Shapes
+// follow ggml: ne[0] is the innermost (width) dimension, so an image batch
+// is [W, H, C, N] and a 2-D kernel [KW, KH, IC, OC]. The gradients of
+// im2col and pool_2d are in ops_train.go.
+//
+// Most of ggml's CPU convolution kernels assert their rules on worker
+// threads, where an assert ends the process; the checks here run first.
+
 // convIm2ColF16 reports whether the linked ggml's conv_2d and conv_3d round
 // b to f16 whatever a's type (upstream ggml does; the embedded provider's
 // Im2Col takes a's type).
 const convIm2ColF16 = C.GOGGML_CONV_IM2COL_F16 != 0
-
-// This file holds the convolution and pooling ops: im2col and the
-// convolutions built on it, the direct convolutions, transposed
-// convolutions, pooling, interpolation, reflection padding and timestep
-// embeddings. Shapes follow ggml: ne[0] is the innermost (width) dimension,
-// so an image batch is [W, H, C, N] and a 2-D kernel [KW, KH, IC, OC].
-//
-// Most of ggml's CPU convolution kernels assert their rules on worker
-// threads, where an assert ends the process; the checks here run first.
 
 // im2colWorkSize is GGML_IM2COL_WORK_SIZE: the scratch memory ggml's CPU
 // backend gives the direct convolutions. One output position's patch (the
@@ -86,39 +87,6 @@ func (c *Context) convFail(op, dim string, in, k int64, s, p, d int, inputs ...*
 	return c.fail(op, ErrShape, fmt.Sprintf("b too small compared to a in %s: the kernel's %d taps dilated by %d span %d, more than the input's %d plus padding 2*%d",
 		dim, k, d, int64(d)*(k-1)+1, in, p), inputs...)
 }
-
-// convPlanned is one tensor a composite op's C constructor creates.
-type convPlanned struct {
-	t    Type
-	ne   [MaxDims]int64
-	view bool // no data of its own
-}
-
-// ensureAll checks that the context's pool has room for every tensor a
-// composite op creates (ggml aborts when the pool runs out halfway).
-func (c *Context) ensureAll(op string, plan []convPlanned, inputs ...*Tensor) *Tensor {
-	need := c.used
-	for _, p := range plan {
-		size, err := dataSize(p.t, p.ne)
-		if err != nil {
-			return c.fail(op, ErrShape, err.Error(), inputs...)
-		}
-		payload := uint64(C.sizeof_struct_ggml_tensor)
-		if !p.view && !c.noAlloc {
-			payload += size
-		}
-		var carry uint64
-		need, carry = bits.Add64(need, objectSize+pad(payload, memAlign), 0)
-		if carry != 0 || need > c.memSize {
-			return c.fail(op, ErrNoMemory, fmt.Sprintf("the context's pool is full: the op makes %d tensors, which need more than the %d bytes left (%d of %d used); raise ContextParams.MaxTensors or MemSize",
-				len(plan), c.memSize-c.used, c.used, c.memSize), inputs...)
-		}
-	}
-	return nil
-}
-
-// shape4 builds a shape.
-func shape4(n0, n1, n2, n3 int64) [MaxDims]int64 { return [MaxDims]int64{n0, n1, n2, n3} }
 
 // strideFits reports whether the byte stride of dimension i of t fits a C
 // int where ggml's kernel keeps it in one (only strides of dimensions
@@ -230,94 +198,6 @@ func (c *Context) im2colShape(op string, a, b *Tensor, s0, s1, p0, p1, d0, d1 in
 		return none, c.fail(op, ErrShape, err.Error(), a, b)
 	}
 	return ne, nil
-}
-
-// Im2ColBack is the gradient of Im2Col with respect to its input: it sums
-// each element of grad, an Im2Col result, back into the input position it
-// was read from (ggml_im2col_back). ne is the shape of Im2Col's input b
-// ([W, H, IC, N], or [L, IC, N, 1] without is2D) and kernel is Im2Col's a;
-// only its shape is used. grad and kernel are f32, grad contiguous and
-// shaped as Im2Col(kernel, b, ...) would be. The result is f32 of shape ne.
-//
-// ggml's header names the kernel as the first argument; its CPU kernel and
-// its own backward pass take the gradient first, as here.
-func (c *Context) Im2ColBack(grad, kernel *Tensor, ne [MaxDims]int64, s0, s1, p0, p1, d0, d1 int, is2D bool) *Tensor {
-	const op = "im2col_back"
-	if p := c.begin(op, grad, kernel); p != nil {
-		return p
-	}
-	if !is2D {
-		s1, p1, d1 = 0, 0, 0
-	}
-	switch {
-	case grad.Type() != TypeF32 || kernel.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("grad and kernel must be f32, not %v and %v", grad.Type(), kernel.Type()), grad, kernel)
-	case !dense(grad):
-		return c.fail(op, ErrShape, "grad must be contiguous; copy it with Cont", grad, kernel)
-	}
-	for i, n := range ne {
-		if n < 1 {
-			return c.fail(op, ErrShape, fmt.Sprintf("ne%d (%d) of the input shape must be >= 1", i, n), grad, kernel)
-		}
-	}
-	if !is2D && ne[3] != 1 {
-		return c.fail(op, ErrShape, fmt.Sprintf("ne3 (%d) must be 1 for a 1-D im2col: the input is [L, IC, N]", ne[3]), grad, kernel)
-	}
-	// The forward shape: check it as Im2Col would, on a stand-in for b.
-	if _, err := dataSize(TypeF32, ne); err != nil {
-		return c.fail(op, ErrShape, err.Error(), grad, kernel)
-	}
-	kn, gn := kernel.Ne(), grad.Ne()
-	ps := []convParam{convStride("s0", s0), convPad("p0", p0), convDil("d0", d0)}
-	if is2D {
-		ps = append(ps, convStride("s1", s1), convPad("p1", p1), convDil("d1", d1))
-	}
-	if p := c.checkParams(op, ps, grad, kernel); p != nil {
-		return p
-	}
-	var want [MaxDims]int64
-	if is2D {
-		if kn[2] != ne[2] {
-			return c.fail(op, ErrShape, fmt.Sprintf("kernel.ne2 (%d) != ne2 (%d): kernel and input must have the same channels", kn[2], ne[2]), grad, kernel)
-		}
-		ow, ok := convOut(ne[0], kn[0], s0, p0, d0)
-		if !ok {
-			return c.convFail(op, "dimension 0", ne[0], kn[0], s0, p0, d0, grad, kernel)
-		}
-		oh, ok := convOut(ne[1], kn[1], s1, p1, d1)
-		if !ok {
-			return c.convFail(op, "dimension 1", ne[1], kn[1], s1, p1, d1, grad, kernel)
-		}
-		want = shape4(ne[2]*kn[1]*kn[0], ow, oh, ne[3])
-	} else {
-		if kn[1] != ne[1] {
-			return c.fail(op, ErrShape, fmt.Sprintf("kernel.ne1 (%d) != ne1 (%d): kernel and input must have the same channels", kn[1], ne[1]), grad, kernel)
-		}
-		ow, ok := convOut(ne[0], kn[0], s0, p0, d0)
-		if !ok {
-			return c.convFail(op, "dimension 0", ne[0], kn[0], s0, p0, d0, grad, kernel)
-		}
-		want = shape4(ne[1]*kn[0], ow, ne[2], 1)
-	}
-	if gn != want {
-		return c.fail(op, ErrShape, fmt.Sprintf("grad %v must have the shape of Im2Col's result, %v", gn, want), grad, kernel)
-	}
-	// The kernel keeps the result's channel and batch strides in C ints.
-	chStride, nbStride := uint64(ne[0])*uint64(ne[1])*4, uint64(ne[0])*uint64(ne[1])*uint64(ne[2])*4
-	channels, batch := ne[2], ne[3]
-	if !is2D {
-		chStride, nbStride, channels, batch = uint64(ne[0])*4, uint64(ne[0])*uint64(ne[1])*4, ne[1], ne[2]
-	}
-	if (channels > 1 && chStride > math.MaxInt32) || (batch > 1 && nbStride > math.MaxInt32) {
-		return c.fail(op, ErrShape, "the input's channel and batch strides must fit a C int (ggml's kernel keeps them in one)", grad, kernel)
-	}
-	if p := c.ensure(op, TypeF32, ne, nil, grad, kernel); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		cne := [MaxDims]C.int64_t{C.int64_t(ne[0]), C.int64_t(ne[1]), C.int64_t(ne[2]), C.int64_t(ne[3])}
-		return C.ggml_im2col_back(c.c, grad.c, kernel.c, &cne[0], C.int(s0), C.int(s1), C.int(p0), C.int(p1), C.int(d0), C.int(d1), C.bool(is2D))
-	}, grad, kernel)
 }
 
 // Conv1D returns the 1-D convolution (cross-correlation) of b by the
@@ -1117,41 +997,6 @@ func (c *Context) Pool2D(a *Tensor, op PoolOp, k0, k1, s0, s1, p0, p1 int) *Tens
 	}, a)
 }
 
-// Pool2DBack is the gradient of Pool2D with respect to its input af
-// (ggml_pool_2d_back): grad, the gradient of Pool2D(af, op, ...)'s result,
-// is spread back over af's shape. PoolMax gives each window's gradient to
-// the first largest element of af in it; PoolAvg gives grad/(k0*k1) to each
-// element of the window inside af. grad and af are f32 and contiguous, and
-// grad has Pool2D's result shape. The result is f32 of af's shape.
-func (c *Context) Pool2DBack(grad, af *Tensor, op PoolOp, k0, k1, s0, s1, p0, p1 int) *Tensor {
-	const name = "pool_2d_back"
-	if p := c.begin(name, grad, af); p != nil {
-		return p
-	}
-	if p := c.poolInput(name, "af", af, op, grad, af); p != nil {
-		return p
-	}
-	switch {
-	case grad.Type() != TypeF32 || af.Type() != TypeF32:
-		return c.fail(name, ErrType, fmt.Sprintf("grad and af must be f32 (ggml's kernel reads af as its f32 result), not %v and %v", grad.Type(), af.Type()), grad, af)
-	case !dense(grad):
-		return c.fail(name, ErrShape, "grad must be contiguous; copy it with Cont", grad, af)
-	}
-	ne, p := c.pool2DShape(name, af, k0, k1, s0, s1, p0, p1, grad, af)
-	if p != nil {
-		return p
-	}
-	if grad.Ne() != ne {
-		return c.fail(name, ErrShape, fmt.Sprintf("grad %v must have Pool2D's result shape %v", grad.Ne(), ne), grad, af)
-	}
-	if p := c.ensure(name, TypeF32, af.Ne(), nil, grad, af); p != nil {
-		return p
-	}
-	return c.call(name, func() *C.struct_ggml_tensor {
-		return C.ggml_pool_2d_back(c.c, grad.c, af.c, C.enum_ggml_op_pool(op), C.int(k0), C.int(k1), C.int(s0), C.int(s1), C.float(p0), C.float(p1))
-	}, grad, af)
-}
-
 // ScaleMode is how Interpolate and Upscale compute new samples (enum
 // ggml_scale_mode), optionally combined with flags (enum ggml_scale_flag):
 // ScaleBilinear|ScaleAlignCorners.
@@ -1264,31 +1109,6 @@ func (c *Context) Upscale(a *Tensor, factor int, mode ScaleMode) *Tensor {
 	return c.interpolate(op, a, ne, mode, func() *C.struct_ggml_tensor {
 		return C.ggml_upscale(c.c, a.c, C.int(factor), C.enum_ggml_scale_mode(mode))
 	})
-}
-
-// PadReflect1D pads each row of a with p0 elements before and p1 after,
-// mirrored around the row's first and last element: [a b c d] with 2, 1
-// gives [c b a b c d c] (ggml_pad_reflect_1d). a is f32 and contiguous;
-// p0 and p1 are >= 0 and less than ne0.
-func (c *Context) PadReflect1D(a *Tensor, p0, p1 int) *Tensor {
-	const op = "pad_reflect_1d"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	ne := a.Ne()
-	switch {
-	case a.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
-	case !dense(a):
-		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
-	case p0 < 0 || p1 < 0 || int64(p0) >= ne[0] || int64(p1) >= ne[0]:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("paddings %d and %d must be >= 0 and less than ne0 (%d)", p0, p1, ne[0]), a)
-	}
-	ne[0] += int64(p0) + int64(p1)
-	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_pad_reflect_1d(c.c, a.c, C.int(p0), C.int(p1)) }, a)
 }
 
 // TimestepEmbedding returns the sinusoidal embeddings of the timesteps t

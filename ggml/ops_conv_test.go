@@ -5,9 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/require"
 )
 
 // Tolerances of the convolution tests, relative to the sum of the
@@ -713,111 +712,6 @@ func TestConvPool(t *testing.T) {
 	}
 }
 
-func TestConvPool2DBack(t *testing.T) {
-	rng := newRNG(t)
-	for _, op := range []ggml.PoolOp{ggml.PoolMax, ggml.PoolAvg} {
-		for _, c := range []struct{ w, h, k0, k1, s0, s1, p0, p1 int }{
-			{6, 4, 2, 2, 2, 2, 0, 0}, {7, 5, 3, 3, 1, 1, 1, 1}, {7, 6, 3, 2, 2, 1, 1, 0},
-		} {
-			e := newEnv(t)
-			af := convInput(e, rng, ggml.TypeF32, c.w, c.h, 2)
-			ow, oh := (c.w+2*c.p0-c.k0)/c.s0+1, (c.h+2*c.p1-c.k1)/c.s1+1
-			grad := convInput(e, rng, ggml.TypeF32, ow, oh, 2)
-			out := e.ctx.Pool2DBack(grad.t, af.t, op, c.k0, c.k1, c.s0, c.s1, c.p0, c.p1)
-			require.NoError(t, out.Err())
-			e.compute(out)
-			ref, mag := newND(c.w, c.h, 2), newND(c.w, c.h, 2)
-			grad.v.each(func(ox, oy, p, _ int) {
-				gv := grad.v.at(ox, oy, p, 0)
-				bx, by, best := -1, -1, -float64(math.MaxFloat32)
-				for ky := range c.k1 {
-					for kx := range c.k0 {
-						x, y := ox*c.s0-c.p0+kx, oy*c.s1-c.p1+ky
-						if x < 0 || x >= c.w || y < 0 || y >= c.h {
-							continue
-						}
-						if op == ggml.PoolAvg {
-							i := ref.idx(x, y, p, 0)
-							ref.v[i] += gv / float64(c.k0*c.k1)
-							mag.v[i] += math.Abs(gv) / float64(c.k0*c.k1)
-						} else if v := af.v.at(x, y, p, 0); v > best {
-							bx, by, best = x, y, v
-						}
-					}
-				}
-				if op == ggml.PoolMax && bx >= 0 {
-					i := ref.idx(bx, by, p, 0)
-					ref.v[i] += gv
-					mag.v[i] += math.Abs(gv)
-				}
-			})
-			require.Equal(t, af.t.Ne(), out.Ne())
-			requireClose(t, ref, convData(t, out), convTol(mag, convTolF32))
-		}
-	}
-}
-
-func TestConvIm2ColBack(t *testing.T) {
-	rng := newRNG(t)
-	for _, c := range []struct {
-		w, h, ic, n, kw, kh, s0, s1, p0, p1, d0, d1 int
-		is2D                                        bool
-	}{
-		{6, 5, 2, 2, 3, 2, 1, 2, 1, 0, 1, 2, true},
-		{7, 7, 3, 1, 2, 3, 2, 1, 2, 3, 2, 1, true},
-		{9, 1, 3, 2, 3, 1, 2, 0, 1, 0, 2, 0, false},
-	} {
-		e := newEnv(t)
-		var ker *ggml.Tensor
-		var g convGeom
-		var ne [4]int
-		kh := 1
-		if c.is2D {
-			ker = e.ctx.NewTensor(ggml.TypeF32, int64(c.kw), int64(c.kh), int64(c.ic), 2)
-			g = convGeom2(c.w, c.h, c.kw, c.kh, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1)
-			ne, kh = [4]int{c.w, c.h, c.ic, c.n}, c.kh
-		} else {
-			ker = e.ctx.NewTensor(ggml.TypeF32, int64(c.kw), int64(c.ic), 2)
-			g = convGeom1(c.w, c.kw, c.s0, c.p0, c.d0)
-			ne = [4]int{c.w, c.ic, c.n, 1}
-		}
-		ow, oh := g.out(0), g.out(1)
-		var grad convIn
-		if c.is2D {
-			grad = convInput(e, rng, ggml.TypeF32, c.ic*kh*c.kw, ow, oh, c.n)
-		} else {
-			grad = convInput(e, rng, ggml.TypeF32, c.ic*c.kw, ow, c.n)
-		}
-		out := e.ctx.Im2ColBack(grad.t, ker, [4]int64{int64(ne[0]), int64(ne[1]), int64(ne[2]), int64(ne[3])}, c.s0, c.s1, c.p0, c.p1, c.d0, c.d1, c.is2D)
-		require.NoError(t, out.Err())
-		e.compute(out)
-		// The adjoint of im2col: scatter each gradient element back to
-		// the input element it was copied from.
-		ref, mag := newND(ne[:]...), newND(ne[:]...)
-		grad.v.each(func(i0, i1, i2, i3 int) {
-			kw, khi, ic := i0%c.kw, i0/c.kw%kh, i0/(c.kw*kh)
-			x := i1*g.s[0] + kw*g.d[0] - g.p[0]
-			y, n := 0, i2
-			if c.is2D {
-				y, n = i2*g.s[1]+khi*g.d[1]-g.p[1], i3
-			}
-			if x < 0 || x >= g.in[0] || y < 0 || y >= g.in[1] {
-				return
-			}
-			var i int
-			if c.is2D {
-				i = ref.idx(x, y, ic, n)
-			} else {
-				i = ref.idx(x, ic, n, 0)
-			}
-			v := grad.v.at(i0, i1, i2, i3)
-			ref.v[i] += v
-			mag.v[i] += math.Abs(v)
-		})
-		requireClose(t, ref, convData(t, out), convTol(mag, convTolF32))
-	}
-}
-
 // interpRef resizes a to ne as ggml's upscale kernel defines it. The
 // source coordinates are computed in float32 as ggml computes them (that
 // decides which element nearest-neighbour picks at exact ties); the
@@ -990,28 +884,6 @@ func TestConvTimestepEmbedding(t *testing.T) {
 		}
 		require.Equal(t, [4]int64{int64(c.dim), int64(c.n), 1, 1}, out.Ne())
 		requireClose(t, ref, convData(t, out), func(i int) float64 { return tol.v[i] })
-	}
-}
-
-func TestConvPadReflect1D(t *testing.T) {
-	rng := newRNG(t)
-	for _, c := range []struct{ n, p0, p1 int }{{5, 2, 1}, {4, 3, 3}, {6, 0, 2}, {3, 0, 0}, {1, 0, 0}} {
-		e := newEnv(t)
-		a := convInput(e, rng, ggml.TypeF32, c.n, 3, 2)
-		out := e.ctx.PadReflect1D(a.t, c.p0, c.p1)
-		require.NoError(t, out.Err())
-		e.compute(out)
-		ref := newND(c.n+c.p0+c.p1, 3, 2)
-		ref.each(func(i0, i1, i2, _ int) {
-			j := i0 - c.p0
-			if j < 0 {
-				j = -j
-			} else if j >= c.n {
-				j = 2*(c.n-1) - j
-			}
-			ref.v[ref.idx(i0, i1, i2, 0)] = a.v.at(j, i1, i2, 0)
-		})
-		requireClose(t, ref, convData(t, out), func(int) float64 { return 0 })
 	}
 }
 

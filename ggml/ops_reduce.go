@@ -8,62 +8,8 @@ import (
 	"math"
 )
 
-// adjacent reports whether a's elements are adjacent in dimension 0, which
-// ggml's row kernels read as a plain array.
-func adjacent(a *Tensor) bool { return a.Nb()[0] == a.Type().Size() }
-
-// dense reports whether a's elements lie packed in ggml's order, with the
-// strides a new tensor of its shape has: what "contiguous" means to the
-// kernels that walk a tensor as one array or step rows by nb1. Stricter
-// than ggml_is_contiguous, which skips dimensions of size 1 (a transposed
-// [1 n m] passes it, and such kernels then read the wrong memory).
-func dense(a *Tensor) bool {
-	ne, nb := a.Ne(), a.Nb()
-	t := a.Type()
-	return nb[0] == t.Size() && nb[1] == nb[0]*uint64(ne[0]/t.BlockSize()) &&
-		nb[2] == nb[1]*uint64(ne[1]) && nb[3] == nb[2]*uint64(ne[2])
-}
-
-// flatRows reports whether row r (of ne1·ne2·ne3) of a lies at byte r·nb1,
-// as the CPU kernels that walk rows by one index assume (gelu, silu,
-// leaky_relu, clamp, argsort, top_k, the GLUs). ggml_is_contiguous and
-// ggml_is_contiguous_1 skip dimensions of size 1, so they pass tensors
-// where it does not hold (a transposed [1 n m]), and those kernels then
-// compute from the wrong rows.
-func flatRows(a *Tensor) bool {
-	ne, nb := a.Ne(), a.Nb()
-	return (ne[2] <= 1 || nb[2] == nb[1]*uint64(ne[1])) &&
-		(ne[3] <= 1 || nb[3] == nb[1]*uint64(ne[1])*uint64(ne[2]))
-}
-
-// rowsContiguous is what the row-walking kernels need: ggml_is_contiguous_1,
-// adjacent elements, and flatRows.
-func rowsContiguous(a *Tensor) bool {
-	return bool(C.ggml_is_contiguous_1(a.c)) && adjacent(a) && flatRows(a)
-}
-
-// rowsApart reports whether a's rows do not overlap: nb1 is at least a
-// row's size.
-func rowsApart(a *Tensor) bool {
-	rs := uint64(a.Ne()[0]) / uint64(a.Type().BlockSize()) * a.Type().Size()
-	return a.Nb()[1] >= rs
-}
-
-// rowOp checks what the row kernels of sum, mean, argmax and the norms
-// need: one of types, and adjacent elements in dimension 0.
-func (c *Context) rowOp(op string, a *Tensor, types ...Type) *Tensor {
-	ok := false
-	for _, t := range types {
-		ok = ok || a.Type() == t
-	}
-	if !ok {
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes %v, not %v", types, a.Type()), a)
-	}
-	if !adjacent(a) {
-		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a)
-	}
-	return nil
-}
+// The reductions of ggml.h (sum, sum_rows, cumsum, mean, argmax,
+// count_equal) and the sorts (argsort, argsort_top_k, top_k).
 
 // Sum returns the sum of all elements of a, as a tensor of one element of
 // a's type (ggml_sum).
@@ -79,6 +25,43 @@ func (c *Context) Sum(a *Tensor) *Tensor {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_sum(c.c, a.c) }, a)
+}
+
+// SumRows returns the sum of each row of a: shape [1, ne1, ne2, ne3]
+// (ggml_sum_rows). a must be f32.
+func (c *Context) SumRows(a *Tensor) *Tensor {
+	const op = "sum_rows"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if a.Type() != TypeF32 {
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
+	}
+	if a.Nb()[0] != a.Type().Size() {
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a)
+	}
+	ne := a.Ne()
+	ne[0] = 1
+	if p := c.ensure(op, a.Type(), ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_sum_rows(c.c, a.c) }, a)
+}
+
+// Cumsum returns the running sum along each row of a (ggml_cumsum). a must
+// be f32 with adjacent elements.
+func (c *Context) Cumsum(a *Tensor) *Tensor {
+	const op = "cumsum"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if p := c.rowOp(op, a, TypeF32); p != nil {
+		return p
+	}
+	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cumsum(c.c, a.c) }, a)
 }
 
 // Mean returns the mean of each row of a: f32 of shape [1, ne1, ne2, ne3]
@@ -122,86 +105,114 @@ func (c *Context) Argmax(a *Tensor) *Tensor {
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_argmax(c.c, a.c) }, a)
 }
 
-func (c *Context) norm(op string, a *Tensor, eps float32, f func() *C.struct_ggml_tensor) *Tensor {
+// CountEqual returns how many elements of a and b are equal, as one i64
+// (ggml_count_equal). a and b are i32 of the same shape.
+func (c *Context) CountEqual(a, b *Tensor) *Tensor {
+	const op = "count_equal"
+	if p := c.begin(op, a, b); p != nil {
+		return p
+	}
+	switch {
+	case a.Type() != TypeI32 || b.Type() != TypeI32:
+		return c.fail(op, ErrType, fmt.Sprintf("a and b must be i32, not %v and %v", a.Type(), b.Type()), a, b)
+	case !sameShape(a, b):
+		return c.fail(op, ErrShape, "a and b must have the same shape", a, b)
+	}
+	if p := c.ensure(op, TypeI64, [MaxDims]int64{1, 1, 1, 1}, nil, a, b); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_count_equal(c.c, a.c, b.c) }, a, b)
+}
+
+// SortOrder is the order of Argsort (enum ggml_sort_order).
+type SortOrder int
+
+// Sort orders (GGML_SORT_ORDER_*).
+const (
+	SortAsc  SortOrder = 0
+	SortDesc SortOrder = 1
+)
+
+// Argsort returns, for each row of a, the indices that sort it: i32 of a's
+// shape (ggml_argsort). a is f32 or i32 with adjacent elements.
+func (c *Context) Argsort(a *Tensor, order SortOrder) *Tensor {
+	const op = "argsort"
 	if p := c.begin(op, a); p != nil {
 		return p
 	}
+	switch {
+	case order != SortAsc && order != SortDesc:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("unknown sort order %d", order), a)
+	case a.Type() != TypeF32 && a.Type() != TypeI32:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 or i32, not %v", a.Type()), a)
+	case a.Type() == TypeI32 && C.GOGGML_ARGSORT_I32 == 0:
+		return c.fail(op, ErrType, "the linked ggml (upstream) sorts f32 only; the embedded provider also sorts i32", a)
+	case !adjacent(a) || !flatRows(a):
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0, its rows one stride apart; copy it with Cont", a)
+	case a.Ne()[0] > math.MaxInt32:
+		return c.fail(op, ErrShape, "rows are longer than an i32 index reaches", a)
+	}
+	if p := c.ensure(op, TypeI32, a.Ne(), nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_argsort(c.c, a.c, C.enum_ggml_sort_order(order)) }, a)
+}
+
+// ArgsortTopK returns, for each row of a, the indices (i32) of its k
+// largest elements, largest first: a view of the first k columns of a
+// descending Argsort (ggml_argsort_top_k), so not contiguous: Cont it to
+// read it. a is f32 with adjacent elements.
+func (c *Context) ArgsortTopK(a *Tensor, k int) *Tensor {
+	const op = "argsort_top_k"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if p := c.topKRules(op, a, k); p != nil {
+		return p
+	}
+	// An argsort of a's shape, then a view of it.
+	if p := c.ensure(op, TypeI32, a.Ne(), nil, a); p != nil {
+		return p
+	}
+	if p := c.ensure(op, TypeI32, a.Ne(), a, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_argsort_top_k(c.c, a.c, C.int(k)) }, a)
+}
+
+// TopK returns, for each row of a, the indices (i32) of its k largest
+// elements, in no particular order: ggml's kernel does not sort them and
+// swaps the first two on purpose (ggml_top_k). a is f32, contiguous in
+// dimensions >= 1 with adjacent elements; 1 <= k <= a.ne0. ArgsortTopK
+// returns them sorted.
+func (c *Context) TopK(a *Tensor, k int) *Tensor {
+	const op = "top_k"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if p := c.topKRules(op, a, k); p != nil {
+		return p
+	}
+	if !rowsContiguous(a) {
+		return c.fail(op, ErrShape, "a's rows must be contiguous (ggml_is_contiguous_1, and one stride apart); copy it with Cont", a)
+	}
+	ne := a.Ne()
+	ne[0] = int64(k)
+	if p := c.ensure(op, TypeI32, ne, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_top_k(c.c, a.c, C.int(k)) }, a)
+}
+
+func (c *Context) topKRules(op string, a *Tensor, k int) *Tensor {
 	if p := c.rowOp(op, a, TypeF32); p != nil {
 		return p
 	}
-	if !(eps >= 0) {
-		return c.fail(op, ErrInvalid, fmt.Sprintf("eps %g must be >= 0", eps), a)
+	if !flatRows(a) {
+		return c.fail(op, ErrShape, "a's rows must be one stride apart; copy it with Cont", a)
 	}
-	if p := c.ensure(op, a.Type(), a.Ne(), nil, a); p != nil {
-		return p
+	if k < 1 || int64(k) > a.Ne()[0] {
+		return c.fail(op, ErrInvalid, fmt.Sprintf("k %d must be 1 to a.ne0 (%d)", k, a.Ne()[0]), a)
 	}
-	return c.call(op, f, a)
-}
-
-// Norm normalizes each row of a to mean 0 and variance 1:
-// (x - mean) / sqrt(var + eps) (ggml_norm). a must be f32.
-func (c *Context) Norm(a *Tensor, eps float32) *Tensor {
-	return c.norm("norm", a, eps, func() *C.struct_ggml_tensor { return C.ggml_norm(c.c, a.c, C.float(eps)) })
-}
-
-// RMSNorm divides each row of a by its root mean square:
-// x / sqrt(mean(x²) + eps) (ggml_rms_norm). a must be f32.
-func (c *Context) RMSNorm(a *Tensor, eps float32) *Tensor {
-	return c.norm("rms_norm", a, eps, func() *C.struct_ggml_tensor { return C.ggml_rms_norm(c.c, a.c, C.float(eps)) })
-}
-
-// L2Norm divides each row of a by its Euclidean length, or by eps where
-// that is larger: x / max(sqrt(sum(x²)), eps) (ggml_l2_norm). a must be f32.
-func (c *Context) L2Norm(a *Tensor, eps float32) *Tensor {
-	return c.norm("l2_norm", a, eps, func() *C.struct_ggml_tensor { return C.ggml_l2_norm(c.c, a.c, C.float(eps)) })
-}
-
-// Repeat tiles a to b's shape: each b.ne[i] must be a multiple of a.ne[i]
-// (ggml_repeat). The result has a's type and b's shape.
-func (c *Context) Repeat(a, b *Tensor) *Tensor {
-	const op = "repeat"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	if p := c.checkTypes(op, a.Type(), a); p != nil {
-		return p
-	}
-	if !canRepeat(a, b) {
-		return c.fail(op, ErrShape, fmt.Sprintf("a %v cannot be tiled to b %v: each b.ne[i] must be a multiple of a.ne[i]", a.Ne(), b.Ne()), a, b)
-	}
-	if !adjacent(a) {
-		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a, b)
-	}
-	if p := c.ensure(op, a.Type(), b.Ne(), nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_repeat(c.c, a.c, b.c) }, a, b)
-}
-
-// Concat joins a and b along dimension dim; the other dimensions must be
-// equal, and the types the same (ggml_concat).
-func (c *Context) Concat(a, b *Tensor, dim int) *Tensor {
-	const op = "concat"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	if dim < 0 || dim >= MaxDims {
-		return c.fail(op, ErrInvalid, fmt.Sprintf("dim %d is not 0 to %d", dim, MaxDims-1), a, b)
-	}
-	if p := c.checkTypes(op, a.Type(), a, b); p != nil {
-		return p
-	}
-	an, bn := a.Ne(), b.Ne()
-	ne := an
-	for d := range MaxDims {
-		if d == dim {
-			ne[d] = an[d] + bn[d]
-		} else if an[d] != bn[d] {
-			return c.fail(op, ErrShape, fmt.Sprintf("a.ne%d (%d) != b.ne%d (%d): only dimension %d may differ", d, an[d], d, bn[d], dim), a, b)
-		}
-	}
-	if p := c.ensure(op, a.Type(), ne, nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_concat(c.c, a.c, b.c, C.int(dim)) }, a, b)
+	return nil
 }

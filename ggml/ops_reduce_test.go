@@ -1,13 +1,13 @@
 package ggml_test
 
 import (
-	"fmt"
 	"math"
+	"sort"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSumMeanArgmax(t *testing.T) {
@@ -58,154 +58,120 @@ func TestSumMeanArgmax(t *testing.T) {
 	}
 }
 
-func TestNorms(t *testing.T) {
-	rng := newRNG(t)
-	const n0, n1 = 64, 6
-	for _, rms := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rms=%v", rms), func(t *testing.T) {
-			e := newEnv(t)
-			av := randF32(rng, n0*n1)
-			for i := range av {
-				av[i] = av[i]*3 + 1 // a mean and a scale to take out
-			}
-			a := e.input(ggml.TypeF32, av, n0, n1)
-			const eps = 1e-5
-			var out *ggml.Tensor
-			if rms {
-				out = e.ctx.RMSNorm(a, eps)
-			} else {
-				out = e.ctx.Norm(a, eps)
-			}
-			e.compute(out)
-			got, err := ggml.Data[float32](out)
-			require.NoError(t, err)
-			ref := fromF32(av, n0, n1)
-			for r := range n1 {
-				row := ref.v[r*n0 : (r+1)*n0]
-				mean := 0.0
-				if !rms {
-					for _, v := range row {
-						mean += v / n0
-					}
-				}
-				ss := 0.0
-				for _, v := range row {
-					ss += (v - mean) * (v - mean) / n0
-				}
-				for i := range row {
-					row[i] = (row[i] - mean) / math.Sqrt(ss+eps)
-				}
-			}
-			// Sums of n0 squares in f32: relative error ~n0 eps.
-			requireClose(t, ref, got, func(i int) float64 { return 64 * 1.2e-7 * math.Max(1, math.Abs(ref.v[i])) })
-		})
-	}
-}
-
-func TestL2Norm(t *testing.T) {
+func TestSumRows(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
-	const n0, n1 = 48, 5
-	av := randF32(rng, n0*n1)
-	for i := range n0 { // a row of zeros: the length falls below eps
-		av[2*n0+i] = 0
-	}
-	av[2*n0+3] = 1e-9
-	const eps = 1e-6
-	out := e.ctx.L2Norm(e.input(ggml.TypeF32, av, n0, n1), eps)
+	av := randF32(rng, 11*3*2)
+	a := e.input(ggml.TypeF32, av, 11, 3, 2)
+	out := e.ctx.SumRows(a)
 	e.compute(out)
 	got, err := ggml.Data[float32](out)
 	require.NoError(t, err)
-	ref := fromF32(av, n0, n1)
-	for r := range n1 {
-		row := ref.v[r*n0 : (r+1)*n0]
-		ss := 0.0
-		for _, v := range row {
-			ss += v * v
-		}
-		for i := range row {
-			row[i] /= math.Max(math.Sqrt(ss), eps)
-		}
-	}
-	requireClose(t, ref, got, func(i int) float64 { return n0 * 1.2e-7 * math.Max(1e-3, math.Abs(ref.v[i])) })
+	require.Equal(t, [4]int64{1, 3, 2, 1}, out.Ne())
+	A := fromF32(av, 11, 3, 2)
+	ref := newND(1, 3, 2)
+	abs := newND(1, 3, 2)
+	A.each(func(i0, i1, i2, _ int) {
+		ref.v[ref.idx(0, i1, i2, 0)] += A.at(i0, i1, i2, 0)
+		abs.v[abs.idx(0, i1, i2, 0)] += math.Abs(A.at(i0, i1, i2, 0))
+	})
+	// Summation error is bounded by n*eps*sum|x|.
+	requireClose(t, ref, got, func(i int) float64 { return 11 * 6e-8 * abs.v[i] })
 }
 
-func TestRepeatConcat(t *testing.T) {
+func TestMasksSortsAndScans(t *testing.T) {
 	rng := newRNG(t)
 	e := newEnv(t)
-	av := randF32(rng, 3*2)
-	a := e.input(ggml.TypeF32, av, 3, 2)
-	shape := e.ctx.NewTensor(ggml.TypeF32, 6, 4, 2)
-	rep := e.ctx.Repeat(a, shape)
-	bv := randF32(rng, 3*5)
-	b := e.input(ggml.TypeF32, bv, 3, 5)
-	cat := e.ctx.Concat(a, b, 1)
-	e.compute(rep, cat)
+	const n0, n1, n2 = 7, 7, 2
+	av := randF32(rng, n0*n1*n2)
+	a := e.input(ggml.TypeF32, av, n0, n1, n2)
+	const nPast = 2
+	inf := e.ctx.DiagMaskInf(a, nPast)
+	zero := e.ctx.DiagMaskZero(a, nPast)
+	leaky := e.ctx.LeakyRelu(a, 0.1)
+	asc := e.ctx.Argsort(a, ggml.SortAsc)
+	desc := e.ctx.Argsort(a, ggml.SortDesc)
+	cum := e.ctx.Cumsum(a)
+	pad := e.ctx.Pad(a, 2, 1, 0, 1)
+	iv := make([]int32, 40)
+	jv := make([]int32, 40)
+	want := int64(0)
+	for i := range iv {
+		iv[i], jv[i] = int32(rng.IntN(3)), int32(rng.IntN(3))
+		if iv[i] == jv[i] {
+			want++
+		}
+	}
+	ci := e.input(ggml.TypeI32, iv, 8, 5)
+	cj := e.input(ggml.TypeI32, jv, 8, 5)
+	eq := e.ctx.CountEqual(ci, cj)
+	e.compute(inf, zero, leaky, asc, desc, cum, pad, eq)
 
-	A, B := fromF32(av, 3, 2), fromF32(bv, 3, 5)
-	R := newND(6, 4, 2)
-	R.each(func(i0, i1, i2, _ int) { R.v[R.idx(i0, i1, i2, 0)] = A.at(i0%3, i1%2, 0, 0) })
-	got, err := ggml.Data[float32](rep)
-	require.NoError(t, err)
-	requireClose(t, R, got, func(int) float64 { return 0 })
-
-	C := newND(3, 7)
-	C.each(func(i0, i1, _, _ int) {
-		if i1 < 2 {
-			C.v[C.idx(i0, i1, 0, 0)] = A.at(i0, i1, 0, 0)
+	A := fromF32(av, n0, n1, n2)
+	gotInf, _ := ggml.Data[float32](inf)
+	gotZero, _ := ggml.Data[float32](zero)
+	gotLeaky, _ := ggml.Data[float32](leaky)
+	A.each(func(i0, i1, i2, _ int) {
+		k := A.idx(i0, i1, i2, 0)
+		x := A.v[k]
+		if i0 > i1+nPast {
+			require.True(t, math.IsInf(float64(gotInf[k]), -1), "masked (%d,%d)", i0, i1)
+			require.Zero(t, gotZero[k])
 		} else {
-			C.v[C.idx(i0, i1, 0, 0)] = B.at(i0, i1-2, 0, 0)
+			require.Equal(t, float32(x), gotInf[k])
+			require.Equal(t, float32(x), gotZero[k])
+		}
+		l := x
+		if x < 0 {
+			l = 0.1 * x
+		}
+		require.InDelta(t, l, float64(gotLeaky[k]), 1e-7)
+	})
+
+	gotAsc, _ := ggml.Data[int32](asc)
+	gotDesc, _ := ggml.Data[int32](desc)
+	gotCum, _ := ggml.Data[float32](cum)
+	for r := range n1 * n2 {
+		row := A.v[r*n0 : (r+1)*n0]
+		idx := make([]int, n0)
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(x, y int) bool { return row[idx[x]] < row[idx[y]] })
+		for i := range n0 { // random normals: no ties
+			require.Equal(t, int32(idx[i]), gotAsc[r*n0+i])
+			require.Equal(t, int32(idx[n0-1-i]), gotDesc[r*n0+i])
+		}
+		s, sa := 0.0, 0.0
+		for i := range n0 {
+			s += row[i]
+			sa += math.Abs(row[i])
+			require.InDelta(t, s, float64(gotCum[r*n0+i]), float64(i+1)*1.2e-7*sa+1e-7)
+		}
+	}
+
+	gotPad, _ := ggml.Data[float32](pad)
+	require.Equal(t, [4]int64{n0 + 2, n1 + 1, n2, 2}, pad.Ne())
+	P := newND(n0+2, n1+1, n2, 2)
+	P.each(func(i0, i1, i2, i3 int) {
+		if i0 < n0 && i1 < n1 && i3 == 0 {
+			P.v[P.idx(i0, i1, i2, i3)] = A.at(i0, i1, i2, 0)
 		}
 	})
-	got, err = ggml.Data[float32](cat)
+	requireClose(t, P, gotPad, func(int) float64 { return 0 })
+
+	gotEq, err := ggml.Data[int64](eq)
 	require.NoError(t, err)
-	requireClose(t, C, got, func(int) float64 { return 0 })
+	require.Equal(t, []int64{want}, gotEq)
 }
 
-func TestReduceMisuse(t *testing.T) {
-	cases := []struct {
-		name string
-		want error
-		op   func(c *ggml.Context) *ggml.Tensor
-	}{
-		{"sum i32", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Sum(c.NewTensor(ggml.TypeI32, 4)) }},
-		{"sum transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Sum(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3))) }},
-		{"mean f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Mean(c.NewTensor(ggml.TypeF16, 4)) }},
-		{"argmax 3-d", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor { return c.Argmax(c.NewTensor(ggml.TypeF32, 4, 3, 2)) }},
-		{"norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.Norm(c.NewTensor(ggml.TypeF16, 4), 1e-5) }},
-		{"l2_norm f16", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor { return c.L2Norm(c.NewTensor(ggml.TypeF16, 4), 1e-6) }},
-		{"l2_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.L2Norm(c.NewTensor(ggml.TypeF32, 4), -1) }},
-		{"l2_norm transposed", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.L2Norm(c.Transpose(c.NewTensor(ggml.TypeF32, 4, 3)), 1e-6)
-		}},
-		{"rms_norm negative eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor { return c.RMSNorm(c.NewTensor(ggml.TypeF32, 4), -1) }},
-		{"rms_norm NaN eps", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
-			return c.RMSNorm(c.NewTensor(ggml.TypeF32, 4), float32(math.NaN()))
-		}},
-		{"repeat not a multiple", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.Repeat(c.NewTensor(ggml.TypeF32, 3), c.NewTensor(ggml.TypeF32, 4))
-		}},
-		{"repeat q8_0", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.Repeat(c.NewTensor(ggml.TypeQ8_0, 32), c.NewTensor(ggml.TypeQ8_0, 64))
-		}},
-		{"concat dim", ggml.ErrInvalid, func(c *ggml.Context) *ggml.Tensor {
-			return c.Concat(c.NewTensor(ggml.TypeF32, 3), c.NewTensor(ggml.TypeF32, 3), 4)
-		}},
-		{"concat types", ggml.ErrType, func(c *ggml.Context) *ggml.Tensor {
-			return c.Concat(c.NewTensor(ggml.TypeF32, 3), c.NewTensor(ggml.TypeF16, 3), 0)
-		}},
-		{"concat shapes", ggml.ErrShape, func(c *ggml.Context) *ggml.Tensor {
-			return c.Concat(c.NewTensor(ggml.TypeF32, 3, 2), c.NewTensor(ggml.TypeF32, 4, 2), 1)
-		}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
-			require.NoError(t, err)
-			defer c.Close()
-			require.ErrorIs(t, tc.op(c).Err(), tc.want)
-			_, err = c.BuildGraph()
-			require.ErrorIs(t, err, tc.want)
-		})
-	}
+func TestTopKShape(t *testing.T) {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(ggml.TypeF32, 10, 3, 2)
+	assert.Equal(t, []int64{4, 3, 2}, c.TopK(a, 4).Shape())
+	assert.Equal(t, []int64{4, 3, 2}, c.ArgsortTopK(a, 4).Shape())
+	assert.Equal(t, ggml.TypeI32, c.TopK(a, 4).Type())
+	require.NoError(t, c.Err())
 }

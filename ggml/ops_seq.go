@@ -6,46 +6,11 @@ import "C"
 import (
 	"fmt"
 	"math"
-	"math/bits"
 )
 
-// This file holds the matrix ops beyond MulMat (outer product, the
-// mixture-of-experts product), the state-space and recurrent ops (Mamba's
-// conv and scan, RWKV 6 and 7, gated linear attention), and a few more:
-// triangular solve, SAM's windows and relative positions, cross-entropy.
-// As elsewhere, each op checks in Go what ggml's constructor and its CPU
-// kernel assert or silently rely on.
-
-// seqMul returns the product of ns, and false when it overflows int64.
-func seqMul(ns ...int64) (int64, bool) {
-	p := uint64(1)
-	for _, n := range ns {
-		if n < 0 {
-			return 0, false
-		}
-		hi, lo := bits.Mul64(p, uint64(n))
-		if hi != 0 || lo > math.MaxInt64 {
-			return 0, false
-		}
-		p = lo
-	}
-	return int64(p), true
-}
-
-// seqEvenRows reports whether every row of a (all ne1*ne2*ne3 of them) is
-// reached as row i at i*nb1, as the kernels that walk rows by nb1 alone
-// assume: dimensions 2 and 3 continue dimension 1's stride.
-func seqEvenRows(a *Tensor) bool {
-	ne, nb := a.Ne(), a.Nb()
-	want := nb[1] * uint64(ne[1])
-	for i := 2; i < MaxDims; i++ {
-		if ne[i] > 1 && nb[i] != want {
-			return false
-		}
-		want *= uint64(ne[i])
-	}
-	return true
-}
+// The sequence models' ops: Mamba's conv and scan, RWKV 6 and 7, gated
+// linear attention. As elsewhere, each op checks in Go what ggml's
+// constructor and its CPU kernel assert or silently rely on.
 
 // seqTypes checks that every input is of type t.
 func (c *Context) seqTypes(op string, t Type, names []string, ts []*Tensor, inputs ...*Tensor) *Tensor {
@@ -66,209 +31,6 @@ func (c *Context) seqDense(op string, names []string, ts []*Tensor, inputs ...*T
 		}
 	}
 	return nil
-}
-
-// seqIndices checks i32 indices that select among n items (experts, rows
-// of b, states) when the graph computes them: ggml's kernels read the
-// values unchecked, so they are accepted only when bounded by construction
-// (an argsort or top-k of rows no longer than n, through views and copies).
-// Indices that are graph inputs in host memory are checked before compute
-// (seqIndexSource, checkNodeData).
-func (c *Context) seqIndices(op, what string, ids *Tensor, n int64, inputs ...*Tensor) *Tensor {
-	if ids.c.op == C.GGML_OP_NONE {
-		return nil
-	}
-	bound, ok := indexBound(ids)
-	if !ok {
-		return c.fail(op, ErrInvalid, fmt.Sprintf("ids computed by the graph cannot be checked against the %d %s; compute them in a graph of their own and pass them as an input", n, what), inputs...)
-	}
-	if bound > n {
-		return c.fail(op, ErrShape, fmt.Sprintf("ids (an argsort of rows of %d) can exceed the %d %s", bound, n, what), inputs...)
-	}
-	return nil
-}
-
-// seqIndexSource returns, for a node of one of this file's ops that reads
-// i32 indices, the index tensor and the exclusive bound its values must
-// respect, for a check of the data before compute (see checkNodeData): the
-// expert of MulMatID (src[2] against src[0].ne2), the row of b of AddID
-// (src[2] against src[1].ne1), the state of SSMScan (src[6] against
-// src[0].ne3). It returns nil for other nodes.
-func seqIndexSource(t *Tensor) (ids *C.struct_ggml_tensor, bound int64, op string) {
-	switch t.c.op {
-	case C.GGML_OP_MUL_MAT_ID:
-		return t.c.src[2], int64(t.c.src[0].ne[2]), "mul_mat_id"
-	case C.GGML_OP_ADD_ID:
-		return t.c.src[2], int64(t.c.src[1].ne[1]), "add_id"
-	case C.GGML_OP_SSM_SCAN:
-		return t.c.src[6], int64(t.c.src[0].ne[3]), "ssm_scan"
-	}
-	return nil, 0, ""
-}
-
-// seqThreadLimit returns, for a node of RWKVWKV6, GatedLinearAttn or
-// RWKVWKV7, the most CPU threads its kernel computes with correctly (its
-// head count H), else 0 (no limit), for a check before a CPU compute. The
-// kernels give thread i the heads [H*i/n, H*(i+1)/n) but return at once on
-// threads i >= H: with n > H threads heads are lost, and in wkv6 and gla the
-// threads that return skip the barrier after the output is zeroed, so the
-// others wait at it for ever (the graph's compute hangs). Package backend
-// and package sched check it (bridge.NodeThreadLimit).
-func seqThreadLimit(t *C.struct_ggml_tensor) int64 {
-	switch t.op {
-	case C.GGML_OP_RWKV_WKV6, C.GGML_OP_GATED_LINEAR_ATTN, C.GGML_OP_RWKV_WKV7:
-		return int64(t.src[1].ne[1]) // the kernels read H from src[1]
-	}
-	return 0
-}
-
-// OutProd returns the outer products of the columns of a and b summed over
-// their shared dimension 1 (ggml_out_prod): with a of shape [m, k] and b of
-// shape [n, k] the result is f32 [m, n], result[i,j] = sum over x of
-// a[i,x]*b[j,x]; that is a times b transposed. a is broadcast over b's
-// dimensions 2 and 3 when f32; a quantized a (of the block types) must
-// match b there. a is f32 or quantized, not transposed, with adjacent
-// elements in dimension 0; b is f32 with any strides (a transposed b is
-// read in place).
-func (c *Context) OutProd(a, b *Tensor) *Tensor {
-	const op = "out_prod"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	if p := c.checkTypes(op, TypeF32, a, b); p != nil {
-		return p
-	}
-	an, bn := a.Ne(), b.Ne()
-	switch {
-	case an[1] != bn[1]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) != b.ne1 (%d): the summed dimension is dimension 1 of both", an[1], bn[1]), a, b)
-	case an[2] == 0 || bn[2]%an[2] != 0:
-		return c.fail(op, ErrShape, fmt.Sprintf("b.ne2 (%d) must be a multiple of a.ne2 (%d)", bn[2], an[2]), a, b)
-	case an[3] == 0 || bn[3]%an[3] != 0:
-		return c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be a multiple of a.ne3 (%d)", bn[3], an[3]), a, b)
-	case a.IsTransposed():
-		return c.fail(op, ErrShape, "a must not be transposed (nb0 > nb1); make it contiguous with Cont", a, b)
-	case !adjacent(a):
-		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0; copy it with Cont", a, b)
-	case a.Type().IsQuantized() && (an[2] != bn[2] || an[3] != bn[3]):
-		return c.fail(op, ErrShape, fmt.Sprintf("a quantized a is not broadcast: a.ne2, a.ne3 (%d, %d) must equal b's (%d, %d)", an[2], an[3], bn[2], bn[3]), a, b)
-	}
-	ne := [MaxDims]int64{an[0], bn[0], bn[2], bn[3]}
-	if p := c.ensure(op, TypeF32, ne, nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_out_prod(c.c, a.c, b.c) }, a, b)
-}
-
-// MulMatID is the mixture-of-experts matrix product (ggml_mul_mat_id): as
-// holds one matrix per expert, [k, m, nExpert]; b holds the activations,
-// [k, nb1, nTokens]; ids, i32 [nUsed, nTokens], names for each token the
-// experts it uses. The result is f32 [m, nUsed, nTokens] with
-//
-//	result[:, e, t] = MulMat(as[:, :, ids[e, t]], b[:, e % nb1, t])
-//
-// so b's dimension 1 is broadcast over the used experts when nUsed is a
-// multiple of it (nb1 = 1: one row of b for all experts). as must have a
-// CPU dot product (as MulMat's a), not be transposed, and have adjacent
-// elements in dimension 0; b is f32, or already of the type the CPU
-// converts b to for as (f16 for an f16 as, q8_0 for q4_0, ...), with
-// adjacent elements in dimension 0. For quantized as the CPU quantizes an
-// f32 b (to q8_0, q8_1 or q8_K) before the dot products, as MulMat does.
-//
-// Every id must lie in [0, nExpert): ggml's kernel checks this only in debug
-// builds, and an id out of range makes it write outside its work buffer
-// (wrong results, a corrupted heap or a segfault).
-// Ids that the graph computes are accepted only when bounded by
-// construction (an argsort or top-k of rows of at most nExpert, the usual
-// router, through views); ids that are inputs in host memory are checked
-// before compute (ErrInvalid).
-func (c *Context) MulMatID(as, b, ids *Tensor) *Tensor {
-	const op = "mul_mat_id"
-	if p := c.begin(op, as, b, ids); p != nil {
-		return p
-	}
-	if p := c.checkTypes(op, TypeF32, as, b); p != nil {
-		return p
-	}
-	an, bn, in := as.Ne(), b.Ne(), ids.Ne()
-	switch {
-	case ids.Type() != TypeI32:
-		return c.fail(op, ErrType, fmt.Sprintf("ids must be i32, not %v", ids.Type()), as, b, ids)
-	case an[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("as must be 3-d, one matrix per expert (ne3 %d != 1)", an[3]), as, b, ids)
-	case bn[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("b must be 3-d (ne3 %d != 1)", bn[3]), as, b, ids)
-	case in[2] != 1 || in[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("ids must be a matrix, not %v", in), as, b, ids)
-	case in[1] != bn[2]:
-		return c.fail(op, ErrShape, fmt.Sprintf("ids.ne1 (%d) != b.ne2 (%d): one list of experts per token", in[1], bn[2]), as, b, ids)
-	case an[0] != bn[0]:
-		return c.fail(op, ErrShape, fmt.Sprintf("as.ne0 (%d) != b.ne0 (%d): both must have the shared dimension innermost", an[0], bn[0]), as, b, ids)
-	case bn[1] == 0 || in[0]%bn[1] != 0:
-		return c.fail(op, ErrShape, fmt.Sprintf("ids.ne0 (%d) must be a multiple of b.ne1 (%d)", in[0], bn[1]), as, b, ids)
-	case as.IsTransposed():
-		return c.fail(op, ErrShape, "as must not be transposed (nb0 > nb1); make it contiguous with Cont", as, b, ids)
-	case !adjacent(as) || !adjacent(b):
-		return c.fail(op, ErrShape, "as's and b's elements must be adjacent in dimension 0 (nb0 = type size); copy with Cont", as, b, ids)
-	case an[2] > math.MaxInt32 || in[0] > math.MaxInt32 || in[1] > math.MaxInt32:
-		return c.fail(op, ErrShape, "ggml's kernel counts experts and ids in 32-bit integers", as, b, ids)
-	}
-	if p := c.seqIndices(op, "experts", ids, an[2], as, b, ids); p != nil {
-		return p
-	}
-	ne := [MaxDims]int64{an[1], in[0], bn[2], 1}
-	if p := c.ensure(op, TypeF32, ne, nil, as, b, ids); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_mul_mat_id(c.c, as.c, b.c, ids.c) }, as, b, ids)
-}
-
-// AddID returns a plus, for each row, the row of b that ids selects
-// (ggml_add_id): result[:, i1, i2, i3] = a[:, i1, i2, i3] + b[:, ids[i1,
-// i2]], the per-expert bias of a mixture of experts. a and b are f32 with
-// adjacent elements in dimension 0, b a matrix with b.ne0 == a.ne0; ids is
-// an i32 matrix with ids.ne0 == a.ne1 and ids.ne1 == a.ne2 (a's dimension
-// 3 reuses it). The result has a's shape.
-//
-// Every id must lie in [0, b.ne1): ggml's kernel asserts it on its worker
-// threads, which ends the process. Ids that are inputs in host memory are
-// checked before compute (ErrInvalid); ids that the graph computes are
-// accepted only when bounded by construction (an argsort or top-k, through
-// views).
-func (c *Context) AddID(a, b, ids *Tensor) *Tensor {
-	const op = "add_id"
-	if p := c.begin(op, a, b, ids); p != nil {
-		return p
-	}
-	an, bn, in := a.Ne(), b.Ne(), ids.Ne()
-	switch {
-	case a.Type() != TypeF32 || b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes a and b of f32, not %v and %v", a.Type(), b.Type()), a, b, ids)
-	case ids.Type() != TypeI32:
-		return c.fail(op, ErrType, fmt.Sprintf("ids must be i32, not %v", ids.Type()), a, b, ids)
-	case an[0] != bn[0]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) != b.ne0 (%d)", an[0], bn[0]), a, b, ids)
-	case bn[2] != 1 || bn[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("b must be a matrix, one row per id (ggml's kernel reads its first matrix only), not %v", bn), a, b, ids)
-	case in[2] != 1 || in[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("ids must be a matrix, not %v", in), a, b, ids)
-	case an[1] != in[0]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) != ids.ne0 (%d): one id per row of a", an[1], in[0]), a, b, ids)
-	case an[2] != in[1]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne2 (%d) != ids.ne1 (%d)", an[2], in[1]), a, b, ids)
-	case !adjacent(a) || !adjacent(b):
-		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0; copy with Cont", a, b, ids)
-	}
-	if rows, ok := seqMul(an[1], an[2], an[3]); !ok || rows > math.MaxInt32 {
-		return c.fail(op, ErrShape, fmt.Sprintf("a %v: ggml's kernel counts its rows in 32-bit integers", an), a, b, ids)
-	}
-	if p := c.seqIndices(op, "rows of b", ids, bn[1], a, b, ids); p != nil {
-		return p
-	}
-	if p := c.ensure(op, TypeF32, an, nil, a, b, ids); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add_id(c.c, a.c, b.c, ids.c) }, a, b, ids)
 }
 
 // SSMConv is the causal 1-d convolution of Mamba (ggml_ssm_conv): sx, f32
@@ -400,6 +162,22 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 	}, in...)
 }
 
+// ssm_scan's ids (src[6]) name states, the sequences of s (src[0]) along
+// ne3.
+func init() {
+	registerIndexCheck(C.GGML_OP_SSM_SCAN, "ssm_scan", func(n *C.struct_ggml_tensor) (*C.struct_ggml_tensor, int64) {
+		return n.src[6], int64(n.src[0].ne[3])
+	})
+}
+
+// seqHeads is the thread limit of RWKVWKV6, GatedLinearAttn and RWKVWKV7
+// (registerThreadLimit): their head count H, which the kernels read from
+// src[1]. The kernels give thread i the heads [H*i/n, H*(i+1)/n) but
+// return at once on threads i >= H: with n > H threads heads are lost, and
+// in wkv6 and gla the threads that return skip the barrier after the output
+// is zeroed, so the others wait at it for ever (the graph's compute hangs).
+func seqHeads(n *C.struct_ggml_tensor) int64 { return int64(n.src[1].ne[1]) }
+
 // seqRecurrent checks the inputs of the linear-attention recurrences (RWKV
 // 6 and 7, gated linear attention), named by names: all f32 and
 // contiguous; those at the indices shaped [S, H, nTokens] like in[kAt]; the
@@ -476,6 +254,8 @@ func (c *Context) RWKVWKV6(k, v, r, tf, td, state *Tensor) *Tensor {
 	}, in...)
 }
 
+func init() { registerThreadLimit(C.GGML_OP_RWKV_WKV6, seqHeads) }
+
 // GatedLinearAttn is gated linear attention (ggml_gated_linear_attn). k,
 // v, q and g (the gate) are f32 [S, H, nTokens]; state as for RWKVWKV6.
 // For each token t, head h, i (along k) and j (along v):
@@ -504,6 +284,8 @@ func (c *Context) GatedLinearAttn(k, v, q, g, state *Tensor, scale float32) *Ten
 		return C.ggml_gated_linear_attn(c.c, k.c, v.c, q.c, g.c, state.c, C.float(scale))
 	}, in...)
 }
+
+func init() { registerThreadLimit(C.GGML_OP_GATED_LINEAR_ATTN, seqHeads) }
 
 // seqRWKV7Step is the head size ggml's RWKVWKV7 kernel needs a multiple
 // of: its SIMD loop walks each head in blocks of GGML_F32_STEP floats (64
@@ -607,243 +389,4 @@ func (c *Context) RWKVWKV7(r, w, k, v, a, b, state *Tensor) *Tensor {
 	}, in...)
 }
 
-// SolveTri solves a x = b for x by forward substitution
-// (ggml_solve_tri), for each matrix of a batch: a, f32 [n, n, ...], is
-// lower triangular with a[j, i] the element of row i and column j (only
-// j <= i is read); b and the result x are f32 [k, n, ...] with b[c, i] the
-// element of row i and column c. a and b are contiguous with the same
-// dimensions 2 and 3. ggml implements only left, lower and !uni (a x = b,
-// a lower triangular, its diagonal read from a); other variants are
-// ErrInvalid. A zero on the diagonal gives Inf or NaN.
-func (c *Context) SolveTri(a, b *Tensor, left, lower, uni bool) *Tensor {
-	const op = "solve_tri"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	an, bn := a.Ne(), b.Ne()
-	switch {
-	case !left || !lower || uni:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("left=%v lower=%v uni=%v: ggml solves only left, lower, non-unit systems", left, lower, uni), a, b)
-	case a.Type() != TypeF32 || b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("a and b must be f32, not %v and %v", a.Type(), b.Type()), a, b)
-	case an[0] != an[1]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a must be square, not %v", an[:2]), a, b)
-	case an[1] != bn[1]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) != b.ne1 (%d): b needs a row per row of a", an[1], bn[1]), a, b)
-	case an[2] != bn[2] || an[3] != bn[3]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a's batch %v != b's %v", an[2:], bn[2:]), a, b)
-	case !dense(a) || !dense(b):
-		return c.fail(op, ErrShape, "a and b must be contiguous; copy with Cont", a, b)
-	}
-	if p := c.ensure(op, TypeF32, bn, nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_solve_tri(c.c, a.c, b.c, C.bool(left), C.bool(lower), C.bool(uni))
-	}, a, b)
-}
-
-// WinPart cuts the f32 image a, [C, W, H] (channels innermost), into w×w
-// windows, zero-padding W and H up to multiples of w (ggml_win_part, as in
-// SAM): the result is f32 [C, w, w, nx*ny] with nx = ceil(W/w), ny =
-// ceil(H/w), window (px, py) at index py*nx + px. a must be contiguous and
-// 3-d, w >= 1.
-func (c *Context) WinPart(a *Tensor, w int) *Tensor {
-	const op = "win_part"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	an := a.Ne()
-	switch {
-	case a.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
-	case an[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("a must be 3-d, not %v", an), a)
-	case w < 1 || w > math.MaxInt32:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("window size %d must be >= 1", w), a)
-	case !dense(a):
-		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
-	case an[1] > math.MaxInt32-int64(w) || an[2] > math.MaxInt32-int64(w):
-		return c.fail(op, ErrShape, fmt.Sprintf("a %v: ggml counts windows in 32-bit integers", an), a)
-	}
-	ww := int64(w)
-	nx, ny := (an[1]+ww-1)/ww, (an[2]+ww-1)/ww
-	if nx*ny > math.MaxInt32 {
-		return c.fail(op, ErrShape, fmt.Sprintf("%d×%d windows: ggml counts them in 32-bit integers", nx, ny), a)
-	}
-	ne := [MaxDims]int64{an[0], ww, ww, nx * ny}
-	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_win_part(c.c, a.c, C.int(w)) }, a)
-}
-
-// WinUnpart reassembles the w×w windows of a (as WinPart makes them, f32
-// [C, w, w, ceil(w0/w)*ceil(h0/w)], contiguous) into an f32 image [C, w0,
-// h0], dropping the padding (ggml_win_unpart).
-func (c *Context) WinUnpart(a *Tensor, w0, h0, w int) *Tensor {
-	const op = "win_unpart"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	an := a.Ne()
-	switch {
-	case a.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernel takes f32 only, not %v", a.Type()), a)
-	case w < 1 || w > math.MaxInt32:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("window size %d must be >= 1", w), a)
-	case w0 < 0 || h0 < 0 || w0 > math.MaxInt32-w || h0 > math.MaxInt32-w:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("image size %d×%d must be >= 0 (and fit 32-bit integers)", w0, h0), a)
-	case !dense(a):
-		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
-	}
-	nx, ny := int64((w0+w-1)/w), int64((h0+w-1)/w)
-	if an[1] != int64(w) || an[2] != int64(w) || an[3] != nx*ny {
-		return c.fail(op, ErrShape, fmt.Sprintf("a must be [C %d %d %d] (windows of %d for a %d×%d image), not %v", w, w, nx*ny, w, w0, h0, an), a)
-	}
-	ne := [MaxDims]int64{an[0], int64(w0), int64(h0), 1}
-	if p := c.ensure(op, TypeF32, ne, nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.ggml_win_unpart(c.c, a.c, C.int(w0), C.int(h0), C.int(w))
-	}, a)
-}
-
-// GetRelPos expands SAM's relative position table a, f16 [C, 2*n-1], to
-// the f16 [C, n, n] table of every query-key pair (ggml_get_rel_pos):
-// result[:, k, q] = a[:, (n-1-k) + q]. qh and kh, the query and key
-// lengths, must both be n (ggml supports no other case). a must be an f16
-// contiguous matrix. (ggml's CPU kernel also takes bf16 but labels the
-// copied bits f16, so bf16 is refused here.)
-func (c *Context) GetRelPos(a *Tensor, qh, kh int) *Tensor {
-	const op = "get_rel_pos"
-	if p := c.begin(op, a); p != nil {
-		return p
-	}
-	an := a.Ne()
-	switch {
-	case a.Type() != TypeF16:
-		return c.fail(op, ErrType, fmt.Sprintf("a must be f16, not %v", a.Type()), a)
-	case qh != kh:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("qh (%d) != kh (%d): ggml supports equal lengths only", qh, kh), a)
-	case qh < 1 || qh > math.MaxInt32/2:
-		return c.fail(op, ErrInvalid, fmt.Sprintf("length %d must be >= 1", qh), a)
-	case an[1] != int64(2*qh-1):
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) must be 2*qh-1 (%d)", an[1], 2*qh-1), a)
-	case an[2] != 1 || an[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("a must be a matrix (ggml's kernel reads its first matrix only), not %v", an), a)
-	case !dense(a):
-		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
-	}
-	ne := [MaxDims]int64{an[0], int64(kh), int64(qh), 1}
-	if p := c.ensure(op, TypeF16, ne, nil, a); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_get_rel_pos(c.c, a.c, C.int(qh), C.int(kh)) }, a)
-}
-
-// AddRelPos adds SAM's decomposed relative position terms to attention
-// scores (ggml_add_rel_pos): a, f32 [W*W, R1, R2] with R1*R2 rows of
-// scores, each row W×W (x innermost); pw and ph, f32 of the same shape [W,
-// P1, P2, R2] with P1*P2 = R1. With r a row (over dimensions 1 and 2):
-//
-//	result[x + W*y, r] = a[x + W*y, r] + pw[x, r] + ph[y, r]
-//
-// a, pw and ph must be contiguous, and a 3-d (ggml's kernel would add to
-// the first matrix of dimension 3 only).
-func (c *Context) AddRelPos(a, pw, ph *Tensor) *Tensor {
-	const op = "add_rel_pos"
-	if p := c.begin(op, a, pw, ph); p != nil {
-		return p
-	}
-	an, pn := a.Ne(), pw.Ne()
-	sq, sqOK := seqMul(pn[0], pn[0])
-	rows, rowsOK := seqMul(pn[1], pn[2])
-	switch {
-	case a.Type() != TypeF32 || pw.Type() != TypeF32 || ph.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("a, pw and ph must be f32, not %v, %v and %v", a.Type(), pw.Type(), ph.Type()), a, pw, ph)
-	case !sameShape(pw, ph):
-		return c.fail(op, ErrShape, fmt.Sprintf("pw %v and ph %v must have the same shape", pn, ph.Ne()), a, pw, ph)
-	case !dense(a) || !dense(pw) || !dense(ph):
-		return c.fail(op, ErrShape, "a, pw and ph must be contiguous; copy with Cont", a, pw, ph)
-	case an[3] != 1:
-		return c.fail(op, ErrShape, fmt.Sprintf("a must be 3-d, not %v", an), a, pw, ph)
-	case pn[3] != an[2]:
-		return c.fail(op, ErrShape, fmt.Sprintf("pw.ne3 (%d) != a.ne2 (%d)", pn[3], an[2]), a, pw, ph)
-	case !sqOK || sq != an[0]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be pw.ne0 squared (%d²)", an[0], pn[0]), a, pw, ph)
-	case !rowsOK || rows != an[1]:
-		return c.fail(op, ErrShape, fmt.Sprintf("a.ne1 (%d) must be pw.ne1*pw.ne2 (%d*%d)", an[1], pn[1], pn[2]), a, pw, ph)
-	case pn[3] > math.MaxInt32:
-		return c.fail(op, ErrShape, "ggml's kernel counts pw.ne3 in 32-bit integers", a, pw, ph)
-	}
-	if p := c.ensure(op, TypeF32, an, nil, a, pw, ph); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add_rel_pos(c.c, a.c, pw.c, ph.c) }, a, pw, ph)
-}
-
-// CrossEntropyLoss returns the mean over rows of the cross-entropy between
-// the distributions b (the targets) and softmax(a) (a: logits), as one f32
-// value (ggml_cross_entropy_loss):
-//
-//	loss = -1/rows * sum over rows r and i of b[i,r] * log_softmax(a[:,r])[i]
-//
-// a and b are f32 of the same shape, with adjacent elements in dimension 0
-// and rows evenly spaced (dimensions 2 and 3 continuing dimension 1's
-// stride; the row stride itself may be larger than a row). With no rows the
-// loss is NaN.
-func (c *Context) CrossEntropyLoss(a, b *Tensor) *Tensor {
-	const op = "cross_entropy_loss"
-	if p := c.begin(op, a, b); p != nil {
-		return p
-	}
-	switch {
-	case a.Type() != TypeF32 || b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("a and b must be f32, not %v and %v", a.Type(), b.Type()), a, b)
-	case !sameShape(a, b):
-		return c.fail(op, ErrShape, fmt.Sprintf("a %v and b %v must have the same shape", a.Ne(), b.Ne()), a, b)
-	case !adjacent(a) || !adjacent(b):
-		return c.fail(op, ErrShape, "a's and b's elements must be adjacent in dimension 0; copy with Cont", a, b)
-	case !seqEvenRows(a) || !seqEvenRows(b):
-		return c.fail(op, ErrShape, "ggml's kernel reaches row i at i*nb1: a's and b's dimensions 2 and 3 must continue dimension 1's stride; copy with Cont", a, b)
-	case a.Ne()[0] > math.MaxInt32:
-		return c.fail(op, ErrShape, "ggml's kernel counts a row's elements in 32-bit integers", a, b)
-	}
-	if p := c.ensure(op, TypeF32, [MaxDims]int64{1, 1, 1, 1}, nil, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cross_entropy_loss(c.c, a.c, b.c) }, a, b)
-}
-
-// CrossEntropyLossBack returns the gradient of CrossEntropyLoss(a, b) with
-// respect to a, given grad, the gradient of the loss (one f32 value)
-// (ggml_cross_entropy_loss_back):
-//
-//	result[:, r] = (softmax(a[:, r]) - b[:, r]) * grad / rows
-//
-// a and b are f32 of the same shape and contiguous; the result has their
-// shape.
-func (c *Context) CrossEntropyLossBack(grad, a, b *Tensor) *Tensor {
-	const op = "cross_entropy_loss_back"
-	if p := c.begin(op, grad, a, b); p != nil {
-		return p
-	}
-	switch {
-	case grad.Type() != TypeF32 || a.Type() != TypeF32 || b.Type() != TypeF32:
-		return c.fail(op, ErrType, fmt.Sprintf("grad, a and b must be f32, not %v, %v and %v", grad.Type(), a.Type(), b.Type()), grad, a, b)
-	case grad.Ne() != [MaxDims]int64{1, 1, 1, 1}:
-		return c.fail(op, ErrShape, fmt.Sprintf("grad must be a scalar, not %v", grad.Ne()), grad, a, b)
-	case !sameShape(a, b):
-		return c.fail(op, ErrShape, fmt.Sprintf("a %v and b %v must have the same shape", a.Ne(), b.Ne()), grad, a, b)
-	case !dense(a) || !dense(b):
-		return c.fail(op, ErrShape, "a and b must be contiguous; copy with Cont", grad, a, b)
-	case a.Ne()[0] > math.MaxInt32:
-		return c.fail(op, ErrShape, "ggml's kernel counts a row's elements in 32-bit integers", grad, a, b)
-	}
-	if p := c.ensure(op, TypeF32, a.Ne(), nil, grad, a, b); p != nil {
-		return p
-	}
-	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_cross_entropy_loss_back(c.c, grad.c, a.c, b.c) }, grad, a, b)
-}
+func init() { registerThreadLimit(C.GGML_OP_RWKV_WKV7, seqHeads) }

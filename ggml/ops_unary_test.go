@@ -5,10 +5,58 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/require"
 )
+
+func TestUnaryOps(t *testing.T) {
+	rng := newRNG(t)
+	// gelu on f32 goes through ggml's f16 table: x and the result are
+	// rounded to f16 (relative error 2^-11 each), and gelu' <= 1.13.
+	const f16Eps = 1.0 / 2048
+	geluTol := func(x, r float64) float64 { return 1.13*math.Abs(x)*f16Eps + math.Abs(r)*f16Eps + 1e-6 }
+	ops := []struct {
+		name  string
+		build func(c *ggml.Context, a *ggml.Tensor) *ggml.Tensor
+		ref   func(x float64) float64
+		tol   func(x, r float64) float64
+	}{
+		{"relu", (*ggml.Context).Relu, func(x float64) float64 { return math.Max(x, 0) }, nil},
+		{"silu", (*ggml.Context).Silu, func(x float64) float64 { return x / (1 + math.Exp(-x)) }, nil},
+		{"gelu", (*ggml.Context).Gelu, func(x float64) float64 {
+			return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x)))
+		}, geluTol},
+	}
+	for _, op := range ops {
+		for _, ne := range [][]int{{17}, {8, 3}, {4, 3, 2, 2}} {
+			t.Run(fmt.Sprintf("%s/%v", op.name, ne), func(t *testing.T) {
+				e := newEnv(t)
+				n := 1
+				for _, v := range ne {
+					n *= v
+				}
+				av := randF32(rng, n)
+				for i := range av {
+					av[i] *= 3
+				}
+				a := e.input(ggml.TypeF32, av, i64s(ne)...)
+				out := op.build(e.ctx, a)
+				e.compute(out)
+				got, err := ggml.Data[float32](out)
+				require.NoError(t, err)
+				ref := fromF32(av, ne...)
+				for i := range ref.v {
+					ref.v[i] = op.ref(ref.v[i])
+				}
+				tol := relTol(ref, 4*f32Rel)
+				if op.tol != nil {
+					tol = func(i int) float64 { return op.tol(float64(av[i]), ref.v[i]) }
+				}
+				requireClose(t, ref, got, tol)
+			})
+		}
+	}
+}
 
 // Every element-wise function against its float64 definition, on fresh
 // random inputs, in f32 (tolerances: a few f32 ulps; f16 table ops as
@@ -144,61 +192,130 @@ func TestUnaryTypes(t *testing.T) {
 	require.ErrorIs(t, c3.Sqrt(c3.Transpose(c3.NewTensor(ggml.TypeF32, 4, 4))).Err(), ggml.ErrShape)
 }
 
-// toF16 rounds f32 values to f16 bits (round to nearest even).
-func toF16(v []float32) []uint16 {
-	out := make([]uint16, len(v))
-	for i, f := range v {
-		out[i] = f32ToF16(f)
-	}
-	return out
-}
-
-func fromF16Slice(h []uint16) []float64 {
-	out := make([]float64, len(h))
-	for i, b := range h {
-		out[i] = f16ToF64(b)
-	}
-	return out
-}
-
-func f16ToF64(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp := int(h>>10) & 0x1f
-	man := float64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return sign * man * math.Pow(2, -24)
-	case 31:
-		if man == 0 {
-			return sign * math.Inf(1)
+func TestXIELU(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	av := randF32(rng, 64)
+	a := e.input(ggml.TypeF32, av, 64)
+	const an, ap, beta, eps = 0.8, 0.8, 0.5, -1e-6
+	out := e.ctx.XIELU(a, an, ap, beta, eps)
+	e.compute(out)
+	got, _ := ggml.Data[float32](out)
+	softplus := func(x float64) float64 { return math.Log1p(math.Exp(x)) }
+	ref := newND(64)
+	for i, x32 := range av {
+		x := float64(x32)
+		if x > 0 {
+			ref.v[i] = softplus(ap)*x*x + beta*x
+		} else {
+			ref.v[i] = (math.Expm1(math.Min(x, eps))-x)*(beta+softplus(an)) + beta*x
 		}
-		return math.NaN()
 	}
-	return sign * (1 + man/1024) * math.Pow(2, float64(exp-15))
+	requireClose(t, ref, got, relTol(ref, 1e-5))
 }
 
-func f32ToF16(f float32) uint16 {
-	x := float64(f)
-	sign := uint16(0)
-	if x < 0 {
-		sign, x = 0x8000, -x
+func TestGLU(t *testing.T) {
+	rng := newRNG(t)
+	const f16Eps = 1.0 / 2048
+	gelu := func(x float64) float64 { return 0.5 * x * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(x+0.044715*x*x*x))) }
+	acts := []struct {
+		op  ggml.GLUOp
+		f   func(x float64) float64
+		tbl bool // through ggml's f16 table
+	}{
+		{ggml.GLUReglu, func(x float64) float64 { return math.Max(x, 0) }, false},
+		{ggml.GLUGeglu, gelu, true},
+		{ggml.GLUSwiglu, func(x float64) float64 { return x / (1 + math.Exp(-x)) }, false},
+		{ggml.GLUGegluErf, func(x float64) float64 { return 0.5 * x * (1 + math.Erf(x/math.Sqrt2)) }, false},
+		{ggml.GLUGegluQuick, func(x float64) float64 { return x / (1 + math.Exp(-1.702*x)) }, true},
 	}
-	if x == 0 {
-		return sign
+	const n0, n1 = 16, 3
+	for _, act := range acts {
+		for _, variant := range []string{"fused", "swapped", "split"} {
+			t.Run(fmt.Sprintf("%d/%s", act.op, variant), func(t *testing.T) {
+				e := newEnv(t)
+				var out *ggml.Tensor
+				ref := newND(n0/2, n1)
+				var xs, gs []float64
+				if variant == "split" {
+					av, bv := randF32(rng, n0/2*n1), randF32(rng, n0/2*n1)
+					a := e.input(ggml.TypeF32, av, n0/2, n1)
+					b := e.input(ggml.TypeF32, bv, n0/2, n1)
+					out = e.ctx.GLUSplit(a, b, act.op)
+					for i := range av {
+						xs, gs = append(xs, float64(av[i])), append(gs, float64(bv[i]))
+					}
+				} else {
+					av := randF32(rng, n0*n1)
+					a := e.input(ggml.TypeF32, av, n0, n1)
+					out = e.ctx.GLU(a, act.op, variant == "swapped")
+					for r := range n1 {
+						for i := range n0 / 2 {
+							x, g := float64(av[r*n0+i]), float64(av[r*n0+n0/2+i])
+							if variant == "swapped" {
+								x, g = g, x
+							}
+							xs, gs = append(xs, x), append(gs, g)
+						}
+					}
+				}
+				e.compute(out)
+				got, err := ggml.Data[float32](out)
+				require.NoError(t, err)
+				for i := range ref.v {
+					ref.v[i] = act.f(xs[i]) * gs[i]
+				}
+				requireClose(t, ref, got, func(i int) float64 {
+					if act.tbl {
+						return (1.13*math.Abs(xs[i])*f16Eps+math.Abs(act.f(xs[i]))*f16Eps)*math.Abs(gs[i]) + 1e-6
+					}
+					return 1e-6 * math.Max(1, math.Abs(ref.v[i]))
+				})
+			})
+		}
 	}
-	if x >= 65520 {
-		return sign | 0x7c00
+}
+
+func TestSwigluOAIAndSinks(t *testing.T) {
+	rng := newRNG(t)
+	e := newEnv(t)
+	const n0, n1, n2 = 7, 3, 2
+	av, bv := randF32(rng, n0*n1*n2), randF32(rng, n0*n1*n2)
+	for i := range av {
+		av[i] *= 3
+		bv[i] *= 3
 	}
-	e := math.Floor(math.Log2(x))
-	if e < -14 { // subnormal
-		return sign | uint16(math.RoundToEven(x/math.Pow(2, -24)))
+	a := e.input(ggml.TypeF32, av, n0, n1, n2)
+	b := e.input(ggml.TypeF32, bv, n0, n1, n2)
+	const alpha, limit = 1.702, 2.5
+	oai := e.ctx.SwigluOAI(a, b, alpha, limit)
+	sv := randF32(rng, n2)
+	sinks := e.input(ggml.TypeF32, sv, n2)
+	sm := e.ctx.SoftMaxExtSinks(a, nil, sinks, 0.7, 0)
+	e.compute(oai, sm)
+	got, _ := ggml.Data[float32](oai)
+	ref := newND(n0, n1, n2)
+	for i := range av {
+		x := math.Min(float64(av[i]), limit)
+		y := math.Max(math.Min(float64(bv[i]), limit), -limit)
+		ref.v[i] = x / (1 + math.Exp(-alpha*x)) * (y + 1)
 	}
-	m := math.RoundToEven((x/math.Pow(2, e) - 1) * 1024)
-	if m == 1024 {
-		m, e = 0, e+1
+	requireClose(t, ref, got, relTol(ref, 2e-6))
+
+	got, _ = ggml.Data[float32](sm)
+	for r := range n1 * n2 {
+		h := r / n1
+		m := float64(sv[h])
+		for i := range n0 {
+			m = math.Max(m, 0.7*float64(av[r*n0+i]))
+		}
+		den := math.Exp(float64(sv[h]) - m)
+		for i := range n0 {
+			den += math.Exp(0.7*float64(av[r*n0+i]) - m)
+		}
+		for i := range n0 {
+			ref.v[r*n0+i] = math.Exp(0.7*float64(av[r*n0+i])-m) / den
+		}
 	}
-	return sign | uint16(e+15)<<10 | uint16(m)
+	requireClose(t, ref, got, relTol(ref, 1e-6))
 }

@@ -6,8 +6,6 @@ import "C"
 import (
 	"fmt"
 	"runtime"
-	"strings"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -22,20 +20,23 @@ import (
 // return ErrClosed. A poisoned tensor (the result of an op that failed, see
 // Context) reports its error from Err and zero values elsewhere.
 type Tensor struct {
+	// The fields up to store are bridge.Tensor's, in its order: packages
+	// backend and sched see a *Tensor through that view (bridge.TensorOf;
+	// TestViewLayouts checks the match).
+	tensorKind
 	ctx     *Context
 	c       *C.struct_ggml_tensor
-	err     error        // set on a poisoned tensor
-	srcs    []*Tensor    // Go mirror of c.src, keeps the inputs alive
-	viewSrc *Tensor      // the tensor whose memory a view uses
-	lease   *bridge.Life // set on allocation in a buffer (not on views)
-	// leaseOwner is the handle whose memory the lease stands for (a
-	// Buffer, a scheduler...), kept alive by the tensor.
-	leaseOwner any
-	// idxReaders counts the running computes that read this tensor's
-	// memory as indices checked before they started; -1 while a write
-	// through the API runs (see writeLock).
-	idxReaders atomic.Int32
+	err     error     // set on a poisoned tensor
+	srcs    []*Tensor // Go mirror of c.src, keeps the inputs alive
+	viewSrc *Tensor   // the tensor whose memory a view uses
+	// store is where the data lives (the memory's lease, the handle that
+	// owns it, the computes that read it as indices): bridge's business.
+	store bridge.TensorStore
 }
+
+// tensorKind marks Tensor for bridge.TensorOf; it has no size, and users
+// see neither it nor a method of it.
+type tensorKind = bridge.TensorKind
 
 // wrap makes the Go handle of a tensor that this context's C code created.
 // It also counts the object in the context's pool as ggml_new_object does,
@@ -54,34 +55,6 @@ func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor)
 	}
 	c.used += objectSize + pad(payload, memAlign)
 	return t
-}
-
-// srcSlice returns a slice for n sources, carved from a slab so that ops do
-// not allocate one each.
-func (c *Context) srcSlice(n int) []*Tensor {
-	if n == 0 {
-		return nil
-	}
-	if len(c.slab) < n {
-		c.slab = make([]*Tensor, max(n, 1024))
-	}
-	s := c.slab[:n:n]
-	c.slab = c.slab[n:]
-	return s
-}
-
-// findIn returns the handle among inputs (or their view sources) whose C
-// tensor is q.
-func findIn(inputs []*Tensor, q *C.struct_ggml_tensor) *Tensor {
-	for _, in := range inputs {
-		if in.c == q {
-			return in
-		}
-		if in.viewSrc != nil && in.viewSrc.c == q {
-			return in.viewSrc
-		}
-	}
-	return nil
 }
 
 // NewTensor creates a tensor of type t and shape ne (ne[0] innermost, one to
@@ -119,164 +92,11 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 	return c.wrap(C.ggml_new_tensor(c.c, C.enum_ggml_type(t), C.int(len(ne)), &cne[0]), nil, nil)
 }
 
-// begin starts an op: it returns a poisoned tensor if the op must not run
-// (nil or closed context, an earlier error, an unusable input), else nil.
-func (c *Context) begin(op string, inputs ...*Tensor) *Tensor {
-	if c == nil {
-		return &Tensor{err: &OpError{Op: op, Rule: "nil *Context", Err: ErrInvalid}}
-	}
-	if c.err != nil {
-		return &Tensor{ctx: c, err: c.err}
-	}
-	if c.c == nil {
-		return c.fail(op, ErrClosed, "the context is closed")
-	}
-	if c.borrowed {
-		return &Tensor{ctx: c, err: &OpError{Op: op, Rule: "this context belongs to a graph copy; build ops in a context of your own (its tensors can be inputs)", Err: ErrInvalid}}
-	}
-	for i, t := range inputs {
-		switch {
-		case t == nil:
-			return c.fail(op, ErrInvalid, fmt.Sprintf("input %d is nil", i))
-		case t.err != nil:
-			e := &OpError{Op: op, Inputs: []string{"poisoned"}, Rule: fmt.Sprintf("input %d is the result of a failed op: %v", i, t.err), Err: t.err}
-			c.err = e
-			return &Tensor{ctx: c, err: e}
-		case t.c == nil || t.ctx == nil || t.ctx.c == nil:
-			return c.fail(op, ErrClosed, fmt.Sprintf("input %d belongs to a closed context", i))
-		}
-	}
-	return nil
-}
-
-// fail records a rule violation on the context and returns a poisoned tensor.
-func (c *Context) fail(op string, kind error, rule string, inputs ...*Tensor) *Tensor {
-	e := &OpError{Op: op, Rule: rule, Err: kind}
-	for i, t := range inputs {
-		e.Inputs = append(e.Inputs, string(rune('a'+i))+" "+t.describe())
-	}
-	if c.err == nil {
-		c.err = e
-	}
-	return &Tensor{ctx: c, err: e}
-}
-
-// ensure checks that the context's pool has room for a result of type t and
-// shape ne (with data unless the context is NoAlloc or the result is a view
-// of viewOf). It returns a poisoned tensor when it has not.
-func (c *Context) ensure(op string, t Type, ne [MaxDims]int64, viewOf *Tensor, inputs ...*Tensor) *Tensor {
-	if viewOf == nil {
-		viewOf = c.inPlaceOf // an _inplace constructor: the result is a view
-	}
-	size, err := dataSize(t, ne)
-	if err != nil {
-		return c.fail(op, ErrShape, err.Error(), inputs...)
-	}
-	payload := uint64(C.sizeof_struct_ggml_tensor)
-	if viewOf == nil && !c.noAlloc {
-		payload += size
-	}
-	if err := c.room(payload); err != nil {
-		return c.fail(op, ErrNoMemory, err.Error(), inputs...)
-	}
-	return nil
-}
-
-// result wraps the C result of an op built from inputs. It links the Go
-// handles of the result's sources: the inputs, and any intermediate tensor
-// the C constructor made on the way.
-func (c *Context) result(p *C.struct_ggml_tensor, inputs ...*Tensor) *Tensor {
-	// The usual case: every source is an input (or its view source).
-	n := 0
-	for i, s := range p.src {
-		if s != nil {
-			n = i + 1
-		}
-	}
-	srcs := c.srcSlice(n)
-	ok := true
-	self := -1 // ggml_cast names its result as its own src[1]
-	for i := range n {
-		if s := p.src[i]; s == p {
-			self = i
-		} else if s != nil {
-			if srcs[i] = findIn(inputs, s); srcs[i] == nil {
-				ok = false
-				break
-			}
-		}
-	}
-	var vs *Tensor
-	if ok && p.view_src != nil {
-		vs = findIn(inputs, p.view_src)
-		ok = vs != nil
-	}
-	if ok {
-		t := c.wrap(p, srcs, vs)
-		if self >= 0 {
-			t.srcs[self] = t
-		}
-		return t
-	}
-	return c.resultDeep(p, append([]*Tensor(nil), inputs...))
-}
-
-// resultDeep handles ops whose C constructor made intermediate tensors: it
-// wraps them too, recursively.
-func (c *Context) resultDeep(p *C.struct_ggml_tensor, inputs []*Tensor) *Tensor {
-	known := func(q *C.struct_ggml_tensor) *Tensor { return findIn(inputs, q) }
-	var mk func(q *C.struct_ggml_tensor) *Tensor
-	mk = func(q *C.struct_ggml_tensor) *Tensor {
-		if t := known(q); t != nil {
-			return t
-		}
-		var srcs []*Tensor
-		n := 0
-		for i, s := range q.src {
-			if s != nil {
-				n = i + 1
-			}
-		}
-		self := -1
-		if n > 0 {
-			srcs = make([]*Tensor, n)
-			for i := range n {
-				if s := q.src[i]; s == q {
-					self = i
-				} else if s != nil {
-					srcs[i] = mk(s)
-				}
-			}
-		}
-		var vs *Tensor
-		if q.view_src != nil {
-			vs = mk(q.view_src)
-		}
-		t := c.wrap(q, srcs, vs)
-		if self >= 0 {
-			t.srcs[self] = t
-		}
-		inputs = append(inputs, t)
-		return t
-	}
-	return mk(p)
-}
-
 // live reports whether t is a usable tensor (not poisoned, context open).
-func (t *Tensor) live() bool { return t != nil && t.c != nil && t.ctx != nil && t.ctx.c != nil }
+func (t *Tensor) live() bool { return bridge.TensorOf(t).Live() }
 
 // usable returns why t cannot be used, or nil.
-func (t *Tensor) usable() error {
-	switch {
-	case t == nil:
-		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
-	case t.err != nil:
-		return t.err
-	case !t.live():
-		return fmt.Errorf("%w: the tensor's context is closed", ErrClosed)
-	}
-	return nil
-}
+func (t *Tensor) usable() error { return bridge.TensorOf(t).Usable() }
 
 // Err returns the error of a poisoned tensor (the result of an op that
 // failed), or nil.
@@ -372,14 +192,14 @@ func (t *Tensor) Bytes() uint64 {
 	if !t.live() {
 		return 0
 	}
-	return uint64(C.ggml_nbytes(t.c))
+	return nbytesOf(t.c)
 }
 
 // IsContiguous reports whether the elements are stored densely in order
 // (ggml_is_contiguous).
 func (t *Tensor) IsContiguous() bool {
 	defer runtime.KeepAlive(t)
-	return t.live() && bool(C.ggml_is_contiguous(t.c))
+	return t.live() && isContiguousOf(t.c)
 }
 
 // IsTransposed reports whether nb[0] > nb[1] (ggml_is_transposed).
@@ -500,60 +320,14 @@ func (t *Tensor) ViewOffset() uint64 {
 
 // IsAllocated reports whether the tensor has memory and that memory is still
 // alive.
-func (t *Tensor) IsAllocated() bool { return t.storageErr() == nil }
-
-// storageErr returns why the tensor's data cannot be read or written now.
-func (t *Tensor) storageErr() error {
-	defer runtime.KeepAlive(t)
-	if err := t.usable(); err != nil {
-		return err
-	}
-	base := t
-	if t.viewSrc != nil {
-		base = t.viewSrc
-		if !base.live() {
-			return fmt.Errorf("%w: the context of the view's source tensor is closed", ErrClosed)
-		}
-	}
-	if base.lease != nil {
-		if err := base.lease.Err(); err != nil {
-			return err
-		}
-	}
-	if t.c.data == nil {
-		return fmt.Errorf("%w: tensor %s", ErrNotAllocated, t.describe())
-	}
-	return nil
-}
+func (t *Tensor) IsAllocated() bool { return bridge.TensorOf(t).StorageErr() == nil }
 
 // buffer returns the backend buffer that holds the tensor's data, or nil
 // when the data lives in a context pool.
 func (t *Tensor) buffer() *C.struct_ggml_backend_buffer { return bufferOf(t.c) }
 
 // String describes the tensor: name, type and shape, e.g. `x f32[4 3]`.
-func (t *Tensor) String() string {
-	if t == nil {
-		return "<nil tensor>"
-	}
-	if t.err != nil {
-		return "<poisoned tensor>"
-	}
-	if !t.live() {
-		return "<tensor of closed context>"
-	}
-	return t.describe()
-}
+func (t *Tensor) String() string { return bridge.TensorOf(t).String() }
 
-func (t *Tensor) describe() string {
-	if t == nil || !t.live() {
-		return t.String()
-	}
-	var b strings.Builder
-	if n := t.Name(); n != "" {
-		b.WriteString(n)
-		b.WriteByte(' ')
-	}
-	b.WriteString(t.Type().String())
-	b.WriteString(fmt.Sprint(t.Shape()))
-	return b.String()
-}
+// describe is String, for error messages.
+func (t *Tensor) describe() string { return t.String() }

@@ -238,7 +238,7 @@ func (c *Client) open() (err error) {
 	for i := range n {
 		p := unsafe.Pointer(C.ggml_backend_reg_dev_get(reg, C.size_t(i)))
 		bridge.RegisterLink(p, c.link)
-		c.devs = append(c.devs, bridge.WrapDevice(p).(*backend.Device))
+		c.devs = append(c.devs, bridge.DeviceHandle[backend.Device](bridge.WrapDevice(p)))
 	}
 	// 2. The pin: a small buffer whose C object holds ggml's socket for
 	// the Client's life, so that every later call reuses this one
@@ -246,7 +246,7 @@ func (c *Client) open() (err error) {
 	// no buffer holds the socket). Its socket is the one new socket to
 	// the server.
 	before := socketsTo(c.addr)
-	bt := bridge.WrapBufferType(unsafe.Pointer(bt0)).(*backend.BufferType)
+	bt := bridge.NewBufferType[backend.BufferType](unsafe.Pointer(bt0))
 	c.pin, err = bt.AllocBuffer(max(bt.Alignment(), 1))
 	if err != nil {
 		return fail("the first buffer's connection", err)
@@ -262,7 +262,7 @@ func (c *Client) open() (err error) {
 		if p == nil {
 			return fail("", fmt.Errorf("%w: no buffer type for device %d", ErrConnect, i))
 		}
-		c.bts = append(c.bts, bridge.WrapBufferType(unsafe.Pointer(p)).(*backend.BufferType))
+		c.bts = append(c.bts, bridge.NewBufferType[backend.BufferType](unsafe.Pointer(p)))
 	}
 	return nil
 }
@@ -407,20 +407,20 @@ func refreshRegistry() {
 		}
 	}
 	live.Store(&all)
-	bridge.WithRegistry(func() {
-		if base := C.goggml_rpc_reg(); base != nil {
-			C.ggml_backend_unload(base)
-			C.ggml_backend_register(base)
-		}
-		for r := range registered {
-			C.ggml_backend_unload(r)
-			delete(registered, r)
-		}
-		for _, r := range keep {
-			C.ggml_backend_register(r)
-			registered[r] = true
-		}
-	})
+	bridge.RegistryMu.Lock()
+	defer bridge.RegistryMu.Unlock()
+	if base := C.goggml_rpc_reg(); base != nil {
+		C.ggml_backend_unload(base)
+		C.ggml_backend_register(base)
+	}
+	for r := range registered {
+		C.ggml_backend_unload(r)
+		delete(registered, r)
+	}
+	for _, r := range keep {
+		C.ggml_backend_register(r)
+		registered[r] = true
+	}
 }
 
 // onAssert sees every ggml abort that go-ggml recovers (bridge.OnAssert).
@@ -485,7 +485,7 @@ func IsRPC(be *backend.Backend) bool {
 	if !Have {
 		return false
 	}
-	p, err := bridge.BackendPtr(be)
+	p, err := bridge.BackendOf(be).Ptr()
 	if err != nil {
 		return false
 	}

@@ -136,7 +136,7 @@ func checkServerOptions(opts *ServerOptions) (string, int, []C.ggml_backend_dev_
 		if err != nil {
 			return "", 0, nil, fmt.Errorf("rpc.Serve: %w", err)
 		}
-		p, err := bridge.DevicePtr(d)
+		p, err := bridge.DeviceOf(d).Ptr()
 		if err != nil {
 			return "", 0, nil, fmt.Errorf("rpc.Serve: device %s: %w", name, err)
 		}

@@ -24,36 +24,33 @@ import (
 	"github.com/go-ggml/ggml/internal/bridge"
 )
 
-func graphPtr(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
-	p, err := bridge.GraphPtr(g)
-	return (*C.struct_ggml_cgraph)(p), err
-}
-
 // prepare checks graph g against what ggml's scheduler asserts and
 // forgets the placement of tensors an earlier allocation of this scheduler
 // made (so they are placed anew). It returns the tensors that need memory.
-func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error) {
+func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []*bridge.Tensor, error) {
 	if err := s.usable(); err != nil {
 		return nil, nil, err
 	}
-	gp, err := graphPtr(g)
+	gv := bridge.GraphOf(g)
+	p, err := gv.Ptr()
 	if err != nil {
 		return nil, nil, err
 	}
+	gp := (*C.struct_ggml_cgraph)(p)
 	if s.graph != nil && s.graph != g {
 		return nil, nil, fmt.Errorf("%w: the scheduler holds another allocated graph; Reset it first", ggml.ErrInvalid)
 	}
-	if s.graph != g && !bridge.GraphSources(g) {
+	if s.graph != g && !gv.SourcesIntact() {
 		return nil, nil, fmt.Errorf("%w: another scheduler holds this graph (it redirected its inputs to its copies); Reset that one first", ggml.ErrInvalid)
 	}
 	if n := g.NumNodes() + g.NumLeafs(); n > s.graphSize {
 		return nil, nil, fmt.Errorf("%w: the graph has %d nodes and leafs, the scheduler takes %d (Options.GraphSize)", ggml.ErrGraphFull, n, s.graphSize)
 	}
-	ts, ps := bridge.GraphTensors(g)
+	ts := gv.Tensors()
 	if len(s.touched) > 0 { // pinned tensors outside the graph share ggml's set
-		members := make(map[unsafe.Pointer]bool, len(ps))
-		for _, p := range ps {
-			members[p] = true
+		members := make(map[unsafe.Pointer]bool, len(ts))
+		for _, t := range ts {
+			members[t.C()] = true
 		}
 		extra := 0
 		for p := range s.touched {
@@ -61,27 +58,27 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 				extra++
 			}
 		}
-		if n := len(ps) + extra; n > s.graphSize {
+		if n := len(ts) + extra; n > s.graphSize {
 			return nil, nil, fmt.Errorf("%w: the graph and the other pinned tensors make %d, the scheduler takes %d (Options.GraphSize)", ggml.ErrGraphFull, n, s.graphSize)
 		}
 	}
-	var fresh []any
+	var fresh []*bridge.Tensor
 	inputs := map[unsafe.Pointer]bool{}
-	for i, t := range ts {
-		tc := (*C.struct_ggml_tensor)(ps[i])
+	for _, t := range ts {
+		tc := (*C.struct_ggml_tensor)(t.C())
 		// Placed by this scheduler before, or by an allocation that ended
 		// (another scheduler's, reset since): placed anew.
-		if l := bridge.LeaseOf(t); l != nil && (l.Parent() == s.life || l.Ended()) {
-			bridge.ResetStorage(t)
+		if l := t.Lease(); l != nil && (l.Parent() == s.life || l.Ended()) {
+			t.ResetStorage()
 		}
 		if tc.view_src != nil {
-			if vl := bridge.LeaseOf(viewSource(t)); vl != nil && (vl.Parent() == s.life || vl.Ended()) {
+			if vl := t.ViewSource().Lease(); vl != nil && (vl.Parent() == s.life || vl.Ended()) {
 				tc.buffer, tc.data = nil, nil
 			}
 		}
 	}
-	for i, t := range ts {
-		tc := (*C.struct_ggml_tensor)(ps[i])
+	for _, t := range ts {
+		tc := (*C.struct_ggml_tensor)(t.C())
 		base := tc
 		if tc.view_src != nil {
 			base = tc.view_src
@@ -93,7 +90,7 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 		} else {
 			// Pre-allocated: its memory must be alive, in a buffer, and
 			// some backend must run its op where it lives.
-			if err := bridge.StorageErr(t); err != nil {
+			if err := t.StorageErr(); err != nil {
 				return nil, nil, fmt.Errorf("sched: %v: %w", t, err)
 			}
 			if base.buffer == nil {
@@ -104,12 +101,12 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []any, error)
 				return bool(C.ggml_backend_supports_op(b, tc)) && bool(C.ggml_backend_supports_buft(b, buft))
 			}) {
 				return nil, nil, fmt.Errorf("%w: no backend of the scheduler can run %s on tensor %v where it lives (a %s buffer)",
-					backend.ErrUnsupported, t.(*ggml.Tensor).Op(), t, C.GoString(C.ggml_backend_buffer_name(base.buffer)))
+					backend.ErrUnsupported, C.GoString(C.ggml_op_desc(tc)), t, C.GoString(C.ggml_backend_buffer_name(base.buffer)))
 			}
 		}
 		isNode := tc.op != C.GGML_OP_NONE || tc.flags&C.GGML_TENSOR_FLAG_PARAM != 0
 		if isNode && !s.someBackend(func(b C.ggml_backend_t) bool { return bool(C.ggml_backend_supports_op(b, tc)) }) {
-			return nil, nil, fmt.Errorf("%w: no backend of the scheduler can compute %s (node %v)", backend.ErrUnsupported, t.(*ggml.Tensor).Op(), t)
+			return nil, nil, fmt.Errorf("%w: no backend of the scheduler can compute %s (node %v)", backend.ErrUnsupported, C.GoString(C.ggml_op_desc(tc)), t)
 		}
 		if s.parallel && isNode {
 			for _, src := range tc.src {
@@ -142,15 +139,6 @@ func (s *Scheduler) enterChange(g *ggml.Graph) (done func(), err error) {
 	}, nil
 }
 
-// viewSource returns the tensor whose memory view t uses, or nil: a nil
-// any, not a nil *ggml.Tensor in an any, which would compare != nil.
-func viewSource(t any) any {
-	if vs := t.(*ggml.Tensor).ViewSource(); vs != nil {
-		return vs
-	}
-	return nil
-}
-
 func (s *Scheduler) someBackend(ok func(C.ggml_backend_t) bool) bool {
 	for _, p := range s.ptrs {
 		if ok(C.ggml_backend_t(p)) {
@@ -165,7 +153,7 @@ func (s *Scheduler) someBackend(ok func(C.ggml_backend_t) bool) bool {
 func (s *Scheduler) release() {
 	s.newPlacement()
 	if s.graph != nil {
-		bridge.RestoreSources(s.graph)
+		bridge.GraphOf(s.graph).RestoreSources()
 		s.graph, s.limited, s.refused = nil, nil, nil
 	}
 }
@@ -190,10 +178,10 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 	// back as it was, so it can be allocated later like any graph.
 	defer func() {
 		for _, t := range fresh {
-			bridge.ResetStorage(t)
+			t.ResetStorage()
 		}
 		resetViews(g, fresh)
-		bridge.RestoreSources(g)
+		bridge.GraphOf(g).RestoreSources()
 	}()
 	defer bridge.Catch(&err)
 	if !bool(C.ggml_backend_sched_reserve(s.c, gp)) {
@@ -205,18 +193,17 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 }
 
 // resetViews forgets the memory of g's views of tensors in fresh.
-func resetViews(g *ggml.Graph, fresh []any) {
+func resetViews(g *ggml.Graph, fresh []*bridge.Tensor) {
 	if len(fresh) == 0 {
 		return
 	}
-	set := map[any]bool{}
+	set := map[*bridge.Tensor]bool{}
 	for _, t := range fresh {
 		set[t] = true
 	}
-	ts, ps := bridge.GraphTensors(g)
-	for i, t := range ts {
-		if vs := viewSource(t); vs != nil && set[vs] {
-			tc := (*C.struct_ggml_tensor)(ps[i])
+	for _, t := range bridge.GraphOf(g).Tensors() {
+		if vs := t.ViewSource(); vs != nil && set[vs] {
+			tc := (*C.struct_ggml_tensor)(t.C())
 			tc.buffer, tc.data = nil, nil
 		}
 	}
@@ -232,7 +219,7 @@ func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
 		return nil, err
 	}
 	defer s.leave()
-	release, err := bridge.ClaimContext(g)
+	release, err := bridge.GraphOf(g).Claim()
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +238,7 @@ func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
 	defer runtime.KeepAlive(g)
 	// Splitting redirects g's sources to the scratch scheduler's copies:
 	// point them back, the scratch scheduler is going away.
-	defer bridge.RestoreSources(g)
+	defer bridge.GraphOf(g).RestoreSources()
 	defer bridge.Catch(&err)
 	C.ggml_backend_sched_reserve_size(scratch.c, gp, out)
 	for _, v := range unsafe.Slice(out, len(s.backends)) {
@@ -279,7 +266,7 @@ func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
 	s.release()
 	// The split stays described in the scheduler; g gets its own sources
 	// back (an allocation splits again from them).
-	defer bridge.RestoreSources(g)
+	defer bridge.GraphOf(g).RestoreSources()
 	defer bridge.Catch(&err)
 	C.ggml_backend_sched_split_graph(s.c, gp)
 	return nil
@@ -297,7 +284,7 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 }
 
 func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
-	release, err := bridge.ClaimContext(g)
+	release, err := bridge.GraphOf(g).Claim()
 	if err != nil {
 		return err
 	}
@@ -321,7 +308,7 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 	}
 	// A meta backend places each node by its split: what it would assert
 	// is checked first.
-	if err := bridge.MetaGraph(s.anyBackends(), g, false); err != nil {
+	if err := bridge.MetaGraph(s.views, bridge.GraphOf(g), false); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(g)
@@ -333,7 +320,7 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 	}()
 	if !ok || err != nil {
 		s.failed = true
-		bridge.RestoreSources(g)
+		bridge.GraphOf(g).RestoreSources()
 		C.ggml_backend_sched_reset(s.c)
 		if err == nil {
 			err = fmt.Errorf("%w: the scheduler could not allocate the graph", ggml.ErrNoMemory)
@@ -341,10 +328,10 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 		return err
 	}
 	for _, t := range fresh {
-		bridge.SetLease(t, s.placed, s)
+		t.SetLease(s.placed, s)
 	}
 	s.graph = g
-	s.version = bridge.GraphVersion(g)
+	s.version = bridge.GraphOf(g).Version()
 	s.eval.setGraph(g)
 	s.limited = s.threadLimits(g)
 	s.refused = s.refusal(g)
@@ -363,8 +350,8 @@ type threadLimit struct {
 // threads of the backend they were given.
 func (s *Scheduler) threadLimits(g *ggml.Graph) []threadLimit {
 	var out []threadLimit
-	_, ps := bridge.GraphTensors(g)
-	for _, p := range ps {
+	for _, t := range bridge.GraphOf(g).Tensors() {
+		p := t.C()
 		limit := bridge.NodeThreadLimit(p)
 		if limit <= 0 {
 			continue
@@ -384,11 +371,15 @@ func (s *Scheduler) threadLimits(g *ggml.Graph) []threadLimit {
 // the backend it was given although ggml supports it there (on Mesa's
 // lavapipe, a mul_mat of an im2col: see the vulkan package), or nil.
 func (s *Scheduler) refusal(g *ggml.Graph) error {
-	_, ps := bridge.GraphTensors(g)
-	for _, p := range ps {
+	for _, t := range bridge.GraphOf(g).Tensors() {
+		p := t.C()
 		be := unsafe.Pointer(C.ggml_backend_sched_get_tensor_backend(s.c, (*C.struct_ggml_tensor)(p)))
-		if err := bridge.RefuseNode(be, p); err != nil {
-			return err
+		for i, q := range s.ptrs {
+			if q == be {
+				if err := s.views[i].Refusal(p); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
@@ -456,12 +447,11 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	// The backends compute one graph at a time: a compute of their own,
 	// or of another scheduler, now is ErrBusy.
-	for i, be := range s.backends {
-		leave, err := bridge.EnterBackend(be)
-		if err != nil {
+	for i, be := range s.views {
+		if err := be.Enter(); err != nil {
 			return fmt.Errorf("scheduler backend %d: %w", i, err)
 		}
-		defer leave()
+		defer be.Leave()
 	}
 	if s.graph == nil {
 		if err := s.allocGraph(g); err != nil {
@@ -469,39 +459,41 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 		}
 	} else if s.graph != g {
 		return fmt.Errorf("%w: the scheduler holds another graph; Reset it first", ggml.ErrInvalid)
-	} else if bridge.GraphVersion(g) != s.version {
+	} else if bridge.GraphOf(g).Version() != s.version {
 		return fmt.Errorf("%w: the graph changed since it was allocated (ggml would compute the old splits); Reset and allocate it again", ggml.ErrInvalid)
 	}
 	// The allocation must still be whole: inputs from other buffers alive,
 	// and kept alive until the compute is over.
 	var h bridge.Holds
 	defer h.Release()
-	if err := bridge.GraphStorage(g, &h); err != nil {
+	gv := bridge.GraphOf(g)
+	if err := gv.Hold(&h); err != nil {
 		return err
 	}
 	// The indices that nodes read must be in range: ggml asserts, on a
 	// worker thread, which ends the process.
-	if err := bridge.CheckIndices(g, &h); err != nil {
+	if err := bridge.CheckIndices(gv, &h); err != nil {
 		return err
 	}
-	gp, err := graphPtr(g)
+	p, err := gv.Ptr()
 	if err != nil {
 		return err
 	}
+	gp := (*C.struct_ggml_cgraph)(p)
 	if err := s.checkThreads(); err != nil {
 		return err
 	}
 	if s.refused != nil {
 		return s.refused
 	}
-	if err := bridge.MetaGraph(s.anyBackends(), g, true); err != nil {
+	if err := bridge.MetaGraph(s.views, bridge.GraphOf(g), true); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)
 	stop := s.watch(ctx)
 	defer stop()
-	bridge.ArmCustom(g, unsafe.Pointer(&s.state.cancel))
+	bridge.ArmCustom(gv, unsafe.Pointer(&s.state.cancel))
 	// The Go callback is reachable from C through a handle only during the
 	// compute: a handle kept between computes would keep the scheduler (and
 	// all the callback captures) reachable for ever.
@@ -522,11 +514,7 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	// The CPU backends' thread pools run one graph at a time: wait for
 	// computes on them elsewhere.
-	bes := make([]any, len(s.backends))
-	for i, be := range s.backends {
-		bes[i] = be
-	}
-	end, isolate, err := bridge.BeginPools(ctx, bes)
+	end, isolate, err := bridge.BeginPools(ctx, s.views)
 	if err != nil {
 		return err
 	}
@@ -559,7 +547,7 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 		return ErrStopped
 	}
 	if err == nil && wait {
-		err = bridge.GraphDone(g)
+		err = g.CustomError()
 	}
 	return err
 }
@@ -572,8 +560,8 @@ var ErrStopped = fmt.Errorf("sched: compute stopped by the eval callback")
 func (s *Scheduler) watch(ctx context.Context) func() {
 	s.eval.reset()
 	stops := []func(){bridge.SetOnDone(ctx, unsafe.Pointer(&s.state.cancel))}
-	for _, be := range s.backends {
-		stops = append(stops, bridge.Watch(be, ctx))
+	for _, be := range s.views {
+		stops = append(stops, be.Watch(ctx))
 	}
 	return func() {
 		for _, f := range stops {
@@ -608,9 +596,10 @@ func (e *evalState) setGraph(g *ggml.Graph) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.nodes = map[unsafe.Pointer]*ggml.Tensor{}
-	ts, ps := bridge.GraphTensors(g)
-	for i, t := range ts {
-		e.nodes[ps[i]] = t.(*ggml.Tensor)
+	for _, list := range [][]*ggml.Tensor{g.Leafs(), g.Nodes()} {
+		for _, t := range list {
+			e.nodes[bridge.TensorOf(t).C()] = t
+		}
 	}
 }
 

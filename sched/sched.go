@@ -157,6 +157,7 @@ type Scheduler struct {
 	life      *bridge.Life           // computes and allocations are exclusive work
 	placed    *bridge.Life           // the lifetime of what the current allocation placed: a child of life
 	backends  []*backend.Backend
+	views     []*bridge.Backend // the backends seen through bridge, in order
 	bts       []*backend.BufferType
 	ptrs      []unsafe.Pointer // the backends' ggml_backend_t, in order
 	graphSize int
@@ -224,8 +225,10 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 			ggml.ErrNoMemory, graphSize, n, need, avail)
 	}
 	ptrs := make([]unsafe.Pointer, n)
+	views := make([]*bridge.Backend, n)
 	for i, be := range backends {
-		p, err := bridge.BackendPtr(be)
+		views[i] = bridge.BackendOf(be)
+		p, err := views[i].Ptr()
 		if err != nil {
 			return nil, fmt.Errorf("sched.New: backend %d: %w", i, err)
 		}
@@ -251,7 +254,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 		defer C.free(unsafe.Pointer(cbt))
 		bts := unsafe.Slice(cbt, n)
 		for i, bt := range opts.BufferTypes {
-			p, err := bridge.BufferTypePtr(bt)
+			p, err := bridge.BufferTypeOf(bt).Ptr()
 			if err != nil {
 				return nil, fmt.Errorf("sched.New: buffer type %d: %w", i, err)
 			}
@@ -264,8 +267,8 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	// ggml_backend_sched_free reads the backends: their C objects must
 	// outlive the scheduler even if their handles are closed first.
 	var releases []func()
-	for _, be := range backends {
-		rel, err := bridge.AcquireBackend(be)
+	for _, be := range views {
+		rel, err := be.Acquire()
 		if err != nil {
 			for _, f := range releases {
 				f()
@@ -297,23 +300,18 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 			bts = append(bts, be.DefaultBufferType())
 		}
 	}
-	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
+	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), views: views, bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
 	s.res = schedRes{c: c, state: st, releases: releases}
 	for _, be := range backends {
-		s.res.links = append(s.res.links, bridge.BackendLinks(be)...)
+		s.res.links = append(s.res.links, bridge.BackendOf(be).Links()...)
 	}
 	res := s.res
 	s.life = bridge.NewLife(nil, fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated), func() { freeSched(res) })
 	s.newPlacement()
-	s.cleanup = runtime.AddCleanup(s, closeLife, s.life)
+	s.cleanup = runtime.AddCleanup(s, bridge.CloseCollected, s.life)
 	bridge.Leaks.Opened("Scheduler", s.life)
 	return s, nil
-}
-
-func closeLife(l *bridge.Life) {
-	bridge.Leaks.Collected(l)
-	l.Close("", false)
 }
 
 // newPlacement ends what the scheduler placed so far and starts the
@@ -328,11 +326,7 @@ func (s *Scheduler) newPlacement() {
 // change starts a change of where graph g's tensors live (g nil: of the
 // tensors placed so far only): see bridge.Quiesce.
 func (s *Scheduler) change(g *ggml.Graph) (done func(), err error) {
-	var v any
-	if g != nil {
-		v = g
-	}
-	return bridge.Quiesce(v, "the tensors the scheduler allocated", func() *bridge.Life { return s.placed })
+	return bridge.Quiesce(bridge.GraphOf(g), "the tensors the scheduler allocated", func() *bridge.Life { return s.placed })
 }
 
 // enter starts exclusive work on the scheduler: ErrBusy while a compute
@@ -353,8 +347,8 @@ func (s *Scheduler) usable() error {
 	if s.life.Closed() {
 		return fmt.Errorf("%w: the scheduler is closed", ggml.ErrClosed)
 	}
-	for i, be := range s.backends {
-		if _, err := bridge.BackendPtr(be); err != nil {
+	for i, be := range s.views {
+		if _, err := be.Ptr(); err != nil {
 			return fmt.Errorf("scheduler backend %d: %w", i, err)
 		}
 	}
@@ -380,15 +374,6 @@ func (s *Scheduler) Close() error {
 	return nil
 }
 
-// anyBackends returns the backends as []any, for the bridge.
-func (s *Scheduler) anyBackends() []any {
-	out := make([]any, len(s.backends))
-	for i, be := range s.backends {
-		out[i] = be
-	}
-	return out
-}
-
 // NumBackends returns the number of backends (ggml_backend_sched_get_n_backends).
 func (s *Scheduler) NumBackends() int {
 	if s == nil {
@@ -408,7 +393,7 @@ func (s *Scheduler) Backend(i int) *backend.Backend {
 
 // index returns the position of be among the scheduler's backends.
 func (s *Scheduler) index(be *backend.Backend) (int, error) {
-	p, err := bridge.BackendPtr(be)
+	p, err := bridge.BackendOf(be).Ptr()
 	if err != nil {
 		return -1, err
 	}
@@ -529,21 +514,17 @@ func (s *Scheduler) touch(tc *C.struct_ggml_tensor) error {
 	return nil
 }
 
-func tensorPtr(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorPtr(t)
-	return (*C.struct_ggml_tensor)(p), err
-}
-
 // SetTensorBackend pins node t to backend be, which must be one of the
 // scheduler's (ggml_backend_sched_set_tensor_backend). Pins last until Reset.
 func (s *Scheduler) SetTensorBackend(t *ggml.Tensor, be *backend.Backend) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	tc, err := tensorPtr(t)
+	tp, err := bridge.TensorOf(t).Ptr()
 	if err != nil {
 		return err
 	}
+	tc := (*C.struct_ggml_tensor)(tp)
 	i, err := s.index(be)
 	if err != nil {
 		return err
@@ -566,10 +547,11 @@ func (s *Scheduler) TensorBackend(t *ggml.Tensor) *backend.Backend {
 	if s.usable() != nil {
 		return nil
 	}
-	tc, err := tensorPtr(t)
+	tp, err := bridge.TensorOf(t).Ptr()
 	if err != nil {
 		return nil
 	}
+	tc := (*C.struct_ggml_tensor)(tp)
 	if s.touch(tc) != nil {
 		return nil
 	}

@@ -80,3 +80,11 @@ func (r *leakReport) Collected(l *Life) string {
 	slog.Warn(msg)
 	return msg
 }
+
+// CloseCollected is the cleanup of a handle whose C object a Life frees:
+// the garbage collector found the handle unreachable, never closed. It
+// reports the handle (when the leak report is on) and closes l.
+func CloseCollected(l *Life) {
+	Leaks.Collected(l)
+	l.Close("", false)
+}

@@ -264,31 +264,6 @@ func (l *Life) runFree() {
 	}
 }
 
-// Quiesce starts a change of what an allocator placed (its buffers, the
-// data pointers of its tensors): ErrBusy, naming what, while a compute or
-// transfer uses them, and until done no such work starts. placed returns the
-// allocator's current placement; it is read again by done, which ends the
-// old placement at the same instant if a newer one replaced it meanwhile.
-// With g (a *ggml.Graph) not nil, g's context is claimed too
-// (ClaimContext): the change re-places g's tensors.
-func Quiesce(g any, what string, placed func() *Life) (done func(), err error) {
-	release := func() {}
-	if g != nil {
-		if release, err = ClaimContext(g); err != nil {
-			return nil, err
-		}
-	}
-	old := placed()
-	if err := old.EnterIdle(what); err != nil {
-		release()
-		return nil, err
-	}
-	return func() {
-		old.LeaveIdle(placed() != old)
-		release()
-	}, nil
-}
-
 // Parent returns the Life a child Life was made under, or nil.
 func (l *Life) Parent() *Life { return l.parent }
 

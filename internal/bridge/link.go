@@ -239,3 +239,37 @@ func FreeOver(ks []*Link, free func()) {
 // error to report instead (a *LinkError naming the endpoint), or nil to
 // report ae unchanged.
 var OnAssert func(ae *AssertError) error
+
+// Links are the RPC connections a C object depends on: none for local
+// devices, one for an RPC device, those of its devices for a meta device.
+type Links []*Link
+
+// Err returns the first broken connection's error (probing each), or nil.
+func (ls Links) Err() error {
+	for _, k := range ls {
+		if err := k.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Parent returns the Life a handle on these connections is a child of: the
+// connection's, when there is exactly one (a meta device over several
+// servers checks them with Err instead).
+func (ls Links) Parent() *Life {
+	if len(ls) == 1 {
+		return ls[0].Life()
+	}
+	return nil
+}
+
+// Broken reports whether a connection was broken (no probe).
+func (ls Links) Broken() bool {
+	for _, k := range ls {
+		if k.Broken() {
+			return true
+		}
+	}
+	return false
+}

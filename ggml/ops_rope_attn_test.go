@@ -5,10 +5,178 @@ import (
 	"math"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/stretchr/testify/require"
 )
+
+// ropeRef is RoPE in float64, as ggml defines it with ext_factor 0: pair i
+// of the first dims dimensions turns by p·base^(-2i/dims)·scale/ff[i], and
+// sin and cos are scaled by attn.
+func ropeRef(x []float64, n0, n1, n2 int, pos []int32, dims int, neox bool, base, scale, attn float64, ff []float32) []float64 {
+	out := append([]float64(nil), x...)
+	for i2 := range n2 {
+		for i1 := range n1 {
+			row := out[(i2*n1+i1)*n0:][:n0]
+			src := x[(i2*n1+i1)*n0:][:n0]
+			for i := 0; i < dims/2; i++ {
+				theta := float64(pos[i2]) * math.Pow(base, -2*float64(i)/float64(dims)) * scale
+				if ff != nil {
+					theta /= float64(ff[i])
+				}
+				cs, sn := math.Cos(theta)*attn, math.Sin(theta)*attn
+				j0, j1 := 2*i, 2*i+1
+				if neox {
+					j0, j1 = i, i+dims/2
+				}
+				row[j0] = src[j0]*cs - src[j1]*sn
+				row[j1] = src[j0]*sn + src[j1]*cs
+			}
+		}
+	}
+	return out
+}
+
+func TestRope(t *testing.T) {
+	rng := newRNG(t)
+	const n0, n1, n2 = 16, 3, 5 // head dim, heads, tokens
+	for _, mode := range []ggml.RopeMode{ggml.RopeNormal, ggml.RopeNeoX} {
+		for _, withFF := range []bool{false, true} {
+			t.Run(fmt.Sprintf("mode=%d/ff=%v", mode, withFF), func(t *testing.T) {
+				e := newEnv(t)
+				xv := randF32(rng, n0*n1*n2)
+				pos := make([]int32, n2)
+				for i := range pos {
+					pos[i] = int32(rng.IntN(200))
+				}
+				a := e.input(ggml.TypeF32, xv, n0, n1, n2)
+				p := e.input(ggml.TypeI32, pos, n2)
+				params := ggml.RopeParams{Dims: 12, Mode: mode, CtxOrig: 4096, FreqBase: 10000, FreqScale: 0.5,
+					AttnFactor: 1.25, BetaFast: 32, BetaSlow: 1}
+				var ff []float32
+				if withFF {
+					ff = make([]float32, 6)
+					for i := range ff {
+						ff[i] = float32(1 + rng.Float64())
+					}
+					params.FreqFactors = e.input(ggml.TypeF32, ff, 6)
+				}
+				out := e.ctx.Rope(a, p, params)
+				e.compute(out)
+				got, err := ggml.Data[float32](out)
+				require.NoError(t, err)
+				xs := make([]float64, len(xv))
+				for i, v := range xv {
+					xs[i] = float64(v)
+				}
+				ref := newND(n0, n1, n2)
+				ref.v = ropeRef(xs, n0, n1, n2, pos, 12, mode == ggml.RopeNeoX, 10000, 0.5, 1.25, ff)
+				// Angles up to ~100 rad in f32: cos/sin good to ~1e-5.
+				requireClose(t, ref, got, func(int) float64 { return 2e-5 })
+			})
+		}
+	}
+}
+
+// mropeRef is multi-section RoPE in float64 (ext_factor 0, attn 1, scale
+// 1): pair k of a row takes its angle from the position component of its
+// section, component pos[s·n2 + token]; the frequency exponent counts pairs
+// from the row's start, or, for RopeVision, from the start of the section.
+func mropeRef(x []float64, n0, n1, n2 int, pos []int32, dims int, mode ggml.RopeMode, sec [4]int, base float64) []float64 {
+	out := append([]float64(nil), x...)
+	sd := sec[0] + sec[1] + sec[2] + sec[3]
+	pairs, off := dims/2, dims/2
+	if mode == ggml.RopeVision {
+		pairs, off = n0/2, dims
+	}
+	// component of sector s.
+	comp := func(s int) int {
+		if mode == ggml.RopeIMRope {
+			switch {
+			case s%3 == 1 && s < 1+3*sec[1]:
+				return 1
+			case s%3 == 2 && s < 2+3*sec[2]:
+				return 2
+			}
+			return 0
+		}
+		switch {
+		case s < sec[0]:
+			return 0
+		case s < sec[0]+sec[1]:
+			return 1
+		case s < sec[0]+sec[1]+sec[2]:
+			return 2
+		}
+		return 3
+	}
+	starts := [4]int{0, sec[0], sec[0] + sec[1], sec[0] + sec[1] + sec[2]}
+	for i2 := range n2 {
+		for k := range pairs {
+			s := k % sd
+			cp := comp(s)
+			exp := k
+			if mode == ggml.RopeVision { // restart at the last start of this section
+				exp = k - (k-starts[cp])/sd*sd - starts[cp]
+				if k < starts[cp] {
+					exp = k
+				}
+			}
+			theta := float64(pos[cp*n2+i2]) * math.Pow(base, -2*float64(exp)/float64(dims))
+			cs, sn := math.Cos(theta), math.Sin(theta)
+			for i1 := range n1 {
+				row := out[(i2*n1+i1)*n0:][:n0]
+				src := x[(i2*n1+i1)*n0:][:n0]
+				j0, j1 := k, k+off
+				row[j0] = src[j0]*cs - src[j1]*sn
+				row[j1] = src[j0]*sn + src[j1]*cs
+			}
+		}
+	}
+	return out
+}
+
+func TestRopeMulti(t *testing.T) {
+	rng := newRNG(t)
+	const n0, n1, n2 = 16, 2, 4
+	for _, tc := range []struct {
+		mode ggml.RopeMode
+		dims int
+		sec  [4]int
+	}{
+		{ggml.RopeMRope, 12, [4]int{2, 2, 2, 0}},
+		{ggml.RopeMRope, 16, [4]int{3, 2, 2, 1}},
+		{ggml.RopeIMRope, 16, [4]int{3, 3, 2, 0}},
+		{ggml.RopeVision, 8, [4]int{2, 2, 0, 0}},
+	} {
+		t.Run(fmt.Sprintf("mode=%d/sec=%v", tc.mode, tc.sec), func(t *testing.T) {
+			e := newEnv(t)
+			xv := randF32(rng, n0*n1*n2)
+			pos := make([]int32, 4*n2)
+			for i := range pos {
+				pos[i] = int32(rng.IntN(100))
+			}
+			a := e.input(ggml.TypeF32, xv, n0, n1, n2)
+			p := e.input(ggml.TypeI32, pos, 4*n2)
+			out := e.ctx.Rope(a, p, ggml.RopeParams{Dims: tc.dims, Mode: tc.mode, Sections: tc.sec, CtxOrig: 4096,
+				FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1})
+			inPlace := e.ctx.RopeInPlace(e.ctx.Cont(a), p, ggml.RopeParams{Dims: tc.dims, Mode: tc.mode, Sections: tc.sec,
+				CtxOrig: 4096, FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1})
+			e.compute(out, inPlace)
+			got, err := ggml.Data[float32](out)
+			require.NoError(t, err)
+			gotIn, err := ggml.Data[float32](inPlace)
+			require.NoError(t, err)
+			require.Equal(t, got, gotIn)
+			xs := make([]float64, len(xv))
+			for i, v := range xv {
+				xs[i] = float64(v)
+			}
+			ref := newND(n0, n1, n2)
+			ref.v = mropeRef(xs, n0, n1, n2, pos, tc.dims, tc.mode, tc.sec, 10000)
+			requireClose(t, ref, got, func(int) float64 { return 2e-5 })
+		})
+	}
+}
 
 // alibiSlope is ALiBi's slope for head h of nHead with maxBias.
 func alibiSlope(h, nHead int, maxBias float64) float64 {
@@ -174,28 +342,6 @@ func padShape(s []int64) []int64 {
 	return s
 }
 
-func TestMulMatPrec(t *testing.T) {
-	rng := newRNG(t)
-	e := newEnv(t)
-	av, bv := randF32(rng, 16*3), randF32(rng, 16*5)
-	a := e.input(ggml.TypeF32, av, 16, 3)
-	b := e.input(ggml.TypeF32, bv, 16, 5)
-	plain := e.ctx.MulMat(a, b)
-	prec := e.ctx.MulMatPrec(a, b, ggml.PrecF32)
-	e.compute(plain, prec)
-	g1, _ := ggml.Data[float32](plain)
-	g2, _ := ggml.Data[float32](prec)
-	A, B := fromF32(av, 16, 3), fromF32(bv, 16, 5)
-	ref := newND(3, 5)
-	ref.each(func(i, j, _, _ int) {
-		for k := range 16 {
-			ref.v[ref.idx(i, j, 0, 0)] += A.at(k, i, 0, 0) * B.at(k, j, 0, 0)
-		}
-	})
-	requireClose(t, ref, g2, func(int) float64 { return 1e-5 })
-	require.Equal(t, g1, g2, "the CPU accumulates in f32 either way")
-}
-
 func TestFlashAttnMisuse(t *testing.T) {
 	f32 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF32, ne...) }
 	f16 := func(c *ggml.Context, ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF16, ne...) }
@@ -299,4 +445,75 @@ func TestFlashAttnMisuse(t *testing.T) {
 			require.ErrorIs(t, r.Err(), tc.want, fmt.Sprint(r.Err()))
 		})
 	}
+}
+
+func TestWinPartUnpart(t *testing.T) {
+	rng := newRNG(t)
+	for _, sh := range []struct{ C, W, H, w int }{{3, 5, 4, 3}, {2, 6, 4, 2}, {4, 3, 2, 5}, {1, 7, 1, 7}} {
+		t.Run(fmt.Sprintf("%+v", sh), func(t *testing.T) {
+			e := newEnv(t)
+			xv := randF32(rng, sh.C*sh.W*sh.H)
+			x := e.input(ggml.TypeF32, xv, int64(sh.C), int64(sh.W), int64(sh.H))
+			part := e.ctx.WinPart(x, sh.w)
+			back := e.ctx.WinUnpart(part, sh.W, sh.H, sh.w)
+			require.NoError(t, back.Err())
+			e.compute(part, back)
+			nx, ny := (sh.W+sh.w-1)/sh.w, (sh.H+sh.w-1)/sh.w
+			gotPart := seqOutF32(t, part, int64(sh.C), int64(sh.w), int64(sh.w), int64(nx*ny))
+			X := fromF32(xv, sh.C, sh.W, sh.H)
+			ref := newND(sh.C, sh.w, sh.w, nx*ny)
+			ref.each(func(c, i1, i2, win int) {
+				px, py := win%nx, win/nx
+				if x, y := px*sh.w+i1, py*sh.w+i2; x < sh.W && y < sh.H {
+					ref.v[ref.idx(c, i1, i2, win)] = X.at(c, x, y, 0)
+				}
+			})
+			requireClose(t, ref, gotPart, func(int) float64 { return 0 })
+			requireClose(t, X, seqOutF32(t, back, int64(sh.C), int64(sh.W), int64(sh.H)), func(int) float64 { return 0 })
+		})
+	}
+}
+
+func TestRelPos(t *testing.T) {
+	rng := newRNG(t)
+	t.Run("get", func(t *testing.T) {
+		e := newEnv(t)
+		const c, n = 4, 3
+		av := toF16(randF32(rng, c*(2*n-1)))
+		a := e.input(ggml.TypeF16, av, c, 2*n-1)
+		out := e.ctx.GetRelPos(a, n, n)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		require.Equal(t, [4]int64{c, n, n, 1}, out.Ne())
+		require.Equal(t, ggml.TypeF16, out.Type())
+		got, err := ggml.Data[uint16](out)
+		require.NoError(t, err)
+		for q := range n {
+			for k := range n {
+				for i := range c {
+					require.Equal(t, av[(n-1-k+q)*c+i], got[(q*n+k)*c+i], "[%d %d %d]", i, k, q)
+				}
+			}
+		}
+	})
+	t.Run("add", func(t *testing.T) {
+		e := newEnv(t)
+		const W, P1, P2, R2 = 3, 2, 2, 2
+		av, pwv, phv := randF32(rng, W*W*P1*P2*R2), randF32(rng, W*P1*P2*R2), randF32(rng, W*P1*P2*R2)
+		a := e.input(ggml.TypeF32, av, W*W, P1*P2, R2)
+		pw := e.input(ggml.TypeF32, pwv, W, P1, P2, R2)
+		ph := e.input(ggml.TypeF32, phv, W, P1, P2, R2)
+		out := e.ctx.AddRelPos(a, pw, ph)
+		require.NoError(t, out.Err())
+		e.compute(out)
+		got := seqOutF32(t, out, W*W, P1*P2, R2)
+		ref, mag := newND(W*W, P1*P2*R2), newND(W*W, P1*P2*R2)
+		ref.each(func(xy, r, _, _ int) {
+			x, y := xy%W, xy/W
+			terms := []float64{float64(av[r*W*W+xy]), float64(pwv[r*W+x]), float64(phv[r*W+y])}
+			ref.v[ref.idx(xy, r, 0, 0)] = terms[0] + terms[1] + terms[2]
+			mag.v[mag.idx(xy, r, 0, 0)] = math.Abs(terms[0]) + math.Abs(terms[1]) + math.Abs(terms[2])
+		})
+		requireClose(t, ref, got, seqMagTol(mag, 3*seqU, 0))
+	})
 }

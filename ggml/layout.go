@@ -1,0 +1,66 @@
+//go:build cgo
+
+package ggml
+
+// #include "goggml.h"
+import "C"
+
+// nbytesOf and isContiguousOf are ggml_nbytes and ggml_is_contiguous
+// computed in Go from the C struct's type, ne and nb: the same rules as
+// ggml's, without a cgo call (~30 ns) each. SetData, Data and Bytes ask
+// both on every call. TestLayoutMatchesGGML compares them with ggml's
+// functions over views, permutations and every type.
+
+// nbytesOf returns ggml_nbytes of c: 0 for an empty tensor, else the
+// bytes from its first to past its last element.
+func nbytesOf(c *C.struct_ggml_tensor) uint64 {
+	ty := Type(c._type)
+	if !ty.Valid() {
+		return 0
+	}
+	for i := range MaxDims {
+		if int64(c.ne[i]) <= 0 {
+			return 0
+		}
+	}
+	size, blck := types[ty].size, uint64(types[ty].blockSize)
+	var n uint64
+	if blck == 1 {
+		n = size + uint64(int64(c.ne[0])-1)*uint64(c.nb[0])
+	} else {
+		n = uint64(c.ne[0]) * uint64(c.nb[0]) / blck
+	}
+	for i := 1; i < MaxDims; i++ {
+		n += uint64(int64(c.ne[i])-1) * uint64(c.nb[i])
+	}
+	return n
+}
+
+// isContiguousOf returns ggml_is_contiguous of c (ggml_is_contiguous_n(c,
+// 0)): every dimension of more than one element lies right after the
+// previous ones.
+func isContiguousOf(c *C.struct_ggml_tensor) bool {
+	ty := Type(c._type)
+	if !ty.Valid() {
+		return false
+	}
+	next, blck := types[ty].size, types[ty].blockSize
+	ne0 := int64(c.ne[0])
+	if ne0 != blck && uint64(c.nb[0]) != next {
+		return false
+	}
+	next *= uint64(ne0 / blck)
+	for i := 1; i < MaxDims; i++ {
+		if n := int64(c.ne[i]); n != 1 {
+			if uint64(c.nb[i]) != next {
+				return false
+			}
+			next *= uint64(n)
+		}
+	}
+	return true
+}
+
+// cNbytes and cIsContiguous are ggml's own, for the test.
+func cNbytes(t *Tensor) uint64     { return uint64(C.ggml_nbytes(t.c)) }
+func cIsContiguous(t *Tensor) bool { return bool(C.ggml_is_contiguous(t.c)) }
