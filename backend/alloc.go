@@ -29,6 +29,9 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if err := placeable("TensorAlloc", tc); err != nil {
 		return err
 	}
+	if C.goggml_buffer_is_meta(buf.c) {
+		return errMetaPlacement("TensorAlloc")
+	}
 	release, err := bridge.ContextOf(t.Context()).Claim()
 	if err != nil {
 		return err
@@ -120,6 +123,9 @@ func NewTallocr(buf *Buffer) (*Tallocr, error) {
 		return nil, err
 	}
 	defer runtime.KeepAlive(buf)
+	if C.goggml_buffer_is_meta(buf.c) {
+		return nil, errMetaPlacement("NewTallocr")
+	}
 	if err := hasBase("NewTallocr", buf); err != nil {
 		return nil, err
 	}
@@ -186,7 +192,8 @@ type Gallocr struct {
 	life    *bridge.Life
 	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
 	bts     []*BufferType
-	failed  bool // the last reservation failed: ggml left a buffer NULL
+	failed  bool    // the last reservation failed: ggml left a buffer NULL
+	links   linkSet // the RPC connections of its buffer types
 	cleanup runtime.Cleanup
 }
 
@@ -225,7 +232,13 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 		return nil, fmt.Errorf("%w: ggml_gallocr_new_n", ggml.ErrNoMemory)
 	}
 	a := &Gallocr{c: c, bts: append([]*BufferType(nil), bts...)}
-	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() { C.ggml_gallocr_free(c) })
+	for _, bt := range bts {
+		a.links = append(a.links, bt.link()...)
+	}
+	links := a.links
+	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() {
+		bridge.FreeOver(links, func() { C.ggml_gallocr_free(c) })
+	})
 	a.newPlacement()
 	a.cleanup = runtime.AddCleanup(a, bridge.CloseCollected, a.life)
 	return a, nil
@@ -237,6 +250,11 @@ func (a *Gallocr) usable() error {
 	}
 	if a.life.Closed() {
 		return fmt.Errorf("%w: the graph allocator is closed", ggml.ErrClosed)
+	}
+	for _, k := range a.links {
+		if err := k.Err(); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -385,6 +403,16 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 					return fmt.Errorf("AllocGraph: the source of graph tensor %v: %w", t, err)
 				}
 			}
+		}
+	}
+	// A meta buffer type places each node by its split: what it would
+	// assert is checked first.
+	for _, bt := range a.bts {
+		if m := metaOfBufferType(bt.c); m != nil {
+			if err := m.checkGraph(bridge.GraphOf(g), false); err != nil {
+				return err
+			}
+			break
 		}
 	}
 	// After a failed reservation ggml left a buffer NULL yet thinks it fits:

@@ -45,7 +45,9 @@ type Backend struct {
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (bridge.Backend.Refusal).
 	lavapipe bool
+	link     linkSet // the RPC connections it computes over, if any (bridge.Backend.Links)
 	_        bridge.NoCopy
+	meta     *metaState // the meta device it computes on, if any
 	dev      *Device
 	plans    *planSet
 	threads  atomic.Int64 // thread setting of a CPU-like backend; 0: none
@@ -111,7 +113,11 @@ func newBackend(c C.ggml_backend_t) *Backend {
 		res.reg.backends++
 		regs.Unlock()
 	}
-	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
+	if b.dev != nil {
+		b.link = b.dev.link() // a backend on an RPC server lives on its connection
+		b.meta = metaOf(b.dev.c)
+	}
+	b.life = bridge.NewLife(b.link.Parent(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
 	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
 	bridge.Leaks.Opened("Backend", b.life)
 	return b
@@ -170,6 +176,13 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	if err := b.life.Enter("the backend"); err != nil {
+		if b.link.Broken() && !b.life.Busy() {
+			// Its RPC connection broke: nothing to wait for (an RPC
+			// backend's synchronize and free talk to no server).
+			b.cleanup.Stop()
+			bridge.Leaks.Closed(b.life)
+			return b.life.Close("the backend", false)
+		}
 		if errors.Is(err, ggml.ErrClosed) {
 			return nil
 		}
@@ -316,6 +329,12 @@ func (b *Backend) checkTensor(t *C.struct_ggml_tensor) error {
 		return fmt.Errorf("%w: backend %s cannot use tensor %q in a %s buffer", ErrUnsupported,
 			b.Name(), C.GoString(&t.name[0]), C.GoString(C.ggml_backend_buffer_name(buf)))
 	}
+	// A meta buffer of host devices says it is host memory, so the CPU
+	// backend accepts it, but its tensors' addresses are placeholders.
+	if b.meta == nil && bool(C.goggml_buffer_is_meta(buf)) {
+		return fmt.Errorf("%w: backend %s cannot use tensor %q: it is in a meta buffer, which only the meta device's backend computes", ErrUnsupported,
+			b.Name(), C.GoString(&t.name[0]))
+	}
 	return nil
 }
 
@@ -386,6 +405,7 @@ func (b *Backend) DefaultBufferType() *BufferType {
 		return nil
 	}
 	defer runtime.KeepAlive(b)
+	defer readMeta()()
 	return bufferTypeFromC(C.ggml_backend_get_default_buffer_type(b.c))
 }
 
@@ -467,6 +487,11 @@ func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*
 	}
 	if err := b.checkTensor(tc); err != nil {
 		return nil, err
+	}
+	if b.meta != nil {
+		if err := checkMetaAsync(tc, offset, size, op == "SetTensorAsync"); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	return tc, nil
 }
@@ -561,6 +586,11 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	if err := dstBackend.checkTensor(dc); err != nil {
 		return err
 	}
+	if bool(C.goggml_buffer_is_meta(sc.buffer)) || bool(C.goggml_buffer_is_meta(dc.buffer)) {
+		// ggml's copy would read a meta buffer of host devices at its
+		// placeholder addresses: TensorCopy goes through ggml's reads.
+		return fmt.Errorf("%w: CopyTensorAsync: a tensor in a meta buffer: use TensorCopy", ErrUnsupported)
+	}
 	b.pending = append(b.pending, src, dst)
 	dstBackend.pending = append(dstBackend.pending, src, dst)
 	defer runtime.KeepAlive(b)
@@ -627,5 +657,8 @@ func (b *Backend) checkGraph(g *ggml.Graph, h *bridge.Holds) (*C.struct_ggml_cgr
 		}
 		return b.checkTensor(t)
 	})
+	if err == nil && b.meta != nil {
+		err = b.meta.checkPlaced(g) // what ggml's meta backend asserts
+	}
 	return (*C.struct_ggml_cgraph)(gp), err
 }

@@ -28,6 +28,7 @@ type Buffer struct {
 	parent  *Buffer // the multi-buffer that owns this one, if any
 	parts   []*Buffer
 	mem     *HostMemory // the caller memory it is over, if any
+	link    linkSet     // the RPC connections it is on, if any
 	cleanup runtime.Cleanup
 }
 
@@ -35,6 +36,11 @@ type Buffer struct {
 // (kept alive), over caller memory mem (nil if none: released with the
 // buffer), owning parts (a multi-buffer).
 func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Buffer) *Buffer {
+	return newBufferFreeing(c, from, mem, parts, nil)
+}
+
+// newBufferFreeing is newBuffer with a function that runs after the free.
+func newBufferFreeing(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Buffer, onFree func()) *Buffer {
 	b := &Buffer{c: c, from: from, mem: mem, parts: parts}
 	mems := []*HostMemory{}
 	if mem != nil {
@@ -53,8 +59,18 @@ func newBuffer(c C.ggml_backend_buffer_t, from any, mem *HostMemory, parts []*Bu
 		reg.buffers++
 		regs.Unlock()
 	}
-	b.life = bridge.NewLife(nil, fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
-		freeBuffer(c, mems)
+	// A buffer on an RPC server lives on its connection: broken, the
+	// buffer is unusable and its free skips the C call (see bridge.Link).
+	link := linksOfBufferType(C.ggml_backend_buffer_get_type(c))
+	b.link = link
+	b.life = bridge.NewLife(link.Parent(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
+		bridge.FreeOver(link, func() { C.ggml_backend_buffer_free(c) })
+		for _, m := range mems {
+			m.release()
+		}
+		if onFree != nil {
+			onFree()
+		}
 		if reg != nil {
 			regs.Lock()
 			reg.buffers--
@@ -74,13 +90,6 @@ func regOfBuffer(c C.ggml_backend_buffer_t) *Reg {
 		return nil
 	}
 	return regFromC(C.ggml_backend_dev_backend_reg(dev))
-}
-
-func freeBuffer(c C.ggml_backend_buffer_t, mems []*HostMemory) {
-	C.ggml_backend_buffer_free(c)
-	for _, m := range mems {
-		m.release()
-	}
 }
 
 // Close frees the buffer (ggml_backend_buffer_free), once no compute or
@@ -110,7 +119,7 @@ func (b *Buffer) usable() error {
 	if b.life.Closed() {
 		return fmt.Errorf("%w: the buffer is closed", ggml.ErrClosed)
 	}
-	return nil
+	return b.link.Err()
 }
 
 // hold acquires the buffer for a call that uses its C object; release h
@@ -120,6 +129,9 @@ func (b *Buffer) hold(h *bridge.Holds) error {
 		return fmt.Errorf("%w: nil *Buffer", ggml.ErrInvalid)
 	}
 	if err := h.Add(b.life); err != nil {
+		if b.link != nil && !b.life.Closed() {
+			return err // its connection broke: say which and why
+		}
 		return fmt.Errorf("%w: the buffer is closed", ggml.ErrClosed)
 	}
 	return nil
@@ -265,7 +277,7 @@ func (b *Buffer) Base() (unsafe.Pointer, error) {
 		return nil, err
 	}
 	defer runtime.KeepAlive(b)
-	if !bool(C.ggml_backend_buffer_is_host(b.c)) {
+	if !bool(C.ggml_backend_buffer_is_host(b.c)) || bool(C.goggml_buffer_is_meta(b.c)) {
 		return nil, fmt.Errorf("%w: buffer %s is not in host memory", ErrUnsupported, b.Name())
 	}
 	return C.ggml_backend_buffer_get_base(b.c), nil
@@ -289,13 +301,14 @@ func (b *Buffer) AllocSize(t *ggml.Tensor) (uint64, error) {
 }
 
 // Clear sets every byte of the buffer to value (ggml_backend_buffer_clear).
-func (b *Buffer) Clear(value byte) error {
+func (b *Buffer) Clear(value byte) (err error) {
 	var h bridge.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
 	C.ggml_backend_buffer_clear(b.c, C.uint8_t(value))
 	return nil
 }
@@ -370,11 +383,14 @@ func (b *Buffer) SetUsage(u BufferUsage) error {
 // views of those tensors (ggml_backend_alloc_ctx_tensors). ctx must be a
 // NoAlloc context. The tensors keep the buffer alive; close it when done.
 func AllocContextTensors(ctx *ggml.Context, be *Backend) (*Buffer, error) {
-	if err := be.usable(); err != nil {
-		return nil, err
+	bt := be.DefaultBufferType()
+	if bt == nil {
+		if err := be.usable(); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: backend %s has no buffer type", ErrUnsupported, be.Name())
 	}
-	defer runtime.KeepAlive(be)
-	return allocContextTensors(ctx, bufferTypeFromC(C.ggml_backend_get_default_buffer_type(be.c)), be)
+	return allocContextTensors(ctx, bt, be)
 }
 
 // AllocContextTensorsFromType is AllocContextTensors with a buffer type of
@@ -402,6 +418,9 @@ func ContextTensorsSize(ctx *ggml.Context, bt *BufferType) (uint64, error) {
 
 func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buffer, err error) {
 	if err := bt.usable(); err != nil {
+		return nil, err
+	}
+	if err := bt.link().Err(); err != nil {
 		return nil, err
 	}
 	cc, err := contextPtr(ctx)
@@ -440,12 +459,33 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 		return nil, fmt.Errorf("%w: the context has no tensor left to allocate", ggml.ErrInvalid)
 	}
 	defer runtime.KeepAlive(ctx)
+	// A meta device's buffer asks for the split of every tensor: the
+	// splits are checked, and recorded for ggml's callback, first.
+	var meta *metaState
+	var placed []*C.struct_ggml_tensor
+	if meta = metaOfBufferType(bt.c); meta != nil {
+		if placed, err = meta.prepare(ctx); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err == nil {
+				err = meta.takeFailed()
+			}
+			if err != nil {
+				meta.forget(placed)
+			}
+		}()
+	}
 	defer bridge.Catch(&err)
 	c := C.ggml_backend_alloc_ctx_tensors_from_buft(cc, bt.c)
 	if c == nil {
 		return nil, fmt.Errorf("%w: could not allocate %d bytes in a %s buffer", ggml.ErrNoMemory, size, bt.Name())
 	}
-	buf = newBuffer(c, from, nil, nil)
+	var onFree func()
+	if meta != nil {
+		onFree = func() { meta.forget(placed) }
+	}
+	buf = newBufferFreeing(c, from, nil, nil, onFree)
 	for _, t := range pending {
 		bridge.TensorOf(t).SetLease(buf.life, buf)
 	}

@@ -86,8 +86,11 @@ func (bt *BufferType) Device() *Device {
 
 // AllocSize returns the bytes tensor t needs in a buffer of this type; some
 // types pad or add room (ggml_backend_buft_get_alloc_size).
-func (bt *BufferType) AllocSize(t *ggml.Tensor) (uint64, error) {
+func (bt *BufferType) AllocSize(t *ggml.Tensor) (n uint64, err error) {
 	if err := bt.usable(); err != nil {
+		return 0, err
+	}
+	if err := bt.link().Err(); err != nil {
 		return 0, err
 	}
 	tc, err := tensorPtr(t)
@@ -95,14 +98,18 @@ func (bt *BufferType) AllocSize(t *ggml.Tensor) (uint64, error) {
 		return 0, err
 	}
 	defer runtime.KeepAlive(t)
+	defer bridge.Catch(&err)
 	return uint64(C.ggml_backend_buft_get_alloc_size(bt.c, tc)), nil
 }
 
 // AllocBuffer allocates a buffer of size bytes of this type
 // (ggml_backend_buft_alloc_buffer). size must be > 0: the embedded
 // provider's ggml leaks the empty buffer it makes for size 0.
-func (bt *BufferType) AllocBuffer(size uint64) (*Buffer, error) {
+func (bt *BufferType) AllocBuffer(size uint64) (buf *Buffer, err error) {
 	if err := bt.usable(); err != nil {
+		return nil, err
+	}
+	if err := bt.link().Err(); err != nil {
 		return nil, err
 	}
 	if size == 0 {
@@ -114,11 +121,51 @@ func (bt *BufferType) AllocBuffer(size uint64) (*Buffer, error) {
 	if max := bt.MaxSize(); size > max {
 		return nil, fmt.Errorf("%w: %d bytes exceed the largest %s buffer (%d bytes)", ggml.ErrNoMemory, size, bt.Name(), max)
 	}
-	c := C.ggml_backend_buft_alloc_buffer(bt.c, C.size_t(size))
+	var c C.ggml_backend_buffer_t
+	if err := func() (err error) {
+		defer bridge.Catch(&err)
+		c = C.ggml_backend_buft_alloc_buffer(bt.c, C.size_t(size))
+		return nil
+	}(); err != nil {
+		return nil, err
+	}
 	if c == nil {
 		return nil, fmt.Errorf("%w: could not allocate a %s buffer of %d bytes", ggml.ErrNoMemory, bt.Name(), size)
 	}
 	return newBuffer(c, bt, nil, nil), nil
+}
+
+// link returns the RPC connections of the buffer type's device (a meta
+// device's are those of its devices), or none.
+func (bt *BufferType) link() linkSet {
+	if bt == nil || bt.c == nil {
+		return nil
+	}
+	return linksOfBufferType(bt.c)
+}
+
+func linksOfBufferType(c C.ggml_backend_buffer_type_t) linkSet {
+	if c == nil {
+		return nil
+	}
+	return linksOfDevice(C.ggml_backend_buft_get_device(c))
+}
+
+// linkSet are the RPC connections a C object depends on: none for local
+// devices, one for an RPC device, those of its devices for a meta device.
+type linkSet = bridge.Links
+
+func linksOfDevice(d C.ggml_backend_dev_t) linkSet {
+	if d == nil {
+		return nil
+	}
+	if k := bridge.LinkOf(unsafe.Pointer(d)); k != nil {
+		return linkSet{k}
+	}
+	if m := metaOf(d); m != nil {
+		return m.links
+	}
+	return nil
 }
 
 // String returns the buffer type's name.

@@ -24,6 +24,9 @@ const (
 	DeviceGPU   DeviceType = C.GGML_BACKEND_DEVICE_TYPE_GPU   // a GPU with its own memory
 	DeviceIGPU  DeviceType = C.GGML_BACKEND_DEVICE_TYPE_IGPU  // an integrated GPU using host memory
 	DeviceAccel DeviceType = C.GGML_BACKEND_DEVICE_TYPE_ACCEL // an accelerator used beside the CPU (BLAS, AMX)
+	// DeviceMeta is a meta device over other devices (NewMetaDevice;
+	// upstream ggml only).
+	DeviceMeta DeviceType = C.GOGGML_DEVICE_TYPE_META
 )
 
 // String returns "CPU", "GPU", "IGPU" or "ACCEL".
@@ -37,6 +40,8 @@ func (t DeviceType) String() string {
 		return "IGPU"
 	case DeviceAccel:
 		return "ACCEL"
+	case DeviceMeta:
+		return "META"
 	}
 	return fmt.Sprintf("DeviceType(%d)", int(t))
 }
@@ -46,9 +51,16 @@ func (t DeviceType) String() string {
 // backend library is unloaded); it has no Close. Devices are safe to share
 // between goroutines.
 type Device struct {
+	// The fields up to c are bridge.Device's (bridge.DeviceOf;
+	// TestViewLayouts checks the match).
+	deviceKind
 	c   C.ggml_backend_dev_t
 	reg *Reg
 }
+
+// deviceKind marks Device for bridge.DeviceOf; it has no size, and users
+// see neither it nor a method of it.
+type deviceKind = bridge.DeviceKind
 
 func deviceFromC(c C.ggml_backend_dev_t) *Device {
 	if c == nil {
@@ -61,8 +73,15 @@ func (d *Device) usable() error {
 	if d == nil || d.c == nil {
 		return fmt.Errorf("%w: nil *Device", ggml.ErrInvalid)
 	}
+	if d.reg == nil {
+		return nil // a meta device: in no registry entry
+	}
 	return d.reg.usable()
 }
+
+// link returns the RPC connections the device is on (a meta device's are
+// those of its devices), or none.
+func (d *Device) link() linkSet { return linksOfDevice(d.c) }
 
 // DeviceCount returns the number of registered devices (ggml_backend_dev_count).
 func DeviceCount() int {
@@ -145,13 +164,33 @@ func (d *Device) Type() DeviceType {
 
 // Memory returns the device's free and total memory in bytes
 // (ggml_backend_dev_memory).
+// For a device on an RPC server whose connection is broken it returns 0, 0
+// (MemoryErr says why).
 func (d *Device) Memory() (free, total uint64) {
-	if d.usable() != nil {
-		return 0, 0
+	free, total, _ = d.MemoryErr()
+	return free, total
+}
+
+// MemoryErr is Memory with the error that makes it return zeros: a closed
+// registry entry, or a broken connection to the device's RPC server (a
+// *rpc.Error naming the endpoint).
+func (d *Device) MemoryErr() (free, total uint64, err error) {
+	if err := d.usable(); err != nil {
+		return 0, 0, err
+	}
+	if err := d.link().Err(); err != nil {
+		return 0, 0, err
 	}
 	var f, t C.size_t
-	C.ggml_backend_dev_memory(d.c, &f, &t)
-	return uint64(f), uint64(t)
+	err = func() (err error) {
+		defer bridge.Catch(&err) // a server that dies now: an error
+		C.ggml_backend_dev_memory(d.c, &f, &t)
+		return nil
+	}()
+	if err != nil {
+		return 0, 0, err
+	}
+	return uint64(f), uint64(t), nil
 }
 
 // Caps are what a device can do (struct ggml_backend_dev_caps).
@@ -188,12 +227,21 @@ func goStringOrEmpty(p *C.char) string {
 }
 
 // Props returns the device's properties (ggml_backend_dev_get_props).
-func (d *Device) Props() (Props, error) {
+func (d *Device) Props() (props Props, err error) {
 	if err := d.usable(); err != nil {
 		return Props{}, err
 	}
+	if err := d.link().Err(); err != nil {
+		return Props{}, err
+	}
 	var p C.struct_ggml_backend_dev_props
-	C.ggml_backend_dev_get_props(d.c, &p)
+	if err := func() (err error) {
+		defer bridge.Catch(&err) // an RPC device asks its server
+		C.ggml_backend_dev_get_props(d.c, &p)
+		return nil
+	}(); err != nil {
+		return Props{}, err
+	}
 	var e C.struct_goggml_dev_props
 	C.goggml_dev_props_extra(&p, &e)
 	return Props{
@@ -229,6 +277,9 @@ func (d *Device) Init(params string) (*Backend, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
+	if err := d.link().Err(); err != nil {
+		return nil, err
+	}
 	cp, free := cstring(params)
 	defer free()
 	c := C.ggml_backend_dev_init(d.c, cp)
@@ -244,6 +295,10 @@ func (d *Device) BufferType() *BufferType {
 	if d.usable() != nil {
 		return nil
 	}
+	if err := d.link().Err(); err != nil {
+		return nil // its RPC connection broke
+	}
+	defer readMeta()()
 	return bufferTypeFromC(C.ggml_backend_dev_buffer_type(d.c))
 }
 

@@ -10,6 +10,34 @@
 // Integrated and Library are zero. Load takes only modules built from the
 // binary's own ggml.
 //
+// The meta device (NewMetaDevice) and the RPC devices (package rpc) exist
+// only in upstream ggml: with the embedded provider NewMetaDevice returns an
+// ErrUnsupported error that names -tags ggml_system.
+//
+// # Meta device
+//
+// NewMetaDevice makes a device over 1 to 16 devices (RPC devices, the CPU
+// repeated, GPUs) for tensor parallelism: a SplitFunc says how each weight
+// is spread (SplitAxis0..3 with per-device shares and segments, Mirrored,
+// Partial), its buffers hold each device's share, and its backend computes
+// a graph on every device, all-reducing partial sums where an op needs
+// their total (a mul_mat of two tensors split along axis 0). Use it under
+// a scheduler before the CPU backend ({meta, cpu}), with the weights'
+// buffer marked UsageWeights; place its weights with AllocContextTensors
+// (TensorAlloc and Tallocr refuse meta buffers).
+//
+// ggml's meta backend (upstream v0.21.0) asserts on what it cannot do;
+// go-ggml checks it in Go first: a split that does not add up, a panic or
+// an error of the split function (ErrInvalid, at allocation); a graph with
+// an op whose sources are split in ways ggml cannot combine, a non-linear
+// op of a Partial tensor, a per-row op of a tensor split along its rows
+// (ErrInvalid, before allocation and compute); an op go-ggml does not know
+// the split rule of, a read of a Partial tensor, a write or read of a
+// tensor split along axis 3, a read of a result whose segments ggml lost,
+// and a CPU node reading a meta buffer of host devices (whose addresses are
+// placeholders in v0.21.0) (ErrUnsupported). A meta device lives for the
+// process (ggml keeps it): make each one once.
+//
 // # Model
 //
 // A Device is a piece of hardware in ggml's registry (the CPU, a GPU); a

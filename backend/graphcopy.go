@@ -70,7 +70,10 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 		return nil, fmt.Errorf("%w: could not allocate the graph copy on %s", ggml.ErrNoMemory, b.Name())
 	}
 	gc = &GraphCopy{c: c}
-	gc.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() { C.ggml_backend_graph_copy_free(c) })
+	links := b.link
+	gc.life = bridge.NewLife(links.Parent(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
+		bridge.FreeOver(links, func() { C.ggml_backend_graph_copy_free(c) })
+	})
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
 	gc.graph, gc.release = bridge.GraphHandle[ggml.Graph](cg), release
 	gc.cleanup = runtime.AddCleanup(gc, bridge.CloseCollected, gc.life)

@@ -47,6 +47,9 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 	if err := checkRange("TensorSet", tc, offset, uint64(len(data))); err != nil {
 		return err
 	}
+	if err := bridge.MetaTransfer(unsafe.Pointer(tc), offset, uint64(len(data)), true); err != nil {
+		return err
+	}
 	if len(data) == 0 {
 		return nil
 	}
@@ -70,6 +73,9 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 		return err
 	}
 	if err := checkRange("TensorGet", tc, offset, uint64(len(dst))); err != nil {
+		return err
+	}
+	if err := bridge.MetaTransfer(unsafe.Pointer(tc), offset, uint64(len(dst)), false); err != nil {
 		return err
 	}
 	if len(dst) == 0 {
@@ -101,6 +107,9 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 	defer unlock()
 	if err := checkRange("TensorMemset", tc, offset, size); err != nil {
 		return err
+	}
+	if C.goggml_buffer_is_meta(C.ggml_backend_buffer_t(bridge.TensorOf(t).Buffer())) {
+		return fmt.Errorf("%w: TensorMemset: ggml's meta buffer has no memset", ErrUnsupported)
 	}
 	if size == 0 {
 		return nil
@@ -159,14 +168,25 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	defer bridge.Catch(&err)
 	n := C.size_t(C.ggml_nbytes(sc))
 	sb, db := C.ggml_backend_buffer_t(bridge.TensorOf(src).Buffer()), C.ggml_backend_buffer_t(bridge.TensorOf(dst).Buffer())
+	if err := bridge.MetaTransfer(unsafe.Pointer(sc), 0, uint64(n), false); err != nil {
+		return err
+	}
+	if err := bridge.MetaTransfer(unsafe.Pointer(dc), 0, uint64(n), true); err != nil {
+		return err
+	}
+	// A meta buffer of host devices says it is host memory, but its
+	// tensors' addresses are placeholders: InHostMemory says no, and the
+	// copy goes through ggml's calls.
+	hostSrc := sb == nil || bridge.TensorOf(src).InHostMemory()
+	hostDst := db == nil || bridge.TensorOf(dst).InHostMemory()
 	switch {
-	case sb == nil || bool(C.ggml_backend_buffer_is_host(sb)):
+	case hostSrc:
 		if db == nil {
 			C.memcpy(dc.data, sc.data, n)
 		} else {
 			C.ggml_backend_tensor_set(dc, sc.data, 0, n)
 		}
-	case db == nil || bool(C.ggml_backend_buffer_is_host(db)):
+	case hostDst:
 		C.ggml_backend_tensor_get(sc, dc.data, 0, n)
 	default:
 		// Two device buffers: through host memory (ggml's own fallback).

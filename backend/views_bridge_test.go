@@ -20,6 +20,7 @@ func TestViewLayouts(t *testing.T) {
 	testutil.SameLayout(t, reflect.TypeFor[backend.Backend](), reflect.TypeFor[bridge.Backend]())
 	testutil.SameLayout(t, reflect.TypeFor[backend.BufferType](), reflect.TypeFor[bridge.BufferType]())
 	testutil.SameLayout(t, reflect.TypeFor[backend.HostMemory](), reflect.TypeFor[bridge.HostMemory]())
+	testutil.SameLayout(t, reflect.TypeFor[backend.Device](), reflect.TypeFor[bridge.Device]())
 }
 
 // The views read what the handles hold, before and after Close.

@@ -363,7 +363,9 @@ func checkIndexData(idx *C.struct_ggml_tensor, rows int64, refuse func(string, e
 		return nil // not allocated: compute reports that
 	}
 	data := idx.data
-	if buf := bufferOf(idx); buf != nil && !bool(C.ggml_backend_buffer_is_host(buf)) {
+	// A meta buffer of host devices says it is host memory, but its
+	// tensors' addresses are placeholders.
+	if buf := bufferOf(idx); buf != nil && (!bool(C.ggml_backend_buffer_is_host(buf)) || bool(C.goggml_buffer_is_meta(buf))) {
 		n := C.ggml_nbytes(idx)
 		tmp := C.malloc(max(n, 1))
 		if tmp == nil {

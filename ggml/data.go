@@ -184,6 +184,9 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 		copy(unsafe.Slice((*byte)(t.c.data), size), unsafe.Slice((*byte)(p), size))
 		return nil
 	}
+	if err := bridge.MetaTransfer(unsafe.Pointer(t.c), 0, size, true); err != nil {
+		return err
+	}
 	defer bridge.Catch(&err)
 	C.ggml_backend_tensor_set(t.c, p, 0, C.size_t(size))
 	return nil
@@ -197,6 +200,9 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
 		copy(unsafe.Slice((*byte)(p), size), unsafe.Slice((*byte)(t.c.data), size))
 		return nil
+	}
+	if err := bridge.MetaTransfer(unsafe.Pointer(t.c), 0, size, false); err != nil {
+		return err
 	}
 	defer bridge.Catch(&err)
 	C.ggml_backend_tensor_get(t.c, p, 0, C.size_t(size))

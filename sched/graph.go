@@ -306,6 +306,11 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 	if err != nil {
 		return err
 	}
+	// A meta backend places each node by its split: what it would assert
+	// is checked first.
+	if err := bridge.MetaGraph(s.views, bridge.GraphOf(g), false); err != nil {
+		return err
+	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)
 	s.release() // (no C reset: it would drop the pins of SetTensorBackend)
@@ -480,6 +485,9 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	}
 	if s.refused != nil {
 		return s.refused
+	}
+	if err := bridge.MetaGraph(s.views, bridge.GraphOf(g), true); err != nil {
+		return err
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)

@@ -179,11 +179,14 @@ type Scheduler struct {
 type schedRes struct {
 	c        C.ggml_backend_sched_t
 	state    *C.goggml_sched_state
-	releases []func() // let go of the backends' C objects, after the free
+	releases []func()       // let go of the backends' C objects, after the free
+	links    []*bridge.Link // the RPC connections of its backends
 }
 
 func freeSched(r schedRes) {
-	C.ggml_backend_sched_free(r.c)
+	// Its compute buffers on a broken RPC connection cannot be freed (the
+	// exchange would abort): the scheduler is leaked then.
+	bridge.FreeOver(r.links, func() { C.ggml_backend_sched_free(r.c) })
 	C.free(unsafe.Pointer(r.state))
 	for _, f := range r.releases {
 		f()
@@ -277,6 +280,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	var c C.ggml_backend_sched_t
 	err := func() (err error) {
 		defer bridge.Catch(&err) // a check missing here: an error, not an abort
+		defer bridge.ReadMeta()()
 		c = C.ggml_backend_sched_new(cb, cbt, C.int(n), C.size_t(graphSize), C.bool(opts.Parallel), C.bool(opts.OpOffload))
 		return nil
 	}()
@@ -299,6 +303,9 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	s := &Scheduler{c: c, backends: append([]*backend.Backend(nil), backends...), views: views, bts: append([]*backend.BufferType(nil), bts...), ptrs: ptrs,
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
 	s.res = schedRes{c: c, state: st, releases: releases}
+	for _, be := range backends {
+		s.res.links = append(s.res.links, bridge.BackendOf(be).Links()...)
+	}
 	res := s.res
 	s.life = bridge.NewLife(nil, fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated), func() { freeSched(res) })
 	s.newPlacement()

@@ -28,6 +28,7 @@ type Backend struct {
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (Refusal).
 	lavapipe bool
+	link     Links // the RPC connections it computes over, if any (package rpc)
 }
 
 // Usable returns why b cannot be used (nil, closed), or nil.
@@ -38,7 +39,16 @@ func (b *Backend) Usable() error {
 	if b.life.Closed() {
 		return fmt.Errorf("%w: the backend is closed", ErrClosed)
 	}
-	return nil
+	return b.link.Err()
+}
+
+// Links returns the RPC connections b computes over (none for a local
+// backend).
+func (b *Backend) Links() Links {
+	if b == nil {
+		return nil
+	}
+	return b.link
 }
 
 // Ptr returns the ggml_backend_t of an open backend.
@@ -300,3 +310,47 @@ func RegisterBackend(reg unsafe.Pointer) {
 	defer RegistryMu.Unlock()
 	C.ggml_backend_register(C.ggml_backend_reg_t(reg))
 }
+
+// Device is the view of a *backend.Device (see views.go).
+type Device struct {
+	DeviceKind
+	c C.ggml_backend_dev_t
+}
+
+// Ptr returns the ggml_backend_dev_t of d. It does not check d's registry
+// entry: d is one that package backend has just handed out.
+func (d *Device) Ptr() (unsafe.Pointer, error) {
+	if d == nil || d.c == nil {
+		return nil, fmt.Errorf("%w: nil *Device", ErrInvalid)
+	}
+	return unsafe.Pointer(d.c), nil
+}
+
+// MetaMu serializes the creation of meta devices, and of their buffer
+// types (ggml keeps both in static maps without a lock), against the C
+// code that reads those maps (Lock: creation; RLock: readers).
+var MetaMu sync.RWMutex
+
+// ReadMeta read-locks MetaMu until done is called (a scheduler's creation
+// reads ggml's maps of meta devices).
+func ReadMeta() (done func()) {
+	MetaMu.RLock()
+	return MetaMu.RUnlock
+}
+
+// What only package backend knows, its registry entries and the splits of
+// its meta devices, is run through these functions, which backend installs
+// at init.
+var (
+	// WrapDevice returns the view of the *backend.Device of device p (a
+	// ggml_backend_dev_t a package got from C: package rpc's devices);
+	// DeviceHandle turns it into the handle.
+	WrapDevice func(p unsafe.Pointer) *Device
+	// MetaTransfer checks a read (write false) or write of size bytes at
+	// offset of tensor t (a *C.struct_ggml_tensor) against what ggml's
+	// meta buffer asserts; nil for a tensor outside meta buffers.
+	MetaTransfer func(t unsafe.Pointer, offset, size uint64, write bool) error
+	// MetaGraph checks graph g for the meta backends among bes, before
+	// its allocation (placed false) or after it, before a compute.
+	MetaGraph func(bes []*Backend, g *Graph, placed bool) error
+)

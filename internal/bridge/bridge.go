@@ -1,9 +1,10 @@
 // Package bridge carries what go-ggml's packages share but users must not
 // see: the lifetimes of handles (Life, Holds), typed views of the handles
-// that several packages work on (views.go) with the code they share, and
-// the few functions that only package ggml can run, which it installs at
-// init (graph.go). cgo types are per package, so C pointers cross package
-// boundaries here as unsafe.Pointer.
+// that several packages work on (views.go) with the code they share, the
+// RPC connections that handles live on (link.go), and the few functions
+// that only package ggml (graph.go) or package backend (the meta device,
+// backend.go) can run, which they install at init. cgo types are per
+// package, so C pointers cross package boundaries here as unsafe.Pointer.
 package bridge
 
 import (
@@ -42,10 +43,16 @@ func Catch(errp *error) {
 		if !ok {
 			panic(r)
 		}
+		var err error = ae
+		if h := OnAssert; h != nil {
+			if e := h(ae); e != nil {
+				err = e
+			}
+		}
 		if *errp == nil {
-			*errp = ae
+			*errp = err
 		} else {
-			*errp = fmt.Errorf("%w (after: %v)", ae, *errp)
+			*errp = fmt.Errorf("%w (after: %v)", err, *errp)
 		}
 	}
 }

@@ -182,8 +182,8 @@ func Quiesce(g *Graph, what string, placed func() *Life) (done func(), err error
 }
 
 // What only package ggml knows, its op rules and its custom ops, is run
-// through these functions, which ggml installs at init: the bridge's only
-// hooks.
+// through these functions, which ggml installs at init: with backend's
+// three (backend.go), the bridge's only hooks.
 var (
 	// PrepareGraph checks that graph g can be computed (context open, no
 	// sticky error, every tensor allocated and its memory alive, the

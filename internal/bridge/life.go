@@ -33,6 +33,9 @@ type Life struct {
 	free      func()
 	placement bool // one allocation of a scheduler or graph allocator
 	guard     bool // Acquire fails while EnterIdle's work runs (placements, graphs)
+	// probe, if set (a Link's Life), runs before each Acquire and Enter:
+	// an error refuses the work (and has closed the Life).
+	probe func() error
 }
 
 const (
@@ -93,6 +96,11 @@ func (l *Life) Closed() bool { return l.state.Load()&lifeClosed != 0 }
 // Acquire registers a user: the object stays alive until Release. It fails
 // with Err's error once the Life or its parent is closed.
 func (l *Life) Acquire() error {
+	if l.probe != nil {
+		if err := l.probe(); err != nil {
+			return err
+		}
+	}
 	if l.parent != nil {
 		if err := l.parent.Acquire(); err != nil {
 			return err
@@ -138,6 +146,11 @@ func (l *Life) Release() {
 // Enter starts exclusive work: ErrBusy while other exclusive work runs,
 // Err's error once closed. It counts as a user until Leave.
 func (l *Life) Enter(what string) error {
+	if l.probe != nil {
+		if err := l.probe(); err != nil {
+			return err
+		}
+	}
 	if l.parent != nil {
 		if err := l.parent.Acquire(); err != nil {
 			return err

@@ -203,7 +203,9 @@ func (t *Tensor) ResetStorage() {
 // backend's pinned host buffer; not a repacking one. The answer is
 // remembered for t's placement (its lease and buffer), so a transfer
 // asks C once per placement rather than every time. t must be held (Hold)
-// and placed in a buffer.
+// and placed in a buffer. A meta buffer (goggml_buffer_is_meta) is never
+// host memory here: over host devices ggml says it is, but its tensors'
+// data addresses are placeholders.
 func (t *Tensor) InHostMemory() bool {
 	b := t.base()
 	lease, buf := b.store.lease, t.Buffer()
@@ -213,7 +215,8 @@ func (t *Tensor) InHostMemory() bool {
 	if p := b.store.host.Load(); p != nil && p.lease == lease && p.buf == buf {
 		return p.host
 	}
-	host := bool(C.ggml_backend_buffer_is_host(C.ggml_backend_buffer_t(buf)))
+	cb := C.ggml_backend_buffer_t(buf)
+	host := bool(C.ggml_backend_buffer_is_host(cb)) && !bool(C.goggml_buffer_is_meta(cb))
 	runtime.KeepAlive(t)
 	b.store.host.Store(&hostPlacement{lease: lease, buf: buf, host: host})
 	return host

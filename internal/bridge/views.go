@@ -8,7 +8,7 @@ import "C"
 import "unsafe"
 
 // The handles that several packages work on (ggml's Tensor, Context and
-// Graph; backend's Backend, BufferType and HostMemory) are seen from here
+// Graph; backend's Backend, Device, BufferType and HostMemory) are seen from here
 // through views: a view is a struct of this package whose fields are the
 // first fields of the handle, in the same order and of the same layout (C
 // pointers have this package's cgo types, the same C types). A handle
@@ -46,6 +46,11 @@ type BufferTypeKind struct{}
 
 func (BufferTypeKind) bufferTypeKind() {}
 
+// DeviceKind marks package backend's Device as a Device view (DeviceOf).
+type DeviceKind struct{}
+
+func (DeviceKind) deviceKind() {}
+
 // HostMemoryKind marks package backend's HostMemory as a HostMemory view
 // (HostMemoryOf).
 type HostMemoryKind struct{}
@@ -59,6 +64,7 @@ type (
 	backendKind    interface{ backendKind() }
 	bufferTypeKind interface{ bufferTypeKind() }
 	hostMemoryKind interface{ hostMemoryKind() }
+	deviceKind     interface{ deviceKind() }
 )
 
 // TensorOf returns the view of a *ggml.Tensor (nil for nil).
@@ -76,6 +82,17 @@ func GraphHandle[T graphKind](g *Graph) *T { return (*T)(unsafe.Pointer(g)) }
 
 // BackendOf returns the view of a *backend.Backend (nil for nil).
 func BackendOf[T backendKind](b *T) *Backend { return (*Backend)(unsafe.Pointer(b)) }
+
+// BackendHandle returns the *backend.Backend (T) whose view b is: the way
+// back for the hooks package backend installs (MetaGraph).
+func BackendHandle[T backendKind](b *Backend) *T { return (*T)(unsafe.Pointer(b)) }
+
+// DeviceOf returns the view of a *backend.Device (nil for nil).
+func DeviceOf[T deviceKind](d *T) *Device { return (*Device)(unsafe.Pointer(d)) }
+
+// DeviceHandle returns the *backend.Device (T) whose view d is: the way
+// back from a view that package backend made (WrapDevice).
+func DeviceHandle[T deviceKind](d *Device) *T { return (*T)(unsafe.Pointer(d)) }
 
 // BufferTypeOf returns the view of a *backend.BufferType (nil for nil).
 func BufferTypeOf[T bufferTypeKind](bt *T) *BufferType {

@@ -19,15 +19,17 @@ package ggml
 
 /*
 // Upstream's ggml.pc says only -lggml, but the binding calls into the core
-// (libggml-base) and the CPU backend (libggml-cpu) directly: the linker
-// wants them named (the -L of pkg-config --libs ggml finds them).
+// (libggml-base), the CPU backend (libggml-cpu) and the RPC backend
+// (libggml-rpc, package rpc; upstream builds it with -DGGML_RPC=ON)
+// directly: the linker wants them named (the -L of pkg-config --libs ggml
+// finds them).
 // --disable-new-dtags: an rpath given to the link (CGO_LDFLAGS
 // -Wl,-rpath,<libdir> for a prefix outside the loader's path) becomes
 // DT_RPATH, which the loader also follows for libggml.so's own
 // dependencies (libggml-cpu.so, libggml-base.so); a DT_RUNPATH is not.
 // -rdynamic as for the embedded provider: a backend module loaded at run
 // time binds to this binary's ggml.
-#cgo LDFLAGS: -lggml-base -lggml-cpu -Wl,--disable-new-dtags -Wl,--allow-shlib-undefined
+#cgo LDFLAGS: -lggml-base -lggml-cpu -lggml-rpc -Wl,--disable-new-dtags -Wl,--allow-shlib-undefined
 #cgo linux LDFLAGS: -rdynamic
 #include "goggml.h"
 */

@@ -188,6 +188,130 @@ static inline struct ggml_tensor * goggml_add1_inplace(struct ggml_context * ctx
 }
 #pragma GCC diagnostic pop
 
+// ---- RPC and the meta device (the system provider only) ------------------
+// Upstream ggml has ggml's RPC backend (libggml-rpc, include/ggml-rpc.h)
+// and the meta device (ggml-backend.h, src/ggml-backend-meta.cpp); the
+// embedded provider has neither. The binding calls them through the
+// goggml_rpc_* and goggml_meta_* functions below: on the embedded provider
+// they compile to stubs that the Go side never reaches, for it checks
+// GOGGML_HAVE_RPC and GOGGML_HAVE_META first and returns ErrUnsupported
+// naming -tags ggml_system.
+#if defined(GOGGML_SYSTEM)
+#include <ggml-rpc.h>
+#define GOGGML_HAVE_RPC 1
+#define GOGGML_HAVE_META 1
+#define GOGGML_RPC_PROTO_MAJOR RPC_PROTO_MAJOR_VERSION
+#define GOGGML_RPC_PROTO_MINOR RPC_PROTO_MINOR_VERSION
+#define GOGGML_RPC_PROTO_PATCH RPC_PROTO_PATCH_VERSION
+_Static_assert(RPC_PROTO_MAJOR_VERSION == 5 && RPC_PROTO_MINOR_VERSION == 1,
+	"go-ggml: unexpected ggml version: the rpc package speaks RPC protocol 5.1 (upstream ggml v0.21.0)");
+typedef struct ggml_backend_meta_split_state goggml_split_state;
+#define GOGGML_META_MAX_DEVICES GGML_BACKEND_META_MAX_DEVICES
+#define GOGGML_SPLIT_MIRRORED GGML_BACKEND_SPLIT_AXIS_MIRRORED
+#define GOGGML_SPLIT_PARTIAL GGML_BACKEND_SPLIT_AXIS_PARTIAL
+#define GOGGML_DEVICE_TYPE_META GGML_BACKEND_DEVICE_TYPE_META
+// Exported by ggml-base but declared only in its internal header.
+extern bool ggml_backend_buffer_is_meta(ggml_backend_buffer_t buf);
+extern bool ggml_backend_buft_is_meta(ggml_backend_buffer_type_t buft);
+extern bool ggml_backend_is_meta(ggml_backend_t backend);
+#else
+#define GOGGML_HAVE_RPC 0
+#define GOGGML_HAVE_META 0
+#define GOGGML_RPC_PROTO_MAJOR 0
+#define GOGGML_RPC_PROTO_MINOR 0
+#define GOGGML_RPC_PROTO_PATCH 0
+// The layout of upstream's struct ggml_backend_meta_split_state, so that
+// the Go code compiles on both providers.
+typedef struct {
+	int axis;
+	int64_t ne[16 * 16];
+	uint32_t nr[16];
+	uint32_t n_segments;
+} goggml_split_state;
+#define GOGGML_META_MAX_DEVICES 16
+#define GOGGML_SPLIT_MIRRORED 10
+#define GOGGML_SPLIT_PARTIAL 11
+#define GOGGML_DEVICE_TYPE_META 4
+#endif
+
+static inline ggml_backend_reg_t goggml_rpc_add_server(const char * endpoint) {
+#if GOGGML_HAVE_RPC
+	return ggml_backend_rpc_add_server(endpoint);
+#else
+	(void)endpoint;
+	return NULL;
+#endif
+}
+static inline ggml_backend_buffer_type_t goggml_rpc_buffer_type(const char * endpoint, uint32_t device) {
+#if GOGGML_HAVE_RPC
+	return ggml_backend_rpc_buffer_type(endpoint, device);
+#else
+	(void)endpoint; (void)device;
+	return NULL;
+#endif
+}
+static inline void goggml_rpc_start_server(const char * endpoint, const char * cache_dir, size_t n_threads,
+		size_t n_devices, ggml_backend_dev_t * devices) {
+#if GOGGML_HAVE_RPC
+	ggml_backend_rpc_start_server(endpoint, cache_dir, n_threads, n_devices, devices);
+#else
+	(void)endpoint; (void)cache_dir; (void)n_threads; (void)n_devices; (void)devices;
+#endif
+}
+static inline ggml_backend_reg_t goggml_rpc_reg(void) {
+#if GOGGML_HAVE_RPC
+	return ggml_backend_rpc_reg();
+#else
+	return NULL;
+#endif
+}
+static inline bool goggml_backend_is_rpc(ggml_backend_t be) {
+#if GOGGML_HAVE_RPC
+	return ggml_backend_is_rpc(be);
+#else
+	(void)be;
+	return false;
+#endif
+}
+
+// goggml_meta_split_cb is the meta device's split function: a trampoline
+// (defined in package backend) to the Go function of the device whose
+// cgo.Handle is ud.
+extern goggml_split_state goggml_meta_split_cb(const struct ggml_tensor * t, void * ud);
+
+static inline ggml_backend_dev_t goggml_meta_device(ggml_backend_dev_t * devs, size_t n, void * ud) {
+#if GOGGML_HAVE_META
+	return ggml_backend_meta_device(devs, n, goggml_meta_split_cb, ud);
+#else
+	(void)devs; (void)n; (void)ud;
+	return NULL;
+#endif
+}
+static inline bool goggml_buffer_is_meta(ggml_backend_buffer_t buf) {
+#if GOGGML_HAVE_META
+	return buf != NULL && ggml_backend_buffer_is_meta(buf);
+#else
+	(void)buf;
+	return false;
+#endif
+}
+static inline bool goggml_buft_is_meta(ggml_backend_buffer_type_t buft) {
+#if GOGGML_HAVE_META
+	return buft != NULL && ggml_backend_buft_is_meta(buft);
+#else
+	(void)buft;
+	return false;
+#endif
+}
+static inline bool goggml_backend_is_meta(ggml_backend_t be) {
+#if GOGGML_HAVE_META
+	return be != NULL && ggml_backend_is_meta(be);
+#else
+	(void)be;
+	return false;
+#endif
+}
+
 // ---- helpers shared by the binding ---------------------------------------
 
 // goggml_abort_flag is an abort callback for backends that take one: it

@@ -1,0 +1,275 @@
+package bridge
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// ErrBroken is the kind of the errors of a connection to a remote server
+// (package rpc) that failed: the server died, restarted, or answered
+// garbage. Package rpc exports it as rpc.ErrBroken.
+var ErrBroken = errors.New("connection broken")
+
+// LinkError is an error of package rpc about one server: it names the
+// server's endpoint; Err wraps the kind (ErrBroken, or rpc's connect and
+// version kinds) and the cause (an *AssertError when ggml's RPC client
+// aborted). Package rpc exports it as rpc.Error.
+type LinkError struct {
+	Endpoint string
+	Err      error
+}
+
+// Error returns "ggml rpc: server <endpoint>: <Err>".
+func (e *LinkError) Error() string {
+	return fmt.Sprintf("ggml rpc: server %s: %v", e.Endpoint, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *LinkError) Unwrap() error { return e.Err }
+
+// Link is one connection of ggml's RPC client to a server (package rpc):
+// the devices, buffer types, buffers and backends that use it fail
+// together. Its Life is the parent of the Lives of its buffers and
+// backends, so that once the link is broken (Break, or the probe finds the
+// connection dead) every use of them fails with the link's *LinkError, and
+// their frees skip the C calls that would talk to the server (the C
+// objects are leaked: ggml's client aborts on a failed exchange).
+type Link struct {
+	Endpoint string
+	life     *Life
+	probe    func() error // reports a dead connection without using its stream
+	reason   atomic.Pointer[error]
+	broken   atomic.Bool
+	mu       sync.Mutex // Break
+	onBreak  func()     // runs once, when the link breaks (package rpc shuts its socket)
+}
+
+// OnBreak sets f to run once when the link breaks (not when it is closed).
+// Call it before the link is shared.
+func (k *Link) OnBreak(f func()) { k.onBreak = f }
+
+// linkClosed is the Life error of a broken or closed link: it reads the
+// link's reason when reported.
+type linkClosed struct{ k *Link }
+
+func (e linkClosed) err() error {
+	if r := e.k.reason.Load(); r != nil {
+		return *r
+	}
+	return &LinkError{Endpoint: e.k.Endpoint, Err: fmt.Errorf("%w: the connection was closed (Client.Close)", ErrClosed)}
+}
+
+// Error returns the link's *LinkError's text.
+func (e linkClosed) Error() string { return e.err().Error() }
+
+// Unwrap returns the link's *LinkError.
+func (e linkClosed) Unwrap() error { return e.err() }
+
+// NewLink returns an open link to endpoint. probe, if not nil, is called
+// before each use (Acquire of its Life or of a child's): an error breaks
+// the link.
+func NewLink(endpoint string, probe func() error) *Link {
+	k := &Link{Endpoint: endpoint, probe: probe, onBreak: nil}
+	k.life = &Life{}
+	k.life.closedErr = linkClosed{k}
+	k.life.probe = func() error {
+		if k.life.Closed() {
+			return k.life.closedErr // the probe's file may be gone
+		}
+		if k.probe == nil {
+			return nil
+		}
+		if err := k.probe(); err != nil {
+			k.Break(err)
+			return k.life.closedErr
+		}
+		return nil
+	}
+	return k
+}
+
+// Life returns the link's lifetime: the parent of its buffers' and
+// backends' Lives.
+func (k *Link) Life() *Life {
+	if k == nil {
+		return nil
+	}
+	return k.life
+}
+
+// Err returns nil while the link is usable (probing it), else its error.
+func (k *Link) Err() error {
+	if k == nil {
+		return nil
+	}
+	if err := k.life.Err(); err != nil {
+		return err
+	}
+	return k.life.probe()
+}
+
+// Broken reports whether the link was broken (not merely closed), without
+// probing.
+func (k *Link) Broken() bool { return k != nil && k.broken.Load() }
+
+// dead reports whether the link is broken, probing it while it is open. A
+// link closed by the user is not dead: the frees of its objects still talk
+// to the server.
+func (k *Link) dead() bool {
+	if k.broken.Load() {
+		return true
+	}
+	if k.life.Closed() {
+		return false
+	}
+	return k.Err() != nil && k.broken.Load()
+}
+
+// Break marks the link broken because of cause (the first cause sticks):
+// every later use of its objects fails with a *LinkError.
+func (k *Link) Break(cause error) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.broken.Load() {
+		return
+	}
+	var le *LinkError
+	var err error = &LinkError{Endpoint: k.Endpoint, Err: fmt.Errorf("%w: %w", ErrBroken, cause)}
+	if errors.As(cause, &le) && le.Endpoint == k.Endpoint && errors.Is(cause, ErrBroken) {
+		err = cause
+	}
+	if !k.life.Closed() {
+		k.reason.Store(&err)
+	}
+	k.broken.Store(true)
+	k.life.Close("", false)
+	if k.onBreak != nil {
+		k.onBreak()
+	}
+}
+
+// Close closes the link without a fault (the user disconnected): later
+// uses fail with a *LinkError saying "connection closed".
+func (k *Link) Close() {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.life.Close("", false)
+}
+
+// links maps the C devices (ggml_backend_dev_t) of every connection to its
+// Link; nLinks counts them, so that a process without RPC pays one atomic
+// load per lookup.
+var (
+	links  sync.Map
+	nLinks atomic.Int64
+)
+
+// RegisterLink records that device dev (a ggml_backend_dev_t) talks through
+// link k.
+func RegisterLink(dev unsafe.Pointer, k *Link) {
+	if _, loaded := links.Swap(dev, k); !loaded {
+		nLinks.Add(1)
+	}
+}
+
+// LinkOf returns the link of device dev (a ggml_backend_dev_t), or nil for
+// a local device.
+func LinkOf(dev unsafe.Pointer) *Link {
+	if dev == nil || nLinks.Load() == 0 {
+		return nil
+	}
+	if v, ok := links.Load(dev); ok {
+		return v.(*Link)
+	}
+	return nil
+}
+
+// AnyBroken reports whether a link of ks is broken (probing the open
+// ones): the free of a C object that spans them must be skipped.
+func AnyBroken(ks []*Link) bool {
+	for _, k := range ks {
+		if k != nil && k.dead() {
+			return true
+		}
+	}
+	return false
+}
+
+// FreeOver runs free, a C call that frees objects on the servers of links
+// ks: skipped (the C objects leaked) when a link is broken, and an abort
+// in it (the server died meanwhile) breaks the link instead of ending the
+// process. It is for frees that run from Close and from cleanups.
+func FreeOver(ks []*Link, free func()) {
+	if len(ks) == 0 {
+		free()
+		return
+	}
+	if AnyBroken(ks) {
+		return
+	}
+	var err error
+	func() {
+		defer Catch(&err)
+		free()
+	}()
+	if err == nil {
+		return
+	}
+	for _, k := range ks {
+		if k.Broken() {
+			return // OnAssert found the link that failed
+		}
+	}
+	for _, k := range ks {
+		k.Break(err) // which one failed is unknown: its socket may be mid-exchange
+	}
+}
+
+// OnAssert, if set (by package rpc), sees every *AssertError that Catch
+// recovers: it breaks the links that an RPC failure broke and returns the
+// error to report instead (a *LinkError naming the endpoint), or nil to
+// report ae unchanged.
+var OnAssert func(ae *AssertError) error
+
+// Links are the RPC connections a C object depends on: none for local
+// devices, one for an RPC device, those of its devices for a meta device.
+type Links []*Link
+
+// Err returns the first broken connection's error (probing each), or nil.
+func (ls Links) Err() error {
+	for _, k := range ls {
+		if err := k.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Parent returns the Life a handle on these connections is a child of: the
+// connection's, when there is exactly one (a meta device over several
+// servers checks them with Err instead).
+func (ls Links) Parent() *Life {
+	if len(ls) == 1 {
+		return ls[0].Life()
+	}
+	return nil
+}
+
+// Broken reports whether a connection was broken (no probe).
+func (ls Links) Broken() bool {
+	for _, k := range ls {
+		if k.Broken() {
+			return true
+		}
+	}
+	return false
+}
