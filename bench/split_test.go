@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 	"unsafe"
@@ -15,11 +14,6 @@ import (
 	"github.com/go-ggml/ggml/rpc"
 	"github.com/go-ggml/ggml/sched"
 )
-
-func TestMain(m *testing.M) {
-	rpc.MaybeServe() // the RPC servers of BenchmarkSplit are this binary
-	os.Exit(m.Run())
-}
 
 // The split MLP of BenchmarkSplit: y = w2 · relu(w1 · x).
 const splitIn, splitHid, splitOut, splitBatch = 512, 2048, 512, 16
