@@ -62,6 +62,11 @@ bench-system:
 	@$(SYSTEM_ENV) && \
 	$(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
 
+# The quick start built as a user builds it: a module of its own, go-ggml
+# from a fresh module cache, no environment (see build/outside.sh).
+outside:
+	@bash build/outside.sh
+
 test-short: setup
 	$(GO) test -short ./...
 
