@@ -8,6 +8,12 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
+	// The GPU backends join ggml's registry when their package is linked
+	// in: with -tags vulkan (make test-vulkan, in CI) or -tags cuda these
+	// tests then run on that GPU; without a tag the packages say so and
+	// the tests skip.
+	_ "github.com/go-ggml/ggml/cuda"
+	_ "github.com/go-ggml/ggml/vulkan"
 )
 
 // gpuTolerance is per weight type, against the plain float64 reference:
