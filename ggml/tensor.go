@@ -186,7 +186,7 @@ func (t *Tensor) Rows() int64 {
 }
 
 // Bytes returns the size in bytes of the tensor's data, strides included
-// (ggml_nbytes).
+// (ggml_nbytes, computed in Go from the tensor struct).
 func (t *Tensor) Bytes() uint64 {
 	defer runtime.KeepAlive(t)
 	if !t.live() {
