@@ -71,6 +71,7 @@ type Context struct {
 	graphSize int
 	tensors   []*Tensor // every wrapper born in this context
 	slab      []*Tensor // room for the next ops' source slices
+	tslab     []Tensor  // room for the next tensor handles (wrap)
 	used      uint64    // bytes of the pool in use, as ggml_used_mem reports them
 	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
 	cleanup   runtime.Cleanup
@@ -198,7 +199,7 @@ func (c *Context) Close() error {
 		t.c = nil
 		t.srcs = nil
 	}
-	c.tensors, c.slab = nil, nil
+	c.tensors, c.slab, c.tslab = nil, nil, nil
 	return nil
 }
 

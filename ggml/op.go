@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"runtime"
 )
 
 // The op machinery: what every op of Context shares.
@@ -464,8 +465,13 @@ func rowsContiguous(a *Tensor) bool {
 // rowsApart reports whether a's rows do not overlap: nb1 is at least a
 // row's size.
 func rowsApart(a *Tensor) bool {
-	rs := uint64(a.Ne()[0]) / uint64(a.Type().BlockSize()) * a.Type().Size()
-	return a.Nb()[1] >= rs
+	if !a.live() {
+		return false
+	}
+	tt := types[a.c._type] // ggml made a: its type is in the table
+	ok := tt.blockSize > 0 && uint64(a.c.nb[1]) >= uint64(a.c.ne[0])/uint64(tt.blockSize)*tt.size
+	runtime.KeepAlive(a)
+	return ok
 }
 
 // rowOp checks what the row kernels of sum, mean, argmax and the norms

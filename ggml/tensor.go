@@ -38,11 +38,22 @@ type Tensor struct {
 // see neither it nor a method of it.
 type tensorKind = bridge.TensorKind
 
+// tensorSlab is how many tensor handles a context allocates at a time.
+const tensorSlab = 64
+
 // wrap makes the Go handle of a tensor that this context's C code created.
 // It also counts the object in the context's pool as ggml_new_object does,
 // so that room checks need no cgo call.
 func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor) *Tensor {
-	t := &Tensor{ctx: c, c: p, srcs: srcs, viewSrc: viewSrc}
+	// Handles come from a slab per context: one allocation per
+	// tensorSlab tensors instead of one each. A slab lives as long as any
+	// of its handles, which the context's list keeps anyway.
+	if len(c.tslab) == 0 {
+		c.tslab = make([]Tensor, tensorSlab)
+	}
+	t := &c.tslab[0]
+	c.tslab = c.tslab[1:]
+	t.ctx, t.c, t.srcs, t.viewSrc = c, p, srcs, viewSrc
 	c.tensors = append(c.tensors, t)
 	payload := uint64(C.sizeof_struct_ggml_tensor)
 	if p.view_src == nil && !c.noAlloc {
@@ -117,34 +128,31 @@ func (t *Tensor) Context() *Context {
 
 // Type returns the tensor's element type (tensor->type).
 func (t *Tensor) Type() Type {
-	defer runtime.KeepAlive(t)
 	if !t.live() {
 		return 0
 	}
-	return Type(t.c._type)
+	typ := Type(t.c._type)
+	runtime.KeepAlive(t)
+	return typ
 }
 
 // Ne returns the number of elements in each of the four dimensions
 // (tensor->ne); unused dimensions are 1.
-func (t *Tensor) Ne() [MaxDims]int64 {
-	defer runtime.KeepAlive(t)
-	var ne [MaxDims]int64
+func (t *Tensor) Ne() (ne [MaxDims]int64) {
 	if t.live() {
-		for i := range ne {
-			ne[i] = int64(t.c.ne[i])
-		}
+		p := &t.c.ne
+		ne = [MaxDims]int64{int64(p[0]), int64(p[1]), int64(p[2]), int64(p[3])}
+		runtime.KeepAlive(t)
 	}
 	return ne
 }
 
 // Nb returns the stride in bytes of each dimension (tensor->nb).
-func (t *Tensor) Nb() [MaxDims]uint64 {
-	defer runtime.KeepAlive(t)
-	var nb [MaxDims]uint64
+func (t *Tensor) Nb() (nb [MaxDims]uint64) {
 	if t.live() {
-		for i := range nb {
-			nb[i] = uint64(t.c.nb[i])
-		}
+		p := &t.c.nb
+		nb = [MaxDims]uint64{uint64(p[0]), uint64(p[1]), uint64(p[2]), uint64(p[3])}
+		runtime.KeepAlive(t)
 	}
 	return nb
 }
