@@ -65,6 +65,15 @@ static void cb_memcpy(void *dst, const void *src, size_t n) { memcpy(dst, src, n
 // Compute baseline: the same graph on the same backend, straight from C.
 static int cb_compute(ggml_backend_t be, struct ggml_cgraph *g) { return (int)ggml_backend_graph_compute(be, g); }
 
+// Scheduler baseline: a scheduler over the one backend, made and run from
+// C with the options sched.Options{} gives (not parallel, no op offload,
+// ggml's default graph size).
+static ggml_backend_sched_t cb_sched_new(ggml_backend_t be) {
+	ggml_backend_t bs[1] = { be };
+	return ggml_backend_sched_new(bs, NULL, 1, GGML_DEFAULT_GRAPH_SIZE, false, false);
+}
+static int cb_sched_compute(ggml_backend_sched_t s, struct ggml_cgraph *g) { return (int)ggml_backend_sched_graph_compute(s, g); }
+
 // Quantize rows of floats into dst (for the quantized weights of both sides).
 static size_t cb_quantize(enum ggml_type t, const float *src, void *dst, int64_t nrows, int64_t n_per_row) {
 	return ggml_quantize_chunk(t, src, dst, 0, nrows, n_per_row, NULL);
@@ -188,6 +197,18 @@ func cMemcpy(dst, src unsafe.Pointer, n int) { C.cb_memcpy(dst, src, C.size_t(n)
 func cCompute(be, g unsafe.Pointer) int {
 	return int(C.cb_compute(C.ggml_backend_t(be), (*C.struct_ggml_cgraph)(g)))
 }
+
+// cSched is a scheduler made from C over one backend (cSchedNew), for the
+// baseline of the Sched figure.
+type cSched struct{ s C.ggml_backend_sched_t }
+
+func cSchedNew(be unsafe.Pointer) cSched { return cSched{C.cb_sched_new(C.ggml_backend_t(be))} }
+
+func (s cSched) compute(g unsafe.Pointer) int {
+	return int(C.cb_sched_compute(s.s, (*C.struct_ggml_cgraph)(g)))
+}
+
+func (s cSched) free() { C.ggml_backend_sched_free(s.s) }
 
 func cQuantize(t int, src []float32, dst []byte, nrows, perRow int64) int {
 	return int(C.cb_quantize(C.enum_ggml_type(t), (*C.float)(unsafe.Pointer(&src[0])), unsafe.Pointer(&dst[0]), C.int64_t(nrows), C.int64_t(perRow)))
