@@ -159,6 +159,30 @@ func BenchmarkGraphBuild(b *testing.B) {
 		})
 }
 
+// BenchmarkGraphBuildCgo is GraphBuild's floor: the same stack built from
+// Go with one bare cgo call per ggml call (cgoBuildGraph: no checks, no
+// handles, no graph mirror) against the same calls from C. What the
+// binding adds on top of this is its own cost; this part any op-by-op cgo
+// binding pays.
+func BenchmarkGraphBuildCgo(b *testing.B) {
+	wc, ws := gbWeights(b)
+	defer wc.Close()
+	n := cgoBuildGraph(ws, gbD, gbT, gbLayers, gbGraphSize)
+	pair(b, "",
+		func(b *testing.B) {
+			for range b.N {
+				sink += int64(cgoBuildGraph(ws, gbD, gbT, gbLayers, gbGraphSize))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+		},
+		func(b *testing.B) {
+			for range b.N {
+				sink += int64(cBuildGraph(ws, gbD, gbT, gbLayers, gbGraphSize))
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/node")
+		})
+}
+
 // ---- 3. data transfer -----------------------------------------------------
 
 func BenchmarkTransfer(b *testing.B) {

@@ -155,6 +155,7 @@ static double cb_peak_gflops(int nthreads, int64_t iters) {
 import "C"
 
 import (
+	"runtime"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -190,6 +191,33 @@ type cWeights = C.struct_cb_weights
 func cBuildGraph(w []*ggml.Tensor, d, T int64, layers, graphSize int) int {
 	cw := C.struct_cb_weights{norm: cTensor(w[0]), wq: cTensor(w[1]), wk: cTensor(w[2]), wv: cTensor(w[3]), wo: cTensor(w[4]), w1: cTensor(w[5]), w2: cTensor(w[6])}
 	return int(C.cb_build_graph(cw, C.int64_t(d), C.int64_t(T), C.int(layers), C.int(graphSize)))
+}
+
+// cgoBuildGraph builds cb_build_graph's stack from Go with one cgo call
+// per ggml call and nothing else: no checks, no handles, no mirror. It is
+// what any cgo binding that calls ggml op by op pays at least: the floor
+// under the binding's GraphBuild figure.
+func cgoBuildGraph(ws []*ggml.Tensor, d, T int64, layers, graphSize int) int {
+	mem := C.ggml_tensor_overhead()*C.size_t(layers*32+8) + C.ggml_graph_overhead_custom(C.size_t(graphSize), false)
+	ctx := C.ggml_init(C.struct_ggml_init_params{mem_size: mem, mem_buffer: nil, no_alloc: true})
+	norm, wq, wk, wv, wo, w1, w2 := cTensor(ws[0]), cTensor(ws[1]), cTensor(ws[2]), cTensor(ws[3]), cTensor(ws[4]), cTensor(ws[5]), cTensor(ws[6])
+	cur := C.ggml_new_tensor_2d(ctx, C.GGML_TYPE_F32, C.int64_t(d), C.int64_t(T))
+	for range layers {
+		h := C.ggml_mul(ctx, cur, norm)
+		q, k, v := C.ggml_mul_mat(ctx, wq, h), C.ggml_mul_mat(ctx, wk, h), C.ggml_mul_mat(ctx, wv, h)
+		kq := C.ggml_soft_max_ext(ctx, C.ggml_mul_mat(ctx, k, q), nil, 0.125, 0)
+		vt := C.ggml_cont(ctx, C.ggml_transpose(ctx, v))
+		o := C.ggml_mul_mat(ctx, wo, C.ggml_mul_mat(ctx, vt, kq))
+		cur = C.ggml_add(ctx, cur, o)
+		ff := C.ggml_mul_mat(ctx, w2, C.ggml_silu(ctx, C.ggml_mul_mat(ctx, w1, cur)))
+		cur = C.ggml_add(ctx, cur, ff)
+	}
+	g := C.ggml_new_graph_custom(ctx, C.size_t(graphSize), false)
+	C.ggml_build_forward_expand(g, cur)
+	n := int(C.ggml_graph_n_nodes(g))
+	C.ggml_free(ctx)
+	runtime.KeepAlive(ws)
+	return n
 }
 
 func cMemcpy(dst, src unsafe.Pointer, n int) { C.cb_memcpy(dst, src, C.size_t(n)) }
