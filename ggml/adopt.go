@@ -55,11 +55,11 @@ func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner 
 		}
 	}
 	cg := (*C.struct_ggml_cgraph)(gp)
-	g := &Graph{ctx: first, c: cg, size: int(C.ggml_graph_size(cg)), seen: map[*C.struct_ggml_tensor]struct{}{}, guard: newGuard()}
+	g := &Graph{ctx: first, c: cg, size: int(C.ggml_graph_size(cg)), seen: newPtrSet(0), guard: newGuard()}
 	for i := range int(C.ggml_graph_n_nodes(cg)) {
 		p := C.ggml_graph_node(cg, C.int(i))
 		g.nodes = append(g.nodes, byPtr[p])
-		g.seen[p] = struct{}{}
+		g.seen.add(p)
 	}
 	// The copy lists no leafs: they are the sources that are not nodes.
 	for _, n := range g.nodes {
@@ -67,8 +67,7 @@ func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner 
 			if s == nil {
 				continue
 			}
-			if _, ok := g.seen[s.c]; !ok {
-				g.seen[s.c] = struct{}{}
+			if g.seen.add(s.c) {
 				g.leafs = append(g.leafs, s)
 			}
 		}
@@ -101,13 +100,13 @@ func (g *Graph) AddNode(t *Tensor) error {
 	if len(g.nodes) >= g.size {
 		return fmt.Errorf("%w: the graph has %d nodes of %d", ErrGraphFull, len(g.nodes), g.size)
 	}
-	if _, ok := g.seen[t.c]; ok {
+	if g.seen.has(t.c) {
 		return fmt.Errorf("%w: %s is in the graph already", ErrInvalid, t.describe())
 	}
 	C.ggml_graph_add_node(g.c, t.c)
 	g.version++
 	g.partial = true
-	g.seen[t.c] = struct{}{}
+	g.seen.add(t.c)
 	g.nodes = append(g.nodes, t)
 	return nil
 }

@@ -70,7 +70,7 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 			if err := bridge.TensorOf(t).HoldAs("input", h); err != nil {
 				return nil, err
 			}
-			if _, in := g.seen[t.c]; in {
+			if g.seen.has(t.c) {
 				continue
 			}
 			if visit != nil {
@@ -232,7 +232,7 @@ func (g *Graph) checkIndices(at int, idx *C.struct_ggml_tensor, rows int64, op s
 		if w != nil && w.c != q {
 			return refuse(fmt.Sprintf("node %s of the same graph writes into the memory of the index tensor %q, so its values cannot be checked before compute; compute the indices in a graph of their own", w.describe(), C.GoString(&q.name[0])), ErrInvalid)
 		}
-		if _, isNode := g.seen[q]; !isNode || q.op == C.GGML_OP_NONE || !g.computes(q) {
+		if !g.seen.has(q) || q.op == C.GGML_OP_NONE || !g.computes(q) {
 			// Data: checked now, and locked against writes through the
 			// API (SetData, TensorSet, ... on any goroutine, or from a
 			// callback of this compute) until the compute is over.

@@ -26,3 +26,15 @@ func Nbytes(t *Tensor) uint64      { return nbytesOf(t.c) }
 func IsContiguous(t *Tensor) bool  { return isContiguousOf(t.c) }
 func CNbytes(t *Tensor) uint64     { return cNbytes(t) }
 func CIsContiguous(t *Tensor) bool { return cIsContiguous(t) }
+
+// PtrSet exposes ptrSet (Graph's mirror of ggml's hash set) to its test.
+type PtrSet struct{ s ptrSet }
+
+func NewPtrSet(hint int) *PtrSet     { return &PtrSet{newPtrSet(hint)} }
+func (p *PtrSet) Add(a uintptr) bool { return p.s.addAddr(a) }
+func (p *PtrSet) Has(a uintptr) bool { return p.s.hasAddr(a) }
+func (p *PtrSet) Del(a uintptr)      { p.s.delAddr(a) }
+func (p *PtrSet) Reset()             { p.s.reset() }
+func (p *PtrSet) Live() int          { return p.s.live }
+func (p *PtrSet) Used() int          { return p.s.used }
+func (p *PtrSet) Slots() int         { return len(p.s.slots) }

@@ -29,7 +29,7 @@ type Graph struct {
 	// the node list that ggml is walking (ErrBusy).
 	guard *bridge.Life
 	size  int
-	seen  map[*C.struct_ggml_tensor]struct{} // mirror of the graph's hash set
+	seen  ptrSet        // mirror of the graph's hash set
 	stack []expandFrame                      // scratch for Expand, kept between calls
 	// partial: AddNode added nodes whose sources are not in the graph.
 	partial bool
@@ -80,7 +80,7 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	g := C.ggml_new_graph_custom(c.c, C.size_t(size), false)
 	defer runtime.KeepAlive(c)
 	c.used += need
-	return &Graph{ctx: c, c: g, size: size, seen: make(map[*C.struct_ggml_tensor]struct{}, min(size, 4096)), guard: newGuard()}, nil
+	return &Graph{ctx: c, c: g, size: size, seen: newPtrSet(min(size, 1024)), guard: newGuard()}, nil
 }
 
 // BuildGraph creates a graph of the context's GraphSize and expands it with
@@ -125,12 +125,12 @@ func (g *Graph) Expand(t *Tensor) error {
 	// would be added and check the graph has room for it; on failure the
 	// marks are taken back.
 	var nodes, leafs []*Tensor
-	if _, ok := g.seen[t.c]; ok {
+	if g.seen.has(t.c) {
 		return nil
 	}
 	stack := append(g.stack[:0], expandFrame{t: t})
 	defer func() { g.stack = stack[:0] }()
-	g.seen[t.c] = struct{}{}
+	g.seen.add(t.c)
 	for len(stack) > 0 {
 		f := &stack[len(stack)-1]
 		if f.i < len(f.t.srcs) {
@@ -143,10 +143,9 @@ func (g *Graph) Expand(t *Tensor) error {
 				g.unmark(nodes, leafs, stack)
 				return fmt.Errorf("%w: %s depends on a tensor of a closed context", ErrClosed, t.describe())
 			}
-			if _, ok := g.seen[s.c]; ok {
+			if !g.seen.add(s.c) {
 				continue
 			}
-			g.seen[s.c] = struct{}{}
 			stack = append(stack, expandFrame{t: s})
 			continue
 		}
@@ -179,11 +178,11 @@ func (g *Graph) Expand(t *Tensor) error {
 func (g *Graph) unmark(nodes, leafs []*Tensor, stack []expandFrame) {
 	for _, list := range [][]*Tensor{nodes, leafs} {
 		for _, n := range list {
-			delete(g.seen, n.c)
+			g.seen.del(n.c)
 		}
 	}
 	for _, f := range stack {
-		delete(g.seen, f.t.c)
+		g.seen.del(f.t.c)
 	}
 }
 
@@ -274,7 +273,7 @@ func (g *Graph) Clear() error {
 	defer done()
 	C.ggml_graph_clear(g.c)
 	g.version++
-	clear(g.seen)
+	g.seen.reset()
 	g.nodes, g.leafs, g.partial = nil, nil, false
 	return nil
 }
