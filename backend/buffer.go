@@ -243,8 +243,11 @@ func (b *Buffer) MaxSize() uint64 {
 	return uint64(C.ggml_backend_buffer_get_max_size(b.c))
 }
 
-// IsHost reports whether the buffer is in host memory
-// (ggml_backend_buffer_is_host).
+// IsHost reports whether the buffer is in host memory, so that its
+// tensors' data pointers can be read and written by the CPU
+// (ggml_backend_buffer_is_host). It is false for a meta device's buffer
+// (NewMetaDevice), which ggml reports as host over CPU devices although
+// its addresses are placeholders for its parts' memory.
 func (b *Buffer) IsHost() bool {
 	var h bridge.Holds
 	defer h.Release()
@@ -252,7 +255,7 @@ func (b *Buffer) IsHost() bool {
 		return false
 	}
 	defer runtime.KeepAlive(b)
-	return bool(C.ggml_backend_buffer_is_host(b.c))
+	return bool(C.ggml_backend_buffer_is_host(b.c)) && !bool(C.goggml_buffer_is_meta(b.c))
 }
 
 // Type returns the buffer's type (ggml_backend_buffer_get_type).

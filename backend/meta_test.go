@@ -80,10 +80,20 @@ func TestMetaDevice(t *testing.T) {
 	require.NotNil(t, bt)
 	assert.True(t, md.SupportsBufferType(bt))
 	assert.False(t, md.SupportsBufferType(cpuDevice(t).BufferType()))
+	// ggml calls a meta buffer over CPU devices host memory; its addresses
+	// are placeholders, so IsHost says no.
+	mb, err := bt.AllocBuffer(1 << 12)
+	require.NoError(t, err)
+	assert.False(t, mb.IsHost(), "a meta buffer's addresses are placeholders")
+	require.NoError(t, mb.Close())
+	pb, err := cpuDevice(t).BufferType().AllocBuffer(1 << 12)
+	require.NoError(t, err)
+	assert.True(t, pb.IsHost(), "a CPU buffer is host memory")
+	require.NoError(t, pb.Close())
 
 	// What NewMetaDevice refuses.
 	mirror := splitsByName(nil)
-	_, err := backend.NewMetaDevice(nil, mirror)
+	_, err = backend.NewMetaDevice(nil, mirror)
 	require.ErrorIs(t, err, ggml.ErrInvalid)
 	many := make([]*backend.Device, backend.MaxMetaDevices+1)
 	for i := range many {
