@@ -45,11 +45,16 @@ func TestBufferTypes(t *testing.T) {
 	assert.Positive(t, bt.MaxSize())
 	assert.Equal(t, be.Alignment(), bt.Alignment())
 	assert.Equal(t, be.MaxSize(), bt.MaxSize())
-	if d := bt.Device(); d != nil { // ggml's CPU buffer type names no device
+	if d := bt.Device(); assert.NotNil(t, d, "ggml's CPU buffer type names no device; the binding fills it in") {
 		assert.Equal(t, backend.DeviceCPU, d.Type())
 	}
 	assert.True(t, be.SupportsBufferType(bt))
 	assert.True(t, be.Device().SupportsBufferType(backend.CPUBufferType()))
+	// ggml leaves the CPU buffer type's device unset; the binding fills it.
+	if d := backend.CPUBufferType().Device(); assert.NotNil(t, d) {
+		assert.Equal(t, backend.DeviceCPU, d.Type())
+		assert.Equal(t, be.Device().Name(), d.Name())
+	}
 
 	c := noAllocCtx(t, 2)
 	x := c.NewTensor(ggml.TypeF32, 10)

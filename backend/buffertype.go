@@ -76,12 +76,21 @@ func (bt *BufferType) IsHost() bool {
 }
 
 // Device returns the device that owns this buffer type, or nil
-// (ggml_backend_buft_get_device).
+// (ggml_backend_buft_get_device). ggml leaves the device of its CPU buffer
+// type (CPUBufferType, the CPU device's BufferType) unset; Device returns
+// the CPU device for it.
 func (bt *BufferType) Device() *Device {
 	if bt.usable() != nil {
 		return nil
 	}
-	return deviceFromC(C.ggml_backend_buft_get_device(bt.c))
+	if d := C.ggml_backend_buft_get_device(bt.c); d != nil {
+		return deviceFromC(d)
+	}
+	if bt.c == C.ggml_backend_cpu_buffer_type() {
+		// What ggml's FIXME there names: the CPU registry's device.
+		return deviceFromC(C.ggml_backend_reg_dev_get(C.ggml_backend_cpu_reg(), 0))
+	}
+	return nil
 }
 
 // AllocSize returns the bytes tensor t needs in a buffer of this type; some
