@@ -146,7 +146,8 @@ func NewContext(p ContextParams) (*Context, error) {
 		C.free(buf)
 		return nil, err
 	}
-	ctx := &Context{c: c, pool: buf, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife()}
+	ctx := &Context{c: c, pool: buf, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife(),
+		tensors: make([]*Tensor, 0, min(p.MaxTensors, 1<<14))}
 	ctx.cleanup = runtime.AddCleanup(ctx, freeContext, contextRes{c: c, pool: buf})
 	return ctx, nil
 }

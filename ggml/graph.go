@@ -124,9 +124,20 @@ func (g *Graph) Expand(t *Tensor) error {
 	// marking what it visits in the graph's set as ggml does, to count what
 	// would be added and check the graph has room for it; on failure the
 	// marks are taken back.
-	var nodes, leafs []*Tensor
 	if g.seen.has(t.c) {
 		return nil
+	}
+	// What the walk finds goes straight onto the node and leaf lists,
+	// and is taken off again if the graph has no room.
+	n0, l0 := len(g.nodes), len(g.leafs)
+	if g.nodes == nil {
+		g.nodes = make([]*Tensor, 0, min(g.size, 1<<12))
+	}
+	undo := func() {
+		g.unmark(g.nodes[n0:], g.leafs[l0:], nil)
+		clear(g.nodes[n0:])
+		clear(g.leafs[l0:])
+		g.nodes, g.leafs = g.nodes[:n0], g.leafs[:l0]
 	}
 	stack := append(g.stack[:0], expandFrame{t: t})
 	defer func() { g.stack = stack[:0] }()
@@ -140,7 +151,8 @@ func (g *Graph) Expand(t *Tensor) error {
 				continue
 			}
 			if !s.live() {
-				g.unmark(nodes, leafs, stack)
+				g.unmark(nil, nil, stack)
+				undo()
 				return fmt.Errorf("%w: %s depends on a tensor of a closed context", ErrClosed, t.describe())
 			}
 			if !g.seen.add(s.c) {
@@ -152,21 +164,20 @@ func (g *Graph) Expand(t *Tensor) error {
 		n := f.t
 		stack = stack[:len(stack)-1]
 		if n.c.op == C.GGML_OP_NONE && n.c.flags&C.GGML_TENSOR_FLAG_PARAM == 0 {
-			leafs = append(leafs, n)
+			g.leafs = append(g.leafs, n)
 		} else {
-			nodes = append(nodes, n)
+			g.nodes = append(g.nodes, n)
 		}
 	}
-	if len(g.nodes)+len(nodes) > g.size || len(g.leafs)+len(leafs) > g.size {
-		g.unmark(nodes, leafs, nil)
+	if len(g.nodes) > g.size || len(g.leafs) > g.size {
+		nodes, leafs := len(g.nodes)-n0, len(g.leafs)-l0
+		undo()
 		return fmt.Errorf("%w: adding %s needs %d nodes and %d leafs, the graph has %d and %d of %d; build a larger graph (ContextParams.GraphSize or NewGraph)",
-			ErrGraphFull, t.describe(), len(nodes), len(leafs), len(g.nodes), len(g.leafs), g.size)
+			ErrGraphFull, t.describe(), nodes, leafs, n0, l0, g.size)
 	}
 	C.ggml_build_forward_expand(g.c, t.c)
 	runtime.KeepAlive(t)
 	g.version++
-	g.nodes = append(g.nodes, nodes...)
-	g.leafs = append(g.leafs, leafs...)
 	if int(C.ggml_graph_n_nodes(g.c)) != len(g.nodes) {
 		return fmt.Errorf("ggml: internal error: graph has %d nodes in C and %d in Go", int(C.ggml_graph_n_nodes(g.c)), len(g.nodes))
 	}

@@ -38,8 +38,8 @@ type Tensor struct {
 // see neither it nor a method of it.
 type tensorKind = bridge.TensorKind
 
-// tensorSlab is how many tensor handles a context allocates at a time.
-const tensorSlab = 64
+// tensorSlab is the most tensor handles a context allocates at a time.
+const tensorSlab = 512
 
 // wrap makes the Go handle of a tensor that this context's C code created.
 // It also counts the object in the context's pool as ggml_new_object does,
@@ -49,7 +49,8 @@ func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor)
 	// tensorSlab tensors instead of one each. A slab lives as long as any
 	// of its handles, which the context's list keeps anyway.
 	if len(c.tslab) == 0 {
-		c.tslab = make([]Tensor, tensorSlab)
+		// Slabs grow with the context: small contexts stay small.
+		c.tslab = make([]Tensor, min(max(len(c.tensors), 16), tensorSlab))
 	}
 	t := &c.tslab[0]
 	c.tslab = c.tslab[1:]
