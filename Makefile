@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside test test-asan test-short race vet run fuzz bench bench-llama bench-level generate fmt clean upstream test-system bench-system
+.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-level generate fmt clean upstream test-system bench-system
 
 all: build
 
@@ -66,6 +66,11 @@ bench-system:
 # from a fresh module cache, no environment (see build/outside.sh).
 outside:
 	@bash build/outside.sh
+
+# #14's measure: a user's plain build (outside this module, no environment)
+# against -tags ggml_native, compute rows as pairs (see build/outside.sh).
+bench-outside:
+	@BENCH_COUNT=$(BENCH_COUNT) BENCH_TIME=$(BENCH_TIME) bash build/outside.sh bench
 
 test-short: setup
 	$(GO) test -short ./...

@@ -7,7 +7,15 @@
 # go build gets ggml's SIMD code (the program prints ggml's CPU features).
 #
 #   build/outside.sh            uses a temporary directory, removed after
+#   build/outside.sh bench      also compiles go-ggml's bench package from
+#                               that module cache, at the default CPU level
+#                               and with -tags ggml_native, and runs their
+#                               compute rows alternately (as make bench-level
+#                               does): the default level against native, as
+#                               a user's plain build gets it. BENCH_COUNT
+#                               (5) and BENCH_TIME (300ms) as for make bench.
 set -euo pipefail
+mode=${1:-run}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 go=${GO:-go}
 work=$(mktemp -d)
@@ -43,3 +51,21 @@ unset CGO_CFLAGS CGO_CXXFLAGS CGO_CPPFLAGS CGO_LDFLAGS
 echo "outside: building the quick start against github.com/go-ggml/ggml@$version, no environment"
 "$go" build -o app .
 ./app
+[ "$mode" = bench ] || exit 0
+
+# The bench package's tests, compiled from the module cache as they are
+# there: -t adds what they import (testify) to the user's go.sum.
+"$go" get -t "github.com/go-ggml/ggml/bench@$version" >/dev/null 2>&1
+"$go" test -c -o bench-default.test github.com/go-ggml/ggml/bench
+"$go" test -c -tags ggml_native -o bench-native.test github.com/go-ggml/ggml/bench
+dir=$("$go" list -f '{{.Dir}}' github.com/go-ggml/ggml/bench)
+count=${BENCH_COUNT:-5}
+echo "outside: the default level against ggml_native, compute rows, $count pairs (bench from $dir)"
+for i in $(seq "$count"); do
+  order="default native"
+  [ $((i % 2)) = 1 ] || order="native default"
+  for b in $order; do
+    (cd "$dir" && "$work/app/bench-$b.test" -test.run '^$' -test.bench 'Compute/.*/go' -test.benchtime "${BENCH_TIME:-300ms}") |
+      sed -E "s|/go(-[0-9]+)? |/$b |"
+  done
+done | (cd "$repo" && "$go" run ./bench/table -sides default,native)
