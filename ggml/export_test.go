@@ -26,3 +26,7 @@ func Nbytes(t *Tensor) uint64      { return nbytesOf(t.c) }
 func IsContiguous(t *Tensor) bool  { return isContiguousOf(t.c) }
 func CNbytes(t *Tensor) uint64     { return cNbytes(t) }
 func CIsContiguous(t *Tensor) bool { return cIsContiguous(t) }
+
+// HaveUpstream reports whether the linked ggml is upstream's (the system
+// provider), with the ops and types only it has.
+const HaveUpstream = haveUpstream

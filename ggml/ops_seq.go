@@ -100,12 +100,36 @@ func (c *Context) SSMConv(sx, cw *Tensor) *Tensor {
 // kernel reads the state at ids[q] unchecked. Ids that the graph computes
 // are accepted only when bounded by construction (an argsort or top-k,
 // through views); ids that are inputs in host memory are checked before
-// compute (ErrInvalid).
+// compute (ErrInvalid). SSMScan is SSMScanK with k = 1.
 func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
+	return c.ssmScan(s, x, dt, a, b, cm, ids, 1)
+}
+
+// SSMScanK is SSMScan keeping k states per sequence (ggml_ssm_scan's K,
+// upstream ggml's): the result is y followed by k slots of nSeqs states
+// ([dState, headDim, nHead] each, in sequence order), most recent first:
+// slot 0 holds each sequence's final state, slot j the state j tokens
+// before the end (after token nTokens-1-j). Slots j >= nTokens are not
+// written: their values are whatever the result's memory held. k must be
+// 1 with Mamba-1's A ([dState, nHead]), and at most 2^31-1.
+//
+// The embedded provider's ggml keeps the final state only: there SSMScanK
+// with k > 1 records an ErrUnsupported error that names -tags ggml_system.
+func (c *Context) SSMScanK(s, x, dt, a, b, cm, ids *Tensor, k int64) *Tensor {
+	return c.ssmScan(s, x, dt, a, b, cm, ids, k)
+}
+
+func (c *Context) ssmScan(s, x, dt, a, b, cm, ids *Tensor, k int64) *Tensor {
 	const op = "ssm_scan"
 	in := []*Tensor{s, x, dt, a, b, cm, ids}
 	if p := c.begin(op, in...); p != nil {
 		return p
+	}
+	switch {
+	case k < 1 || k > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("K (%d) must be in [1, 2^31-1]", k), in...)
+	case k > 1 && !haveUpstream:
+		return c.upstreamOnly(op, fmt.Sprintf("K = %d (more than the final state)", k), in...)
 	}
 	if p := c.seqTypes(op, TypeF32, []string{"s", "x", "dt", "A", "B", "C"}, in[:6], in...); p != nil {
 		return p
@@ -142,6 +166,8 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 		return c.fail(op, ErrShape, fmt.Sprintf("A must be a matrix with ne1 = nHead (%d), not %v", nHead, an), in...)
 	case an[0] != 1 && an[0] != dState:
 		return c.fail(op, ErrShape, fmt.Sprintf("A.ne0 (%d) must be 1 (Mamba-2) or dState (%d, Mamba-1)", an[0], dState), in...)
+	case an[0] != 1 && k != 1:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("K (%d) must be 1 with Mamba-1's A of [dState nHead]", k), in...)
 	}
 	if n, ok := seqMul(dState, headDim, nHead); !ok || n > math.MaxInt32 {
 		return c.fail(op, ErrShape, fmt.Sprintf("a state of %v: ggml's kernel indexes it in 32-bit integers", sn[:3]), in...)
@@ -149,7 +175,7 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 	if p := c.seqIndices(op, "states of s", ids, sn[3], in...); p != nil {
 		return p
 	}
-	st, ok := seqMul(dState, headDim, nHead, nSeq)
+	st, ok := seqMul(k, dState, headDim, nHead, nSeq)
 	n := x.Elements() + st
 	if !ok || n < 0 {
 		return c.fail(op, ErrShape, "the result would have more than 2^63 elements", in...)
@@ -158,7 +184,7 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.goggml_ssm_scan(c.c, s.c, x.c, dt.c, a.c, b.c, cm.c, ids.c)
+		return C.goggml_ssm_scan(c.c, s.c, x.c, dt.c, a.c, b.c, cm.c, ids.c, C.int64_t(k))
 	}, in...)
 }
 

@@ -72,17 +72,23 @@ func TestSSMScan(t *testing.T) {
 		mamba1                                 bool
 		nStates                                int
 		stridedX                               bool
+		k                                      int // states kept (SSMScanK); 0: SSMScan
 	}{
-		{"mamba1", 16, 4, 3, 1, 3, 2, true, 3, false},
-		{"mamba1 strided x", 16, 5, 2, 2, 4, 1, true, 2, true},
-		{"mamba2", 16, 4, 4, 2, 3, 2, false, 2, false},
-		{"mamba2 simd+tail", 72, 3, 4, 1, 3, 2, false, 3, true},
-		{"mamba2 simd", 128, 2, 2, 2, 2, 3, false, 3, false},
-		{"dState 1", 1, 3, 2, 1, 2, 2, false, 1, false}, // A [1 nHead] is both forms
+		{"mamba1", 16, 4, 3, 1, 3, 2, true, 3, false, 0},
+		{"mamba1 strided x", 16, 5, 2, 2, 4, 1, true, 2, true, 0},
+		{"mamba2", 16, 4, 4, 2, 3, 2, false, 2, false, 0},
+		{"mamba2 simd+tail", 72, 3, 4, 1, 3, 2, false, 3, true, 0},
+		{"mamba2 simd", 128, 2, 2, 2, 2, 3, false, 3, false, 0},
+		{"dState 1", 1, 3, 2, 1, 2, 2, false, 1, false, 0}, // A [1 nHead] is both forms
+		{"mamba1 K 1", 16, 4, 3, 1, 3, 2, true, 3, false, 1},
+		{"mamba2 K 3", 16, 4, 4, 2, 5, 2, false, 2, false, 3},
+		{"mamba2 K 4 strided x", 72, 3, 4, 1, 4, 3, false, 3, true, 4},
+		{"mamba2 K > nTokens", 16, 2, 2, 1, 2, 2, false, 2, false, 4}, // slots 2, 3 are not written
 	}
 	for _, cs := range cases {
 		t.Run(cs.name, func(t *testing.T) {
 			e := newEnv(t)
+			K := max(cs.k, 1)
 			S := newND(cs.dState, cs.headDim, cs.nHead, cs.nStates)
 			sv := randF32(rng, len(S.v))
 			S = fromF32(sv, cs.dState, cs.headDim, cs.nHead, cs.nStates)
@@ -124,18 +130,28 @@ func TestSSMScan(t *testing.T) {
 				idv[i] = int32(rng.IntN(cs.nStates)) // repeats allowed: sequences may start from one state
 			}
 			ids := e.input(ggml.TypeI32, idv, int64(cs.nS))
-			out := e.ctx.SSMScan(s, x, dt, a, b, cm, ids)
+			var out *ggml.Tensor
+			if cs.k == 0 {
+				out = e.ctx.SSMScan(s, x, dt, a, b, cm, ids)
+			} else {
+				out = e.ctx.SSMScanK(s, x, dt, a, b, cm, ids, int64(cs.k))
+			}
+			if K > 1 && !ggml.HaveUpstream {
+				require.ErrorIs(t, out.Err(), ggml.ErrUnsupported)
+				require.ErrorContains(t, out.Err(), "-tags ggml_system")
+				return
+			}
 			require.NoError(t, out.Err())
 			e.compute(out)
 			ny := len(X.v)
 			nst := cs.dState * cs.headDim * cs.nHead
-			got := seqOutF32(t, out, int64(ny+nst*cs.nS))
+			got := seqOutF32(t, out, int64(ny+K*nst*cs.nS))
 
 			A := fromF32(av, aN0, cs.nHead)
 			B := fromF32(bv, cs.dState, cs.nGroup, cs.nT, cs.nS)
 			C := fromF32(cv, cs.dState, cs.nGroup, cs.nT, cs.nS)
 			DT := fromF32(dtv, cs.nHead, cs.nT, cs.nS)
-			ref, mag := newND(ny+nst*cs.nS), newND(ny+nst*cs.nS)
+			ref, mag := newND(ny+K*nst*cs.nS), newND(ny+K*nst*cs.nS)
 			for q := range cs.nS {
 				st := make([]float64, nst)
 				sm := make([]float64, nst) // |terms| shadow of the state
@@ -166,9 +182,16 @@ func TestSSMScan(t *testing.T) {
 							ref.v[yi], mag.v[yi] = y, ym
 						}
 					}
+					// Slot j holds the state j tokens before the end.
+					if j := cs.nT - 1 - tok; j < K {
+						copy(ref.v[ny+(j*cs.nS+q)*nst:], st)
+						copy(mag.v[ny+(j*cs.nS+q)*nst:], sm)
+					}
 				}
-				copy(ref.v[ny+q*nst:], st)
-				copy(mag.v[ny+q*nst:], sm)
+			}
+			// Slots past nTokens are not written (any value): not compared.
+			if K > cs.nT {
+				clear(got[ny+cs.nT*cs.nS*nst:])
 			}
 			// f32 rounding of the dot over states and of each token's update.
 			rel := float64(2*cs.dState+12*cs.nT) * seqU
@@ -376,4 +399,44 @@ func TestRWKVWKV7Room(t *testing.T) {
 			ctx.Close()
 		}
 	}
+}
+
+// TestSSMScanKMisuse checks SSMScanK's K by error kind: out of range,
+// more than one state with Mamba-1's A, and more than one state on a
+// provider whose ggml keeps only the final state.
+func TestSSMScanKMisuse(t *testing.T) {
+	build := func(t *testing.T, mamba1 bool, k int64) error {
+		ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true})
+		require.NoError(t, err)
+		defer ctx.Close()
+		const dState, headDim, nHead, nT, nS = 4, 2, 2, 3, 1
+		aN0 := int64(1)
+		if mamba1 {
+			aN0 = dState
+		}
+		s := ctx.NewTensor(ggml.TypeF32, dState, headDim, nHead, nS)
+		x := ctx.NewTensor(ggml.TypeF32, headDim, nHead, nT, nS)
+		dt := ctx.NewTensor(ggml.TypeF32, nHead, nT, nS)
+		a := ctx.NewTensor(ggml.TypeF32, aN0, nHead)
+		b := ctx.NewTensor(ggml.TypeF32, dState, 1, nT, nS)
+		cm := ctx.NewTensor(ggml.TypeF32, dState, 1, nT, nS)
+		ids := ctx.NewTensor(ggml.TypeI32, nS)
+		out := ctx.SSMScanK(s, x, dt, a, b, cm, ids, k)
+		if out.Err() == nil {
+			require.Equal(t, [4]int64{headDim*nHead*nT*nS + k*dState*headDim*nHead*nS, 1, 1, 1}, out.Ne())
+		}
+		return out.Err()
+	}
+	for _, k := range []int64{0, -1, math.MaxInt32 + 1} {
+		require.ErrorIs(t, build(t, false, k), ggml.ErrInvalid, "K %d", k)
+	}
+	require.NoError(t, build(t, true, 1))
+	require.NoError(t, build(t, false, 1))
+	if !ggml.HaveUpstream {
+		require.ErrorIs(t, build(t, false, 2), ggml.ErrUnsupported)
+		require.ErrorIs(t, build(t, true, 2), ggml.ErrUnsupported)
+		return
+	}
+	require.NoError(t, build(t, false, 5))
+	require.ErrorIs(t, build(t, true, 2), ggml.ErrInvalid) // Mamba-1 keeps one state
 }
