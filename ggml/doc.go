@@ -61,8 +61,8 @@
 // Arange. Convolution and pooling: Im2Col, Im2Col3D, Conv1D, Conv1DDW,
 // Conv2D, Conv2DDW, Conv2DDirect, Conv2DDWDirect, Conv3D, Conv3DDirect,
 // ConvTranspose1D, ConvTranspose2D, Pool1D, Pool2D, Upscale, UpscaleExt,
-// Interpolate, TimestepEmbedding. Sequence models: SSMConv, SSMScan,
-// RWKVWKV6, RWKVWKV7, GatedLinearAttn.
+// Interpolate, TimestepEmbedding, Col2Im1D. Sequence models: SSMConv,
+// SSMScan, SSMScanK, RWKVWKV6, RWKVWKV7, GatedLinearAttn, GatedDeltaNet.
 //
 // In-place variants (AddInPlace, UnaryInPlace, SoftMaxInPlace, ...) compute
 // into their input's memory: their result is a view of it.

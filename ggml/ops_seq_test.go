@@ -440,3 +440,186 @@ func TestSSMScanKMisuse(t *testing.T) {
 	require.NoError(t, build(t, false, 5))
 	require.ErrorIs(t, build(t, true, 2), ggml.ErrInvalid) // Mamba-1 keeps one state
 }
+
+// TestGatedDeltaNet checks the gated delta rule against a float64
+// recurrence: scalar and per-row (KDA) gates, q and k broadcast over heads
+// and sequences, K state snapshots (more than the tokens too).
+func TestGatedDeltaNet(t *testing.T) {
+	cases := []struct {
+		name                  string
+		S, H, Hk, nT, nS, nSk int
+		kda                   bool
+		K                     int
+		stridedQ              bool // q a view of every other row of a larger tensor
+	}{
+		{"scalar gate", 8, 2, 2, 3, 2, 2, false, 1, false},
+		{"kda", 16, 3, 3, 4, 1, 1, true, 1, false},
+		{"heads and sequences broadcast", 8, 4, 2, 3, 2, 1, false, 1, true},
+		{"K 3", 4, 2, 1, 5, 2, 2, true, 3, false},
+		{"K > nTokens", 4, 2, 2, 2, 1, 1, false, 4, false},
+		{"no tokens", 4, 1, 1, 0, 2, 2, false, 1, false},
+	}
+	rng := newRNG(t)
+	for _, cs := range cases {
+		t.Run(cs.name, func(t *testing.T) {
+			e := newEnv(t)
+			S, H, nT, nS := cs.S, cs.H, cs.nT, cs.nS
+			K := cs.K
+			kv := randF32(rng, S*cs.Hk*nT*cs.nSk)
+			var qv []float32
+			var q *ggml.Tensor
+			if cs.stridedQ {
+				big := randF32(rng, S*2*cs.Hk*nT*cs.nSk)
+				bt := e.input(ggml.TypeF32, big, int64(S), int64(2*cs.Hk), int64(nT), int64(cs.nSk))
+				q = e.ctx.View4D(bt, int64(S), int64(cs.Hk), int64(nT), int64(cs.nSk), 2*bt.Nb()[1], bt.Nb()[2], bt.Nb()[3], 0)
+				qv = make([]float32, len(kv))
+				for i := range qv {
+					row, col := i/S, i%S // row over (h, t, s) of q
+					qv[i] = big[2*row*S+col]
+				}
+			} else {
+				qv = randF32(rng, len(kv))
+				q = e.input(ggml.TypeF32, qv, int64(S), int64(cs.Hk), int64(nT), int64(cs.nSk))
+			}
+			k := e.input(ggml.TypeF32, kv, int64(S), int64(cs.Hk), int64(nT), int64(cs.nSk))
+			vv := randF32(rng, S*H*nT*nS)
+			v := e.input(ggml.TypeF32, vv, int64(S), int64(H), int64(nT), int64(nS))
+			g0 := 1
+			if cs.kda {
+				g0 = S
+			}
+			gv := randF32(rng, g0*H*nT*nS)
+			for i := range gv {
+				gv[i] = -float32(math.Exp(float64(gv[i]))) / 4 // log-decays: g < 0
+			}
+			g := e.input(ggml.TypeF32, gv, int64(g0), int64(H), int64(nT), int64(nS))
+			bv := randF32(rng, H*nT*nS)
+			for i := range bv {
+				bv[i] = float32(1 / (1 + math.Exp(-float64(bv[i])))) // beta in (0, 1)
+			}
+			beta := e.input(ggml.TypeF32, bv, 1, int64(H), int64(nT), int64(nS))
+			sv := randF32(rng, S*S*H*nS)
+			state := e.input(ggml.TypeF32, sv, int64(S), int64(S), int64(H), int64(nS))
+			out := e.ctx.GatedDeltaNet(q, k, v, g, beta, state, int64(K))
+			if !ggml.HaveUpstream {
+				require.ErrorIs(t, out.Err(), ggml.ErrUnsupported)
+				require.ErrorContains(t, out.Err(), "-tags ggml_system")
+				return
+			}
+			require.NoError(t, out.Err())
+			e.compute(out)
+			got := seqOutF32(t, out, int64(S*H), int64(nT*nS+K*S*nS))
+
+			ny, nst := S*H*nT*nS, S*S*H*nS
+			ref, mag := newND(ny+K*nst), newND(ny+K*nst)
+			scale := 1 / math.Sqrt(float64(S))
+			for s := range nS {
+				sk := s / (nS / cs.nSk)
+				for h := range H {
+					hk := h % cs.Hk
+					m, ma := make([]float64, S*S), make([]float64, S*S) // m[i+S*j] = M[i][j]
+					for i := range m {
+						m[i] = float64(sv[(s*H+h)*S*S+i])
+						ma[i] = math.Abs(m[i])
+					}
+					delta, deltaA := make([]float64, S), make([]float64, S)
+					for tok := range nT {
+						at := func(x []float32, hs, hh, ss int) []float32 { return x[((ss*nT+tok)*hh+hs)*S:][:S] }
+						qq, kk, vx := at(qv, hk, cs.Hk, sk), at(kv, hk, cs.Hk, sk), at(vv, h, H, s)
+						b := float64(bv[(s*nT+tok)*H+h])
+						for i := range S {
+							gi := float64(gv[((s*nT+tok)*H+h)*g0])
+							if cs.kda {
+								gi = float64(gv[((s*nT+tok)*H+h)*S+i])
+							}
+							for j := range S {
+								m[i+S*j] *= math.Exp(gi)
+								ma[i+S*j] *= math.Exp(gi)
+							}
+						}
+						for j := range S {
+							sum, suma := 0.0, 0.0
+							for i := range S {
+								sum += m[i+S*j] * float64(kk[i])
+								suma += ma[i+S*j] * math.Abs(float64(kk[i]))
+							}
+							delta[j] = (float64(vx[j]) - sum) * b
+							deltaA[j] = (math.Abs(float64(vx[j])) + suma) * math.Abs(b)
+						}
+						for j := range S {
+							for i := range S {
+								m[i+S*j] += float64(kk[i]) * delta[j]
+								ma[i+S*j] += math.Abs(float64(kk[i])) * deltaA[j]
+							}
+						}
+						for j := range S {
+							sum, suma := 0.0, 0.0
+							for i := range S {
+								sum += m[i+S*j] * float64(qq[i])
+								suma += ma[i+S*j] * math.Abs(float64(qq[i]))
+							}
+							o := ((s*nT+tok)*H+h)*S + j
+							ref.v[o], mag.v[o] = sum*scale, suma*scale
+						}
+						if slot := nT - 1 - tok; slot < K {
+							o := ny + slot*nst + (s*H+h)*S*S
+							copy(ref.v[o:o+S*S], m)
+							copy(mag.v[o:o+S*S], ma)
+						}
+					}
+					if nT == 0 { // K = 1: the state passes through
+						copy(ref.v[ny+(s*H+h)*S*S:], m)
+						copy(mag.v[ny+(s*H+h)*S*S:], ma)
+					}
+				}
+			}
+			// Slots past nTokens are not written (any value): not compared.
+			if K > nT && nT > 0 {
+				clear(got[ny+nT*nst:])
+			}
+			rel := float64(4*S+8*nT) * seqU
+			requireClose(t, ref, got, seqMagTol(mag, rel, 1e-6))
+		})
+	}
+}
+
+// TestGatedDeltaNetMisuse checks GatedDeltaNet's rules by error kind.
+func TestGatedDeltaNetMisuse(t *testing.T) {
+	type shapes struct{ q, k, v, g, beta, state []int64 }
+	good := func() shapes {
+		return shapes{[]int64{4, 2, 3, 1}, []int64{4, 2, 3, 1}, []int64{4, 4, 3, 2}, []int64{1, 4, 3, 2}, []int64{1, 4, 3, 2}, []int64{4, 4, 4, 2}}
+	}
+	build := func(t *testing.T, sh shapes, K int64, ty ggml.Type) error {
+		ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true})
+		require.NoError(t, err)
+		defer ctx.Close()
+		nt := func(ne []int64) *ggml.Tensor { return ctx.NewTensor(ggml.TypeF32, ne...) }
+		out := ctx.GatedDeltaNet(ctx.NewTensor(ty, sh.q...), nt(sh.k), nt(sh.v), nt(sh.g), nt(sh.beta), nt(sh.state), K)
+		return out.Err()
+	}
+	if !ggml.HaveUpstream {
+		require.ErrorIs(t, build(t, good(), 1, ggml.TypeF32), ggml.ErrUnsupported)
+		return
+	}
+	require.NoError(t, build(t, good(), 1, ggml.TypeF32))
+	require.NoError(t, build(t, good(), 7, ggml.TypeF32))
+	require.ErrorIs(t, build(t, good(), 0, ggml.TypeF32), ggml.ErrInvalid)
+	require.ErrorIs(t, build(t, good(), math.MaxInt32+1, ggml.TypeF32), ggml.ErrInvalid)
+	require.ErrorIs(t, build(t, good(), 1, ggml.TypeF16), ggml.ErrType)
+	for name, edit := range map[string]func(*shapes){
+		"q and k differ":           func(s *shapes) { s.q = []int64{4, 1, 3, 1} },
+		"S of q":                   func(s *shapes) { s.q, s.k = []int64{3, 2, 3, 1}, []int64{3, 2, 3, 1} },
+		"tokens of q":              func(s *shapes) { s.q, s.k = []int64{4, 2, 2, 1}, []int64{4, 2, 2, 1} },
+		"heads not a multiple":     func(s *shapes) { s.q, s.k = []int64{4, 3, 3, 1}, []int64{4, 3, 3, 1} },
+		"sequences not a multiple": func(s *shapes) { s.q, s.k = []int64{4, 2, 3, 3}, []int64{4, 2, 3, 3} },
+		"more q sequences":         func(s *shapes) { s.q, s.k = []int64{4, 2, 3, 4}, []int64{4, 2, 3, 4} },
+		"g rows":                   func(s *shapes) { s.g = []int64{2, 4, 3, 2} },
+		"g heads":                  func(s *shapes) { s.g = []int64{1, 3, 3, 2} },
+		"beta":                     func(s *shapes) { s.beta = []int64{4, 4, 3, 2} },
+		"state":                    func(s *shapes) { s.state = []int64{4, 4, 4, 1} },
+	} {
+		sh := good()
+		edit(&sh)
+		require.ErrorIs(t, build(t, sh, 1, ggml.TypeF32), ggml.ErrShape, name)
+	}
+}

@@ -255,6 +255,13 @@ var opTypes = map[string]typeRule{
 		}
 		return ""
 	},
+	// col2im_1d has kernels for f32, f16 and bf16 (the result of a's type).
+	"col2im_1d": func(_ Type, in ...Type) string {
+		if !isFloat(in[0]) {
+			return fmt.Sprintf("ggml's kernel takes a of f32, f16 or bf16, not %v", in[0])
+		}
+		return ""
+	},
 	// repeat has kernels for elements of 2 and 4 bytes.
 	"repeat": func(_ Type, in ...Type) string {
 		if !plainElement(in[0], 2, 4) {
