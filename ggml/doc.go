@@ -52,9 +52,10 @@
 // ArgsortTopK, TopK. Rows: SoftMax, SoftMaxExt, SoftMaxExtSinks, Norm,
 // RMSNorm, L2Norm, GroupNorm. Attention: Rope (normal, NeoX, the
 // multi-section modes), FlashAttnExt (mask, ALiBi, softcap, sinks,
-// Precision), DiagMaskInf, DiagMaskZero, GetRelPos, AddRelPos, WinPart,
+// Precision), LightningIndexer, DiagMaskInf, DiagMaskZero, GetRelPos, AddRelPos, WinPart,
 // WinUnpart. Gated units: GLU, GLUSplit, Swiglu, Geglu, Reglu, SwigluOAI.
-// Matrices: MulMat, MulMatPrec, MulMatID, OutProd, SolveTri, Diag, Tri.
+// Matrices: MulMat, MulMatPrec, MulMatID, OutProd, SolveTri, Diag, Tri;
+// DeepSeek V4's hyper-connections HCCombine, HCPre, HCPost.
 // Shapes and copies: Reshape, View1D..View4D, Permute, Transpose, Cont,
 // ContND, Dup, Cpy, Cast, GetRows, SetRows, Set, Set1D, Set2D, Acc, Repeat,
 // Repeat4D, Concat, Pad, PadExt, PadCircular, PadReflect1D, Roll, Fill,

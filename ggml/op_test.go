@@ -311,6 +311,10 @@ var opTable = []opCase{
 		return o.c.GatedDeltaNet(o.a, o.b, o.pick(), o.pick(), o.pick(), o.pick(), int64(1+o.n(3)))
 	}},
 	{178, "Col2Im1D", func(o opIn) *ggml.Tensor { return o.c.Col2Im1D(o.a, 1+o.n(3), 1+o.n(3), o.n(2)) }},
+	{179, "LightningIndexer", func(o opIn) *ggml.Tensor { return o.c.LightningIndexer(o.a, o.b, o.pick(), o.pick()) }},
+	{180, "HCCombine", func(o opIn) *ggml.Tensor { return o.c.HCCombine(o.a, o.b, o.pick(), 1e-6, 1+o.n(3)) }},
+	{181, "HCPre", on2((*ggml.Context).HCPre)},
+	{182, "HCPost", func(o opIn) *ggml.Tensor { return o.c.HCPost(o.a, o.b, o.pick(), o.pick()) }},
 }
 
 // on1 builds an op of one tensor, on2 an op of two.
