@@ -246,3 +246,39 @@ func TestTensor2DMisuse(t *testing.T) {
 	require.ErrorIs(t, be.SetTensor2DAsync(p, make([]byte, 40), ok), backend.ErrUnsupported)
 	require.ErrorIs(t, be.GetTensor2DAsync(p, make([]byte, 40), ok), backend.ErrUnsupported)
 }
+
+// TestMetaTensor2D: ggml's meta buffer has no 2-D copy, so ggml moves each
+// row as a 1-D transfer, which the meta buffer takes only in whole slices
+// of a split tensor (any rows of a mirrored one): the binding checks each
+// row first and refuses the rest with ErrUnsupported, never an abort.
+func TestMetaTensor2D(t *testing.T) {
+	needMeta(t)
+	rng := newRNG(t)
+	r := newMetaRig(t, 2, splitsByName(map[string]backend.Split{
+		"a1": backend.SplitSizes(backend.SplitAxis1, 1, 3),
+	}))
+	ws, _, err := weights(t, r.meta.DefaultBufferType(), spec("a1", 3, 4), spec("m", 3, 4))
+	require.NoError(t, err)
+	whole := backend.Rows2D{Size: 48, Count: 1}
+	rows := backend.Rows2D{Offset: 4, Size: 8, Count: 4, TensorStride: 12, DataStride: 8} // columns 1, 2 of each row
+	for _, name := range []string{"a1", "m"} {
+		x := ws[name]
+		model := randBytes(rng, 48)
+		require.NoError(t, backend.TensorSet2D(x, model, whole), name)
+		data := randBytes(rng, 32)
+		err := backend.TensorSet2D(x, data, rows)
+		if name == "a1" { // rows of a tensor split along its rows: not whole slices
+			require.ErrorIs(t, err, backend.ErrUnsupported)
+			require.ErrorIs(t, r.meta.SetTensor2DAsync(x, data, rows), backend.ErrUnsupported)
+		} else {
+			require.NoError(t, err)
+			rows2DModel(model, data, rows, true)
+		}
+		got := make([]byte, 48)
+		require.NoError(t, backend.TensorGet2D(x, got, whole), name)
+		require.Equal(t, model, got, name)
+		require.NoError(t, r.meta.GetTensor2DAsync(x, got, whole), name)
+		require.NoError(t, r.meta.Synchronize())
+		require.Equal(t, model, got, name)
+	}
+}
