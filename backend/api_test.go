@@ -253,6 +253,9 @@ func TestDeviceProps(t *testing.T) {
 	assert.Equal(t, d.Description(), p.Description)
 	assert.Equal(t, backend.DeviceCPU, p.Type)
 	assert.Positive(t, p.MemoryTotal)
+	// Upstream's CPU device loads from mapped files; the embedded provider
+	// does not report the capability (false).
+	assert.Equal(t, backend.HaveUpstream, p.Caps.Mmap)
 	assert.NotNil(t, d.BufferType())
 	_, err = d.HostBufferType()
 	if !p.Caps.HostBuffer {

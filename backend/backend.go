@@ -472,6 +472,24 @@ func (b *Backend) Synchronize() error {
 // asyncTarget checks that tensor t can take an async transfer on b, and
 // holds its memory until Synchronize.
 func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*C.struct_ggml_tensor, error) {
+	tc, err := b.asyncTensor(op, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRange(op, tc, offset, size); err != nil {
+		return nil, err
+	}
+	if b.meta != nil {
+		if err := checkMetaAsync(tc, offset, size, op == "SetTensorAsync"); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return tc, nil
+}
+
+// asyncTensor checks that tensor t lives in a buffer that b can use, and
+// holds its memory until Synchronize.
+func (b *Backend) asyncTensor(op string, t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
@@ -479,19 +497,11 @@ func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRange(op, tc, offset, size); err != nil {
-		return nil, err
-	}
 	if bridge.TensorOf(t).Buffer() == nil {
 		return nil, fmt.Errorf("%w: %s: tensor %v lives in a context's memory, not in a buffer of backend %s", ErrUnsupported, op, t, b.Name())
 	}
 	if err := b.checkTensor(tc); err != nil {
 		return nil, err
-	}
-	if b.meta != nil {
-		if err := checkMetaAsync(tc, offset, size, op == "SetTensorAsync"); err != nil {
-			return nil, fmt.Errorf("%s: %w", op, err)
-		}
 	}
 	return tc, nil
 }

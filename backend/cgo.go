@@ -71,6 +71,17 @@ func cstring(s string) (*C.char, func()) {
 // hints, device reset and the extra device properties.
 const haveOllamaExtras = C.GOGGML_HAVE_OLLAMA_EXTRAS != 0
 
+// haveUpstream reports whether the linked ggml has what only upstream ggml
+// has: 2-D transfers, the mmap capability, the newer ops and types.
+const haveUpstream = C.GOGGML_HAVE_UPSTREAM != 0
+
+// upstreamOnly is the error of a call that only upstream ggml has, in a
+// binary linked with another provider.
+func upstreamOnly(call string) error {
+	return fmt.Errorf("%w: %s needs upstream ggml: build with -tags ggml_system (upstream ggml v0.21.0); this binary links %s",
+		ErrUnsupported, call, ggml.Provider())
+}
+
 // embeddedOnly is the error of a call that only the embedded provider's
 // ggml has, in a binary linked with another provider.
 func embeddedOnly(call string) error {

@@ -199,6 +199,11 @@ type Caps struct {
 	HostBuffer        bool // a pinned host buffer type
 	BufferFromHostPtr bool // buffers over caller memory
 	Events            bool // event synchronization
+	// Mmap: the device can load tensors from memory-mapped files
+	// (mmap_support). Only upstream ggml reports it; with the embedded
+	// provider it is false (unknown: map nothing for the device), as
+	// Props' other fields that a provider does not report are zero.
+	Mmap bool
 }
 
 // Props are all of a device's properties (struct ggml_backend_dev_props).
@@ -244,6 +249,8 @@ func (d *Device) Props() (props Props, err error) {
 	}
 	var e C.struct_goggml_dev_props
 	C.goggml_dev_props_extra(&p, &e)
+	caps := Caps{Async: bool(p.caps.async), HostBuffer: bool(p.caps.host_buffer), BufferFromHostPtr: bool(p.caps.buffer_from_host_ptr),
+		Events: bool(p.caps.events), Mmap: bool(C.goggml_caps_mmap(&p))}
 	return Props{
 		Name:         goStringOrEmpty(p.name),
 		Description:  goStringOrEmpty(p.description),
@@ -252,7 +259,7 @@ func (d *Device) Props() (props Props, err error) {
 		MemoryFree:   uint64(p.memory_free),
 		MemoryTotal:  uint64(p.memory_total),
 		Type:         DeviceType(p._type),
-		Caps:         Caps{Async: bool(p.caps.async), HostBuffer: bool(p.caps.host_buffer), BufferFromHostPtr: bool(p.caps.buffer_from_host_ptr), Events: bool(p.caps.events)},
+		Caps:         caps,
 		DriverMajor:  int(e.driver_major),
 		DriverMinor:  int(e.driver_minor),
 		ComputeMajor: int(e.compute_major),

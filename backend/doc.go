@@ -10,9 +10,12 @@
 // Integrated and Library are zero. Load takes only modules built from the
 // binary's own ggml.
 //
-// The meta device (NewMetaDevice) and the RPC devices (package rpc) exist
-// only in upstream ggml: with the embedded provider NewMetaDevice returns an
-// ErrUnsupported error that names -tags ggml_system.
+// The meta device (NewMetaDevice), the RPC devices (package rpc) and the
+// 2-D transfers (TensorSet2D, TensorGet2D, Backend.SetTensor2DAsync,
+// Backend.GetTensor2DAsync) exist only in upstream ggml: with the embedded
+// provider they return an ErrUnsupported error that names -tags
+// ggml_system. Caps.Mmap is reported by upstream ggml only; with the
+// embedded provider it is false.
 //
 // # Meta device
 //
@@ -93,6 +96,8 @@
 //	backends        ggml_backend_{guid,name,free,...}    Backend methods; Compute, ComputeAsync, Synchronize
 //	transfers       ggml_backend_tensor_{set,get,memset} TensorSet, TensorGet, TensorMemset
 //	                ..._async, ggml_backend_tensor_copy* Backend.SetTensorAsync, GetTensorAsync, CopyTensorAsync; TensorCopy
+//	                ggml_backend_tensor_{set,get}_2d*    TensorSet2D, TensorGet2D, Backend.SetTensor2DAsync, GetTensor2DAsync
+//	                                                     (upstream ggml only)
 //	plans           ggml_backend_graph_plan_*            Backend.NewPlan, Plan.Compute, Plan.Close
 //	events          ggml_backend_event_*                 Device.NewEvent, Event methods
 //	devices         ggml_backend_dev_*                   Device methods; Devices, DeviceAt, DeviceByName, DeviceByType

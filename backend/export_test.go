@@ -40,3 +40,7 @@ func LiveBackends() int {
 	}
 	return n
 }
+
+// HaveUpstream reports whether the linked ggml is upstream's (2-D
+// transfers, the mmap capability).
+const HaveUpstream = haveUpstream

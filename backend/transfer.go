@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime"
 	"unsafe"
 
@@ -199,4 +200,247 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 		C.ggml_backend_tensor_set(dc, tmp, 0, n)
 	}
 	return nil
+}
+
+// Rows2D is the geometry of a 2-D transfer (TensorSet2D, TensorGet2D,
+// Backend.SetTensor2DAsync, Backend.GetTensor2DAsync): Count rows of Size
+// bytes each; row i lies Offset+i*TensorStride bytes into the tensor and
+// i*DataStride bytes into the Go slice. With Count > 1 both strides must
+// be at least Size (rows do not overlap, as ggml's strided copies
+// require). A transfer of no rows or of empty rows copies nothing.
+type Rows2D struct {
+	Offset       uint64 // the first row's byte offset in the tensor
+	Size         uint64 // bytes per row
+	Count        uint64 // number of rows
+	TensorStride uint64 // bytes from one row to the next in the tensor
+	DataStride   uint64 // bytes from one row to the next in the Go slice
+}
+
+// extent returns the bytes a transfer of r spans from its start, with
+// stride between rows: (Count-1)*stride + Size, or false on overflow.
+func (r Rows2D) extent(stride uint64) (uint64, bool) {
+	hi, lo := bits.Mul64(r.Count-1, stride)
+	if hi != 0 {
+		return 0, false
+	}
+	n, carry := bits.Add64(lo, r.Size, 0)
+	return n, carry == 0
+}
+
+// empty reports whether r copies nothing.
+func (r Rows2D) empty() bool { return r.Count == 0 || r.Size == 0 }
+
+// check checks r against tensor t and a Go slice of dataLen bytes, with
+// overflow checks, as ggml asserts (and what its strided copies assume).
+func (r Rows2D) check(op string, t *C.struct_ggml_tensor, dataLen int) error {
+	if r.empty() {
+		return nil
+	}
+	if r.Count > 1 && (r.TensorStride < r.Size || r.DataStride < r.Size) {
+		return fmt.Errorf("%w: %s: strides %d (tensor) and %d (data) must be at least the row size %d", ggml.ErrInvalid, op, r.TensorStride, r.DataStride, r.Size)
+	}
+	ext, ok := r.extent(r.TensorStride)
+	if !ok {
+		return fmt.Errorf("%w: %s: %d rows of %d bytes with stride %d overflow 64 bits", ggml.ErrShape, op, r.Count, r.Size, r.TensorStride)
+	}
+	if err := checkRange(op, t, r.Offset, ext); err != nil {
+		return err
+	}
+	dext, ok := r.extent(r.DataStride)
+	if !ok || dext > uint64(dataLen) {
+		return fmt.Errorf("%w: %s: %d rows of %d bytes with stride %d need %d bytes of data, the slice has %d", ggml.ErrShape, op, r.Count, r.Size, r.DataStride, dext, dataLen)
+	}
+	return nil
+}
+
+// checkMetaRows checks each row of a transfer into or out of a meta
+// buffer: ggml's meta buffer has no 2-D copy, so ggml transfers row by row,
+// each as a 1-D transfer that the meta buffer asserts on.
+func (r Rows2D) checkMetaRows(t *C.struct_ggml_tensor, write bool, check func(t *C.struct_ggml_tensor, offset, size uint64, write bool) error) error {
+	if r.empty() || !bool(C.goggml_buffer_is_meta(t.buffer)) {
+		return nil
+	}
+	for i := range r.Count {
+		if err := check(t, r.Offset+i*r.TensorStride, r.Size, write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkMetaRow(t *C.struct_ggml_tensor, offset, size uint64, write bool) error {
+	return bridge.MetaTransfer(unsafe.Pointer(t), offset, size, write)
+}
+
+// hostRows copies r's rows between a tensor's host memory at base and data.
+func (r Rows2D) hostRows(base unsafe.Pointer, data []byte, write bool) {
+	for i := range r.Count {
+		tp := unsafe.Slice((*byte)(unsafe.Add(base, r.Offset+i*r.TensorStride)), r.Size)
+		dp := data[i*r.DataStride : i*r.DataStride+r.Size]
+		if write {
+			copy(tp, dp)
+		} else {
+			copy(dp, tp)
+		}
+	}
+}
+
+// TensorSet2D copies r.Count rows of r.Size bytes from data into tensor t's
+// memory (ggml_backend_tensor_set_2d): row i goes from
+// data[i*r.DataStride:] to byte r.Offset+i*r.TensorStride of t. The bytes
+// are written as they are, whatever the tensor's layout. Buffers that have a
+// strided copy (a GPU's) make it one transfer. Only upstream ggml has it:
+// with another provider it returns an ErrUnsupported error that names
+// -tags ggml_system.
+func TensorSet2D(t *ggml.Tensor, data []byte, r Rows2D) (err error) {
+	if !haveUpstream {
+		return upstreamOnly("TensorSet2D (ggml_backend_tensor_set_2d)")
+	}
+	var h bridge.Holds
+	defer h.Release()
+	tc, err := storage(t, &h)
+	if err != nil {
+		return err
+	}
+	unlock, err := bridge.TensorOf(t).WriteLock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := r.check("TensorSet2D", tc, len(data)); err != nil {
+		return err
+	}
+	if err := r.checkMetaRows(tc, true, checkMetaRow); err != nil {
+		return err
+	}
+	if r.empty() {
+		return nil
+	}
+	defer runtime.KeepAlive(t)
+	if bridge.TensorOf(t).Buffer() == nil { // a context pool: host memory
+		r.hostRows(tc.data, data, true)
+		return nil
+	}
+	defer bridge.Catch(&err)
+	C.goggml_tensor_set_2d(tc, unsafe.Pointer(unsafe.SliceData(data)), C.size_t(r.Offset), C.size_t(r.Size),
+		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+	return nil
+}
+
+// TensorGet2D copies r.Count rows of r.Size bytes of tensor t's memory into
+// dst (ggml_backend_tensor_get_2d): row i goes from byte
+// r.Offset+i*r.TensorStride of t to dst[i*r.DataStride:]; the bytes of dst
+// between rows are left as they are. Only upstream ggml has it: with
+// another provider it returns an ErrUnsupported error that names
+// -tags ggml_system.
+func TensorGet2D(t *ggml.Tensor, dst []byte, r Rows2D) (err error) {
+	if !haveUpstream {
+		return upstreamOnly("TensorGet2D (ggml_backend_tensor_get_2d)")
+	}
+	var h bridge.Holds
+	defer h.Release()
+	tc, err := storage(t, &h)
+	if err != nil {
+		return err
+	}
+	if err := r.check("TensorGet2D", tc, len(dst)); err != nil {
+		return err
+	}
+	if err := r.checkMetaRows(tc, false, checkMetaRow); err != nil {
+		return err
+	}
+	if r.empty() {
+		return nil
+	}
+	defer runtime.KeepAlive(t)
+	if bridge.TensorOf(t).Buffer() == nil {
+		r.hostRows(tc.data, dst, false)
+		return nil
+	}
+	defer bridge.Catch(&err)
+	C.goggml_tensor_get_2d(tc, unsafe.Pointer(unsafe.SliceData(dst)), C.size_t(r.Offset), C.size_t(r.Size),
+		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+	return nil
+}
+
+// SetTensor2DAsync queues TensorSet2D's copy of r's rows of data into
+// tensor t on backend b's stream (ggml_backend_tensor_set_2d_async). data
+// must not change until Synchronize; it is pinned until then. Backends
+// without async transfers copy at once. Only upstream ggml has it: with
+// another provider it returns an ErrUnsupported error that names
+// -tags ggml_system.
+func (b *Backend) SetTensor2DAsync(t *ggml.Tensor, data []byte, r Rows2D) (err error) {
+	if !haveUpstream {
+		return upstreamOnly("Backend.SetTensor2DAsync (ggml_backend_tensor_set_2d_async)")
+	}
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
+	const op = "SetTensor2DAsync"
+	tc, err := b.asyncTarget2D(op, t, len(data), r, true)
+	if err != nil || r.empty() {
+		return err
+	}
+	unlock, err := bridge.TensorOf(t).WriteLock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p := unsafe.SliceData(data)
+	b.pins.Pin(p)
+	b.pending = append(b.pending, t)
+	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
+	C.goggml_tensor_set_2d_async(b.c, tc, unsafe.Pointer(p), C.size_t(r.Offset), C.size_t(r.Size),
+		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+	return nil
+}
+
+// GetTensor2DAsync queues TensorGet2D's copy of r's rows of tensor t into
+// dst on backend b's stream (ggml_backend_tensor_get_2d_async). dst holds
+// the data after Synchronize; it is pinned until then. Only upstream ggml
+// has it: with another provider it returns an ErrUnsupported error that
+// names -tags ggml_system.
+func (b *Backend) GetTensor2DAsync(t *ggml.Tensor, dst []byte, r Rows2D) (err error) {
+	if !haveUpstream {
+		return upstreamOnly("Backend.GetTensor2DAsync (ggml_backend_tensor_get_2d_async)")
+	}
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
+	const op = "GetTensor2DAsync"
+	tc, err := b.asyncTarget2D(op, t, len(dst), r, false)
+	if err != nil || r.empty() {
+		return err
+	}
+	p := unsafe.SliceData(dst)
+	b.pins.Pin(p)
+	b.pending = append(b.pending, t)
+	defer runtime.KeepAlive(b)
+	defer bridge.Catch(&err)
+	C.goggml_tensor_get_2d_async(b.c, tc, unsafe.Pointer(p), C.size_t(r.Offset), C.size_t(r.Size),
+		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+	return nil
+}
+
+// asyncTarget2D checks a 2-D async transfer of r between tensor t and a
+// slice of dataLen bytes on b, and holds t's memory until Synchronize.
+// ggml's meta backend has no 2-D async copy: ggml queues each row as a
+// 1-D async transfer, which it takes only whole.
+func (b *Backend) asyncTarget2D(op string, t *ggml.Tensor, dataLen int, r Rows2D, write bool) (*C.struct_ggml_tensor, error) {
+	tc, err := b.asyncTensor(op, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.check(op, tc, dataLen); err != nil {
+		return nil, err
+	}
+	if b.meta != nil {
+		if err := r.checkMetaRows(tc, write, checkMetaAsync); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return tc, nil
 }

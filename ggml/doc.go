@@ -27,6 +27,20 @@
 // ErrNotAllocated. Should a ggml assert still fire on the calling thread,
 // it comes back as an *AssertError.
 //
+// # Providers
+//
+// The ggml this binary links comes from a provider (Provider names it):
+// the embedded one (the default: the ggml of github.com/ollama/ollama
+// v0.17.4) or the system one (-tags ggml_system: upstream ggml v0.21.0
+// found with pkg-config). Type and op numbers come from the linked ggml.
+// What only upstream ggml has records or returns an ErrUnsupported error
+// that names -tags ggml_system with the embedded provider: the ops
+// GatedDeltaNet, Col2Im1D, LightningIndexer, HCCombine, HCPre and HCPost,
+// SSMScanK with more than one state kept, and the types TypeNVFP4,
+// TypeQ1_0 and TypeQ2_0 (not Valid there; NewTensor, RowSize, Quantize,
+// Dequantize and ValidateRowData refuse them). Conv2D and Conv3D round an
+// f32 b to f16 with the system provider (see Conv2D).
+//
 // # Lifetimes
 //
 // Close frees a Context at once (idempotent); an unreachable one is freed
@@ -52,17 +66,19 @@
 // ArgsortTopK, TopK. Rows: SoftMax, SoftMaxExt, SoftMaxExtSinks, Norm,
 // RMSNorm, L2Norm, GroupNorm. Attention: Rope (normal, NeoX, the
 // multi-section modes), FlashAttnExt (mask, ALiBi, softcap, sinks,
-// Precision), DiagMaskInf, DiagMaskZero, GetRelPos, AddRelPos, WinPart,
-// WinUnpart. Gated units: GLU, GLUSplit, Swiglu, Geglu, Reglu, SwigluOAI.
-// Matrices: MulMat, MulMatPrec, MulMatID, OutProd, SolveTri, Diag, Tri.
+// Precision), LightningIndexer, DiagMaskInf, DiagMaskZero, GetRelPos,
+// AddRelPos, WinPart, WinUnpart. Gated units: GLU, GLUSplit, Swiglu,
+// Geglu, Reglu, SwigluOAI.
+// Matrices: MulMat, MulMatPrec, MulMatID, OutProd, SolveTri, Diag, Tri;
+// DeepSeek V4's hyper-connections HCCombine, HCPre, HCPost.
 // Shapes and copies: Reshape, View1D..View4D, Permute, Transpose, Cont,
 // ContND, Dup, Cpy, Cast, GetRows, SetRows, Set, Set1D, Set2D, Acc, Repeat,
 // Repeat4D, Concat, Pad, PadExt, PadCircular, PadReflect1D, Roll, Fill,
 // Arange. Convolution and pooling: Im2Col, Im2Col3D, Conv1D, Conv1DDW,
 // Conv2D, Conv2DDW, Conv2DDirect, Conv2DDWDirect, Conv3D, Conv3DDirect,
 // ConvTranspose1D, ConvTranspose2D, Pool1D, Pool2D, Upscale, UpscaleExt,
-// Interpolate, TimestepEmbedding. Sequence models: SSMConv, SSMScan,
-// RWKVWKV6, RWKVWKV7, GatedLinearAttn.
+// Interpolate, TimestepEmbedding, Col2Im1D. Sequence models: SSMConv,
+// SSMScan, SSMScanK, RWKVWKV6, RWKVWKV7, GatedLinearAttn, GatedDeltaNet.
 //
 // In-place variants (AddInPlace, UnaryInPlace, SoftMaxInPlace, ...) compute
 // into their input's memory: their result is a view of it.

@@ -32,6 +32,10 @@ var (
 	ErrNoMemory = errors.New("ggml: out of memory")
 	// ErrGraphFull: the graph has no room for more nodes or leafs.
 	ErrGraphFull = errors.New("ggml: graph full")
+	// ErrUnsupported: the linked provider's ggml lacks the op, type or mode
+	// (an op or type only upstream ggml has, in a build without -tags
+	// ggml_system). The same value as backend.ErrUnsupported.
+	ErrUnsupported = bridge.ErrUnsupported
 )
 
 // AssertError is a GGML_ASSERT or GGML_ABORT raised inside ggml on the

@@ -38,3 +38,7 @@ func (p *PtrSet) Reset()             { p.s.reset() }
 func (p *PtrSet) Live() int          { return p.s.live }
 func (p *PtrSet) Used() int          { return p.s.used }
 func (p *PtrSet) Slots() int         { return len(p.s.slots) }
+
+// HaveUpstream reports whether the linked ggml is upstream's (the system
+// provider), with the ops and types only it has.
+const HaveUpstream = haveUpstream

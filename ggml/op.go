@@ -107,6 +107,17 @@ func (c *Context) fail(op string, kind error, rule string, inputs ...*Tensor) *T
 	return &Tensor{ctx: c, err: e}
 }
 
+// haveUpstream reports whether the linked ggml is upstream's (the system
+// provider), with the ops, types and op modes only upstream ggml has.
+const haveUpstream = C.GOGGML_HAVE_UPSTREAM != 0
+
+// upstreamOnly records on the context that op (or what of it is named in
+// what) needs upstream ggml, and returns a poisoned tensor.
+func (c *Context) upstreamOnly(op, what string, inputs ...*Tensor) *Tensor {
+	return c.fail(op, ErrUnsupported, fmt.Sprintf("%s needs upstream ggml: build with -tags ggml_system (upstream ggml v0.21.0); this binary links %s",
+		what, Provider()), inputs...)
+}
+
 // ensure checks that the context's pool has room for a result of type t and
 // shape ne (with data unless the context is NoAlloc or the result is a view
 // of viewOf). It returns a poisoned tensor when it has not.

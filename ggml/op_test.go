@@ -302,6 +302,19 @@ var opTable = []opCase{
 		return o.c.Custom4D([]ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeI32}[o.n(3)], [4]int64{int64(o.n(9)), int64(1 + o.n(4)), 1, 1}, []*ggml.Tensor{o.a, o.b}, copyFirst, o.n(3))
 	}},
 	{175, "CustomInPlace", func(o opIn) *ggml.Tensor { return o.c.CustomInPlace(o.a, []*ggml.Tensor{o.b}, copyFirst, o.n(3)) }},
+	// Upstream ggml's ops (ErrUnsupported with the embedded provider), in
+	// their families' files.
+	{176, "SSMScanK", func(o opIn) *ggml.Tensor {
+		return o.c.SSMScanK(o.a, o.b, o.pick(), o.pick(), o.pick(), o.pick(), o.pick(), int64(1+o.n(3)))
+	}},
+	{177, "GatedDeltaNet", func(o opIn) *ggml.Tensor {
+		return o.c.GatedDeltaNet(o.a, o.b, o.pick(), o.pick(), o.pick(), o.pick(), int64(1+o.n(3)))
+	}},
+	{178, "Col2Im1D", func(o opIn) *ggml.Tensor { return o.c.Col2Im1D(o.a, 1+o.n(3), 1+o.n(3), o.n(2)) }},
+	{179, "LightningIndexer", func(o opIn) *ggml.Tensor { return o.c.LightningIndexer(o.a, o.b, o.pick(), o.pick()) }},
+	{180, "HCCombine", func(o opIn) *ggml.Tensor { return o.c.HCCombine(o.a, o.b, o.pick(), 1e-6, 1+o.n(3)) }},
+	{181, "HCPre", on2((*ggml.Context).HCPre)},
+	{182, "HCPost", func(o opIn) *ggml.Tensor { return o.c.HCPost(o.a, o.b, o.pick(), o.pick()) }},
 }
 
 // on1 builds an op of one tensor, on2 an op of two.

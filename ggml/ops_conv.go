@@ -320,6 +320,69 @@ func (c *Context) Conv1DDW(a, b *Tensor, s0, p0, d0 int) *Tensor {
 	}, a, b)
 }
 
+// Col2Im1D scatters the columns of a matrix product back into a 1-D
+// signal, the inverse of Im2Col's gather (ggml_col2im_1d; upstream ggml
+// only): a is [K*oc, T] (column t holds K taps of each of oc channels,
+// channel c's at rows c*K..c*K+K-1), the result is [(T-1)*s0 + K - 2*p0, oc]
+// of a's type with
+//
+//	result[i, c] = sum over t, j with t*s0 + j == i + p0 of a[c*K + j, t]
+//
+// (a transposed 1-D convolution when a is the product of its kernel and
+// input, with p0 samples cropped from each end). a is f32, f16 or bf16
+// (summed in f32), contiguous and 2-D; s0 and oc are positive, p0 >= 0,
+// a.ne0 a multiple of oc, the result longer than 0. With the embedded
+// provider it records an ErrUnsupported error that names -tags
+// ggml_system.
+func (c *Context) Col2Im1D(a *Tensor, s0, oc, p0 int) *Tensor {
+	const op = "col2im_1d"
+	if p := c.begin(op, a); p != nil {
+		return p
+	}
+	if !haveUpstream {
+		return c.upstreamOnly(op, "Col2Im1D (ggml_col2im_1d)", a)
+	}
+	if p := c.checkTypes(op, a.Type(), a); p != nil {
+		return p
+	}
+	an := a.Ne()
+	switch {
+	case s0 < 1 || s0 > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("s0 (%d) must be in [1, 2^31-1]", s0), a)
+	case oc < 1 || oc > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("oc (%d) must be in [1, 2^31-1]", oc), a)
+	case p0 < 0 || p0 > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("p0 (%d) must be in [0, 2^31-1]", p0), a)
+	case an[2] != 1 || an[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("a must be a matrix, not %v", an), a)
+	case !dense(a):
+		return c.fail(op, ErrShape, "a must be contiguous; copy it with Cont", a)
+	case an[0] < int64(oc) || an[0]%int64(oc) != 0:
+		return c.fail(op, ErrShape, fmt.Sprintf("a.ne0 (%d) must be a positive multiple of oc (%d): K taps per channel", an[0], oc), a)
+	}
+	k := an[0] / int64(oc)
+	// (T-1)*s0 + K - 2*p0 with T >= 0: the terms are below 2^63 on their own.
+	span, ok := seqMul(max(an[1]-1, 0), int64(s0))
+	if !ok || span > math.MaxInt64-k {
+		return c.fail(op, ErrShape, fmt.Sprintf("the result of %d columns with stride %d would have more than 2^63 elements", an[1], s0), a)
+	}
+	tOut := k - 2*int64(p0)
+	if an[1] > 0 {
+		tOut += span
+	} else {
+		tOut -= int64(s0)
+	}
+	if tOut < 1 {
+		return c.fail(op, ErrShape, fmt.Sprintf("the result would be empty: (T-1)*s0 + K - 2*p0 = (%d-1)*%d + %d - 2*%d < 1", an[1], s0, k, p0), a)
+	}
+	if p := c.ensure(op, a.Type(), [MaxDims]int64{tOut, int64(oc), 1, 1}, nil, a); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.goggml_col2im_1d(c.c, a.c, C.int(s0), C.int(oc), C.int(p0))
+	}, a)
+}
+
 // ConvTranspose1D returns the transposed 1-D convolution of b by a
 // (ggml_conv_transpose_1d): a is [K, OC, IC], b is [L, IC]; the f32 result
 // is [(L-1)*s0 + K, OC] with result(i, oc) = sum over l, k, ic with

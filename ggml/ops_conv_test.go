@@ -1,6 +1,7 @@
 package ggml_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -1190,4 +1191,96 @@ func TestConvMisuse(t *testing.T) {
 		})
 	}
 	require.GreaterOrEqual(t, len(cases), 35)
+}
+
+// TestCol2Im1D checks Col2Im1D's scatter-add against a float64 sum, for f32
+// and f16 columns, strides below, at and above the tap count, cropping.
+func TestCol2Im1D(t *testing.T) {
+	rng := newRNG(t)
+	cases := []struct{ k, oc, tIn, s, p int }{
+		{3, 2, 5, 1, 0},
+		{4, 3, 4, 2, 1},
+		{2, 1, 6, 3, 0}, // stride > taps: gaps of zeros
+		{5, 2, 3, 2, 2},
+		{4, 2, 0, 1, 1}, // no columns: zeros
+	}
+	for _, cs := range cases {
+		for _, ty := range []ggml.Type{ggml.TypeF32, ggml.TypeF16} {
+			t.Run(fmt.Sprintf("%+v/%v", cs, ty), func(t *testing.T) {
+				e := newEnv(t)
+				a := convInput(e, rng, ty, cs.k*cs.oc, cs.tIn)
+				out := e.ctx.Col2Im1D(a.t, cs.s, cs.oc, cs.p)
+				if !ggml.HaveUpstream {
+					require.ErrorIs(t, out.Err(), ggml.ErrUnsupported)
+					require.ErrorContains(t, out.Err(), "-tags ggml_system")
+					return
+				}
+				require.NoError(t, out.Err())
+				n := (cs.tIn-1)*cs.s + cs.k - 2*cs.p
+				require.Equal(t, [4]int64{int64(n), int64(cs.oc), 1, 1}, out.Ne())
+				require.Equal(t, ty, out.Type())
+				res, tol := out, convTolF32
+				if ty != ggml.TypeF32 {
+					res, tol = e.ctx.Cast(out, ggml.TypeF32), convTolF16
+				}
+				e.compute(res)
+				ref, mag := newND(n, cs.oc), newND(n, cs.oc)
+				for c := range cs.oc {
+					for ti := range cs.tIn {
+						for j := range cs.k {
+							if i := ti*cs.s + j - cs.p; i >= 0 && i < n {
+								v := a.v.at(c*cs.k+j, ti, 0, 0)
+								ref.v[ref.idx(i, c, 0, 0)] += v
+								mag.v[mag.idx(i, c, 0, 0)] += math.Abs(v)
+							}
+						}
+					}
+				}
+				requireClose(t, ref, convData(t, res), convTol(mag, tol))
+			})
+		}
+	}
+}
+
+// TestCol2Im1DMisuse checks Col2Im1D's rules by error kind.
+func TestCol2Im1DMisuse(t *testing.T) {
+	build := func(t *testing.T, ty ggml.Type, ne []int64, s0, oc, p0 int, view bool) error {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+		require.NoError(t, err)
+		defer c.Close()
+		a := c.NewTensor(ty, ne...)
+		if view {
+			a = c.Transpose(a)
+		}
+		return c.Col2Im1D(a, s0, oc, p0).Err()
+	}
+	if !ggml.HaveUpstream {
+		require.ErrorIs(t, build(t, ggml.TypeF32, []int64{6, 4}, 1, 2, 0, false), ggml.ErrUnsupported)
+		return
+	}
+	require.NoError(t, build(t, ggml.TypeF32, []int64{6, 4}, 1, 2, 0, false))
+	require.NoError(t, build(t, ggml.TypeBF16, []int64{6, 4}, 1, 2, 0, false))
+	for _, c := range []struct {
+		name       string
+		want       error
+		ty         ggml.Type
+		ne         []int64
+		s0, oc, p0 int
+		view       bool
+	}{
+		{"i32", ggml.ErrType, ggml.TypeI32, []int64{6, 4}, 1, 2, 0, false},
+		{"q8_0", ggml.ErrType, ggml.TypeQ8_0, []int64{64, 4}, 1, 2, 0, false},
+		{"stride 0", ggml.ErrInvalid, ggml.TypeF32, []int64{6, 4}, 0, 2, 0, false},
+		{"stride past int32", ggml.ErrInvalid, ggml.TypeF32, []int64{6, 4}, math.MaxInt32 + 1, 2, 0, false},
+		{"oc 0", ggml.ErrInvalid, ggml.TypeF32, []int64{6, 4}, 1, 0, 0, false},
+		{"negative padding", ggml.ErrInvalid, ggml.TypeF32, []int64{6, 4}, 1, 2, -1, false},
+		{"3-d", ggml.ErrShape, ggml.TypeF32, []int64{6, 4, 2}, 1, 2, 0, false},
+		{"not contiguous", ggml.ErrShape, ggml.TypeF32, []int64{4, 6}, 1, 2, 0, true},
+		{"rows not a multiple of oc", ggml.ErrShape, ggml.TypeF32, []int64{7, 4}, 1, 2, 0, false},
+		{"fewer rows than oc", ggml.ErrShape, ggml.TypeF32, []int64{1, 4}, 1, 2, 0, false},
+		{"cropped to nothing", ggml.ErrShape, ggml.TypeF32, []int64{6, 2}, 1, 2, 2, false},
+		{"length overflows", ggml.ErrShape, ggml.TypeF32, []int64{2, 1 << 40}, math.MaxInt32, 1, 0, false},
+	} {
+		require.ErrorIs(t, build(t, c.ty, c.ne, c.s0, c.oc, c.p0, c.view), c.want, c.name)
+	}
 }

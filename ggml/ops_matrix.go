@@ -278,3 +278,122 @@ func (c *Context) SolveTri(a, b *Tensor, left, lower, uni bool) *Tensor {
 		return C.ggml_solve_tri(c.c, a.c, b.c, C.bool(left), C.bool(lower), C.bool(uni))
 	}, a, b)
 }
+
+// DeepSeek V4's hyper-connections: the residual stream is hc streams
+// mixed by small matrices (upstream ggml only; with the embedded provider
+// each records an ErrUnsupported error that names -tags ggml_system). All
+// take f32 inputs of any strides.
+
+// HCCombine makes DeepSeek V4's hyper-connection mixing matrices
+// (ggml_dsv4_hc_comb): with mixes f32 [(2+hc)*hc, nTokens] (hc = 4, the
+// only count ggml takes), scale f32 [>= 3] and base f32 [(2+hc)*hc], it
+// takes the logits
+//
+//	l[d, s, t] = mixes[2*hc + d + hc*s, t]*scale[2] + base[2*hc + d + hc*s]
+//
+// applies a softmax over d and adds eps, divides each (d, ·) by eps plus its
+// sum over s, and then nIter-1 times divides each (·, s) by eps plus its
+// sum over d and each (d, ·) again (Sinkhorn normalization). The result is
+// f32 [hc, hc, nTokens]. nIter must be at least 1.
+func (c *Context) HCCombine(mixes, scale, base *Tensor, eps float32, nIter int) *Tensor {
+	const op = "dsv4_hc_comb"
+	in := []*Tensor{mixes, scale, base}
+	if p := c.begin(op, in...); p != nil {
+		return p
+	}
+	if !haveUpstream {
+		return c.upstreamOnly(op, "HCCombine (ggml_dsv4_hc_comb)", in...)
+	}
+	if p := c.seqTypes(op, TypeF32, []string{"mixes", "scale", "base"}, in, in...); p != nil {
+		return p
+	}
+	const hc, mix = 4, (2 + 4) * 4
+	mn := mixes.Ne()
+	switch {
+	case nIter < 1 || nIter > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("nIter (%d) must be in [1, 2^31-1]", nIter), in...)
+	case mn[0] != mix || mn[2] != 1 || mn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("mixes must be [(2+hc)*hc nTokens] = [%d nTokens] (ggml takes hc = %d only), not %v", mix, hc, mn), in...)
+	case scale.Ne()[0] < 3 || scale.Ne()[1] != 1 || scale.Ne()[2] != 1 || scale.Ne()[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("scale must be a vector of at least 3, not %v", scale.Ne()), in...)
+	case base.Ne() != [MaxDims]int64{mix, 1, 1, 1}:
+		return c.fail(op, ErrShape, fmt.Sprintf("base must be a vector of %d, not %v", mix, base.Ne()), in...)
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{hc, hc, mn[1], 1}, nil, in...); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.goggml_dsv4_hc_comb(c.c, mixes.c, scale.c, base.c, C.float(eps), C.int32_t(nIter))
+	}, in...)
+}
+
+// HCPre collapses DeepSeek V4's hc residual streams into one
+// (ggml_dsv4_hc_pre): with x f32 [n, hc, nTokens] and weights f32 [hc,
+// nTokens], the result is f32 [n, nTokens] with
+//
+//	result[i, t] = sum over h of x[i, h, t] * weights[h, t]
+//
+// hc must be at least 1.
+func (c *Context) HCPre(x, weights *Tensor) *Tensor {
+	const op = "dsv4_hc_pre"
+	if p := c.begin(op, x, weights); p != nil {
+		return p
+	}
+	if !haveUpstream {
+		return c.upstreamOnly(op, "HCPre (ggml_dsv4_hc_pre)", x, weights)
+	}
+	if p := c.seqTypes(op, TypeF32, []string{"x", "weights"}, []*Tensor{x, weights}, x, weights); p != nil {
+		return p
+	}
+	xn := x.Ne()
+	switch {
+	case xn[1] < 1 || xn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("x must be [n hc nTokens] with hc >= 1, not %v", xn), x, weights)
+	case weights.Ne() != [MaxDims]int64{xn[1], xn[2], 1, 1}:
+		return c.fail(op, ErrShape, fmt.Sprintf("weights must be [hc nTokens] = %v, not %v", xn[1:3], weights.Ne()), x, weights)
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{xn[0], xn[2], 1, 1}, nil, x, weights); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor { return C.goggml_dsv4_hc_pre(c.c, x.c, weights.c) }, x, weights)
+}
+
+// HCPost expands a layer's output back into DeepSeek V4's hc residual
+// streams (ggml_dsv4_hc_post): with x f32 [n, nTokens], residual f32 [n, hc,
+// nTokens], post f32 [hc, nTokens] and comb f32 [hc, hc, nTokens] (as
+// HCCombine makes), the result is f32 [n, hc, nTokens] with
+//
+//	result[i, d, t] = x[i, t]*post[d, t] + sum over s of residual[i, s, t]*comb[d, s, t]
+//
+// hc must be at least 1.
+func (c *Context) HCPost(x, residual, post, comb *Tensor) *Tensor {
+	const op = "dsv4_hc_post"
+	in := []*Tensor{x, residual, post, comb}
+	if p := c.begin(op, in...); p != nil {
+		return p
+	}
+	if !haveUpstream {
+		return c.upstreamOnly(op, "HCPost (ggml_dsv4_hc_post)", in...)
+	}
+	if p := c.seqTypes(op, TypeF32, []string{"x", "residual", "post", "comb"}, in, in...); p != nil {
+		return p
+	}
+	xn, rn := x.Ne(), residual.Ne()
+	n, nTok, hc := xn[0], xn[1], rn[1]
+	switch {
+	case xn[2] != 1 || xn[3] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("x must be a matrix [n nTokens], not %v", xn), in...)
+	case hc < 1 || rn != [MaxDims]int64{n, hc, nTok, 1}:
+		return c.fail(op, ErrShape, fmt.Sprintf("residual must be [n hc nTokens] with n %d, nTokens %d and hc >= 1, not %v", n, nTok, rn), in...)
+	case post.Ne() != [MaxDims]int64{hc, nTok, 1, 1}:
+		return c.fail(op, ErrShape, fmt.Sprintf("post must be [hc nTokens] = %v, not %v", []int64{hc, nTok}, post.Ne()), in...)
+	case comb.Ne() != [MaxDims]int64{hc, hc, nTok, 1}:
+		return c.fail(op, ErrShape, fmt.Sprintf("comb must be [hc hc nTokens] = %v, not %v", []int64{hc, hc, nTok}, comb.Ne()), in...)
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{n, hc, nTok, 1}, nil, in...); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.goggml_dsv4_hc_post(c.c, x.c, residual.c, post.c, comb.c)
+	}, in...)
+}

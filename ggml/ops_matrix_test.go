@@ -318,3 +318,180 @@ func TestSolveTri(t *testing.T) {
 		})
 	}
 }
+
+// TestHyperConnections checks DeepSeek V4's hyper-connection ops against
+// float64 references: HCCombine's softmax and Sinkhorn normalization,
+// HCPre's and HCPost's weighted sums (on strided views too).
+func TestHyperConnections(t *testing.T) {
+	rng := newRNG(t)
+	const hc, mix = 4, 24
+	for _, nIter := range []int{1, 3} {
+		for _, nTok := range []int{1, 5} {
+			t.Run(fmt.Sprintf("HCCombine/iter %d/tokens %d", nIter, nTok), func(t *testing.T) {
+				e := newEnv(t)
+				mv, sv, bv := randF32(rng, mix*nTok), randF32(rng, 3), randF32(rng, mix)
+				const eps = 1e-3
+				out := e.ctx.HCCombine(e.input(ggml.TypeF32, mv, mix, int64(nTok)), e.input(ggml.TypeF32, sv, 3), e.input(ggml.TypeF32, bv, mix), eps, nIter)
+				if !ggml.HaveUpstream {
+					require.ErrorIs(t, out.Err(), ggml.ErrUnsupported)
+					require.ErrorContains(t, out.Err(), "-tags ggml_system")
+					return
+				}
+				require.NoError(t, out.Err())
+				require.Equal(t, [4]int64{hc, hc, int64(nTok), 1}, out.Ne())
+				e.compute(out)
+				got, err := ggml.Data[float32](out)
+				require.NoError(t, err)
+				ref := newND(hc, hc, nTok)
+				for tok := range nTok {
+					var m [hc][hc]float64 // m[d][s]
+					for s := range hc {
+						var z float64
+						for d := range hc {
+							i := 2*hc + d + hc*s
+							m[d][s] = math.Exp(float64(mv[tok*mix+i])*float64(sv[2]) + float64(bv[i]))
+							z += m[d][s]
+						}
+						for d := range hc {
+							m[d][s] = m[d][s]/z + eps
+						}
+					}
+					overS := func() {
+						for d := range hc {
+							z := eps
+							for s := range hc {
+								z += m[d][s]
+							}
+							for s := range hc {
+								m[d][s] /= z
+							}
+						}
+					}
+					overD := func() {
+						for s := range hc {
+							z := eps
+							for d := range hc {
+								z += m[d][s]
+							}
+							for d := range hc {
+								m[d][s] /= z
+							}
+						}
+					}
+					overS()
+					for range nIter - 1 {
+						overD()
+						overS()
+					}
+					for d := range hc {
+						for s := range hc {
+							ref.v[ref.idx(d, s, tok, 0)] = m[d][s]
+						}
+					}
+				}
+				// Values in [0, 1], each through a few dozen f32 roundings.
+				requireClose(t, ref, got, func(int) float64 { return float64(40*nIter) * seqU })
+			})
+		}
+	}
+	t.Run("HCPre and HCPost", func(t *testing.T) {
+		e := newEnv(t)
+		const n, nTok = 6, 3
+		// x of HCPre as a strided view: every other stream of 2*hc.
+		bigX := randF32(rng, n*2*hc*nTok)
+		big := e.input(ggml.TypeF32, bigX, n, 2*hc, nTok)
+		x := e.ctx.View3D(big, n, hc, nTok, 2*big.Nb()[1], big.Nb()[2], 0)
+		wv := randF32(rng, hc*nTok)
+		pre := e.ctx.HCPre(x, e.input(ggml.TypeF32, wv, hc, nTok))
+		lv, rv, pv, cv := randF32(rng, n*nTok), randF32(rng, n*hc*nTok), randF32(rng, hc*nTok), randF32(rng, hc*hc*nTok)
+		post := e.ctx.HCPost(e.input(ggml.TypeF32, lv, n, nTok), e.input(ggml.TypeF32, rv, n, hc, nTok),
+			e.input(ggml.TypeF32, pv, hc, nTok), e.input(ggml.TypeF32, cv, hc, hc, nTok))
+		if !ggml.HaveUpstream {
+			require.ErrorIs(t, pre.Err(), ggml.ErrUnsupported)
+			return
+		}
+		require.NoError(t, e.ctx.Err())
+		e.compute(pre, post)
+		refPre, magPre := newND(n, nTok), newND(n, nTok)
+		refPre.each(func(i, tok, _, _ int) {
+			for h := range hc {
+				p := float64(bigX[(tok*2*hc+2*h)*n+i]) * float64(wv[tok*hc+h])
+				refPre.v[refPre.idx(i, tok, 0, 0)] += p
+				magPre.v[magPre.idx(i, tok, 0, 0)] += math.Abs(p)
+			}
+		})
+		got, err := ggml.Data[float32](pre)
+		require.NoError(t, err)
+		requireClose(t, refPre, got, seqMagTol(magPre, 2*hc*seqU, 1e-7))
+
+		refPost, magPost := newND(n, hc, nTok), newND(n, hc, nTok)
+		refPost.each(func(i, d, tok, _ int) {
+			p := float64(lv[tok*n+i]) * float64(pv[tok*hc+d])
+			sum, sm := p, math.Abs(p)
+			for s := range hc {
+				p := float64(rv[(tok*hc+s)*n+i]) * float64(cv[(tok*hc+s)*hc+d])
+				sum += p
+				sm += math.Abs(p)
+			}
+			refPost.v[refPost.idx(i, d, tok, 0)], magPost.v[magPost.idx(i, d, tok, 0)] = sum, sm
+		})
+		got, err = ggml.Data[float32](post)
+		require.NoError(t, err)
+		requireClose(t, refPost, got, seqMagTol(magPost, 2*(hc+1)*seqU, 1e-7))
+	})
+}
+
+// TestHyperConnectionsMisuse checks the hyper-connection ops' rules by
+// error kind.
+func TestHyperConnectionsMisuse(t *testing.T) {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 64, NoAlloc: true})
+	require.NoError(t, err)
+	defer func() { c.Close() }()
+	f := func(ne ...int64) *ggml.Tensor { return c.NewTensor(ggml.TypeF32, ne...) }
+	// comb builds HCCombine on mixes of type ty and tensors of shapes ne:
+	// mixes, scale, base.
+	comb := func(nIter int, ty ggml.Type, ne ...[]int64) func() *ggml.Tensor {
+		return func() *ggml.Tensor {
+			return c.HCCombine(c.NewTensor(ty, ne[0]...), f(ne[1]...), f(ne[2]...), 1e-6, nIter)
+		}
+	}
+	type s = []int64
+	cases := []struct {
+		name string
+		want error
+		op   func() *ggml.Tensor
+	}{
+		{"comb ok", nil, comb(2, ggml.TypeF32, s{24, 3}, s{3}, s{24})},
+		{"comb nIter 0", ggml.ErrInvalid, comb(0, ggml.TypeF32, s{24, 3}, s{3}, s{24})},
+		{"comb hc 3", ggml.ErrShape, comb(1, ggml.TypeF32, s{15, 3}, s{3}, s{15})},
+		{"comb 3-d mixes", ggml.ErrShape, comb(1, ggml.TypeF32, s{24, 3, 2}, s{3}, s{24})},
+		{"comb short scale", ggml.ErrShape, comb(1, ggml.TypeF32, s{24, 3}, s{2}, s{24})},
+		{"comb base", ggml.ErrShape, comb(1, ggml.TypeF32, s{24, 3}, s{3}, s{24, 2})},
+		{"comb f16", ggml.ErrType, comb(1, ggml.TypeF16, s{24, 3}, s{3}, s{24})},
+		{"pre ok", nil, func() *ggml.Tensor { return c.HCPre(f(6, 4, 3), f(4, 3)) }},
+		{"pre no streams", ggml.ErrShape, func() *ggml.Tensor { return c.HCPre(f(6, 0, 3), f(0, 3)) }},
+		{"pre 4-d x", ggml.ErrShape, func() *ggml.Tensor { return c.HCPre(f(6, 4, 3, 2), f(4, 3)) }},
+		{"pre weights", ggml.ErrShape, func() *ggml.Tensor { return c.HCPre(f(6, 4, 3), f(4, 2)) }},
+		{"post ok", nil, func() *ggml.Tensor { return c.HCPost(f(6, 3), f(6, 4, 3), f(4, 3), f(4, 4, 3)) }},
+		{"post 3-d x", ggml.ErrShape, func() *ggml.Tensor { return c.HCPost(f(6, 3, 2), f(6, 4, 3), f(4, 3), f(4, 4, 3)) }},
+		{"post residual", ggml.ErrShape, func() *ggml.Tensor { return c.HCPost(f(6, 3), f(5, 4, 3), f(4, 3), f(4, 4, 3)) }},
+		{"post post", ggml.ErrShape, func() *ggml.Tensor { return c.HCPost(f(6, 3), f(6, 4, 3), f(3, 3), f(4, 4, 3)) }},
+		{"post comb", ggml.ErrShape, func() *ggml.Tensor { return c.HCPost(f(6, 3), f(6, 4, 3), f(4, 3), f(4, 3, 3)) }},
+	}
+	for _, cs := range cases {
+		require.NoError(t, c.Err(), "a clean context before %s", cs.name)
+		err := cs.op().Err()
+		switch {
+		case !ggml.HaveUpstream:
+			require.ErrorIs(t, err, ggml.ErrUnsupported, cs.name)
+		case cs.want == nil:
+			require.NoError(t, err, cs.name)
+		default:
+			require.ErrorIs(t, err, cs.want, cs.name)
+		}
+		if err != nil { // the error is sticky: a fresh context for the next case
+			c.Close()
+			c, _ = ggml.NewContext(ggml.ContextParams{MaxTensors: 64, NoAlloc: true})
+		}
+	}
+}

@@ -435,3 +435,57 @@ func (c *Context) AddRelPos(a, pw, ph *Tensor) *Tensor {
 	}
 	return c.call(op, func() *C.struct_ggml_tensor { return C.ggml_add_rel_pos(c.c, a.c, pw.c, ph.c) }, a, pw, ph)
 }
+
+// LightningIndexer scores the keys of DeepSeek sparse attention's
+// indexer (ggml_lightning_indexer; upstream ggml only). With q f32 [d,
+// nHead, nTokens, nStreams], k [d, 1, nKV, nStreams] (f32 or any type
+// whose rows convert to f32), weights f32 [nHead, nTokens, 1, nStreams]
+// (already scaled) and mask f16 [nKV, nTokens, 1, nMask] (nStreams a
+// multiple of nMask; stream s uses mask s mod nMask), the result is f32
+// [nKV, nTokens, 1, nStreams] with
+//
+//	result[j, t, 0, s] = sum over h of max(q[:, h, t, s] · k[:, 0, j, s], 0) * weights[h, t, 0, s]
+//	                     + mask[j, t, 0, s mod nMask]
+//
+// Every input's elements must be adjacent (nb0 = the type's size); other
+// strides are free. d, nHead, nTokens, nStreams and nKV must be below 2^31
+// (ggml's kernel counts them in C ints). With the embedded provider it
+// records an ErrUnsupported error that names -tags ggml_system.
+func (c *Context) LightningIndexer(q, k, weights, mask *Tensor) *Tensor {
+	const op = "lightning_indexer"
+	in := []*Tensor{q, k, weights, mask}
+	if p := c.begin(op, in...); p != nil {
+		return p
+	}
+	if !haveUpstream {
+		return c.upstreamOnly(op, "LightningIndexer (ggml_lightning_indexer)", in...)
+	}
+	if p := c.checkTypes(op, TypeF32, in...); p != nil {
+		return p
+	}
+	for i, x := range in {
+		if !adjacent(x) {
+			return c.fail(op, ErrShape, fmt.Sprintf("%s's elements must be adjacent (nb0 = %d); copy it with Cont",
+				[]string{"q", "k", "weights", "mask"}[i], x.Type().Size()), in...)
+		}
+	}
+	qn, kn, wn, mn := q.Ne(), k.Ne(), weights.Ne(), mask.Ne()
+	switch {
+	case kn[0] != qn[0] || kn[1] != 1 || kn[3] != qn[3]:
+		return c.fail(op, ErrShape, fmt.Sprintf("k must be [d 1 nKV nStreams] with q's d %d and nStreams %d, not %v", qn[0], qn[3], kn), in...)
+	case wn != [MaxDims]int64{qn[1], qn[2], 1, qn[3]}:
+		return c.fail(op, ErrShape, fmt.Sprintf("weights must be [nHead nTokens 1 nStreams] = %v, not %v", []int64{qn[1], qn[2], 1, qn[3]}, wn), in...)
+	case mn[0] != kn[2] || mn[1] != qn[2] || mn[2] != 1:
+		return c.fail(op, ErrShape, fmt.Sprintf("mask must be [nKV nTokens 1 nMask] with nKV %d and nTokens %d, not %v", kn[2], qn[2], mn), in...)
+	case mn[3] < 1 || qn[3]%mn[3] != 0:
+		return c.fail(op, ErrShape, fmt.Sprintf("q's nStreams (%d) must be a multiple of mask.ne3 (%d)", qn[3], mn[3]), in...)
+	case qn[0] > math.MaxInt32 || qn[1] > math.MaxInt32 || qn[2] > math.MaxInt32 || qn[3] > math.MaxInt32 || kn[2] > math.MaxInt32:
+		return c.fail(op, ErrShape, fmt.Sprintf("q %v, k %v: ggml's kernel counts dimensions in C ints", qn, kn), in...)
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{kn[2], qn[2], 1, qn[3]}, nil, in...); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.goggml_lightning_indexer(c.c, q.c, k.c, weights.c, mask.c)
+	}, in...)
+}

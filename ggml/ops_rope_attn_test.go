@@ -517,3 +517,132 @@ func TestRelPos(t *testing.T) {
 		requireClose(t, ref, got, seqMagTol(mag, 3*seqU, 0))
 	})
 }
+
+// TestLightningIndexer checks the indexer's scores against a float64 sum
+// of ReLU'd dot products, for k of f32, f16 and q8_0 and masks broadcast
+// over streams.
+func TestLightningIndexer(t *testing.T) {
+	rng := newRNG(t)
+	cases := []struct {
+		d, nHead, nTok, nKV, nStream, nMask int
+		kt                                  ggml.Type
+	}{
+		{8, 3, 2, 5, 1, 1, ggml.TypeF32},
+		{32, 2, 3, 4, 2, 1, ggml.TypeF16},
+		{64, 4, 2, 3, 4, 2, ggml.TypeQ8_0},
+		{16, 1, 1, 7, 3, 3, ggml.TypeF32},
+	}
+	for _, cs := range cases {
+		t.Run(fmt.Sprintf("%+v", cs), func(t *testing.T) {
+			e := newEnv(t)
+			qv := randF32(rng, cs.d*cs.nHead*cs.nTok*cs.nStream)
+			q := e.input(ggml.TypeF32, qv, int64(cs.d), int64(cs.nHead), int64(cs.nTok), int64(cs.nStream))
+			var kref []float32 // k's values as ggml reads them
+			var k *ggml.Tensor
+			kne := []int64{int64(cs.d), 1, int64(cs.nKV), int64(cs.nStream)}
+			switch cs.kt {
+			case ggml.TypeF32:
+				kref = randF32(rng, cs.d*cs.nKV*cs.nStream)
+				k = e.input(ggml.TypeF32, kref, kne...)
+			case ggml.TypeF16:
+				h := toF16(randF32(rng, cs.d*cs.nKV*cs.nStream))
+				for _, x := range fromF16Slice(h) {
+					kref = append(kref, float32(x))
+				}
+				k = e.input(ggml.TypeF16, h, kne...)
+			default:
+				var raw []byte
+				raw, kref = seqWeights(t, rng, cs.kt, cs.d, cs.nKV*cs.nStream)
+				k = e.seqRaw(cs.kt, raw, kne...)
+			}
+			wv := randF32(rng, cs.nHead*cs.nTok*cs.nStream)
+			w := e.input(ggml.TypeF32, wv, int64(cs.nHead), int64(cs.nTok), 1, int64(cs.nStream))
+			mh := toF16(randF32(rng, cs.nKV*cs.nTok*cs.nMask))
+			mh[0] = f32ToF16(float32(math.Inf(-1))) // a masked key
+			mask := e.input(ggml.TypeF16, mh, int64(cs.nKV), int64(cs.nTok), 1, int64(cs.nMask))
+			out := e.ctx.LightningIndexer(q, k, w, mask)
+			if !ggml.HaveUpstream {
+				require.ErrorIs(t, out.Err(), ggml.ErrUnsupported)
+				require.ErrorContains(t, out.Err(), "-tags ggml_system")
+				return
+			}
+			require.NoError(t, out.Err())
+			require.Equal(t, [4]int64{int64(cs.nKV), int64(cs.nTok), 1, int64(cs.nStream)}, out.Ne())
+			e.compute(out)
+			got, err := ggml.Data[float32](out)
+			require.NoError(t, err)
+			ref, mag := newND(cs.nKV, cs.nTok, 1, cs.nStream), newND(cs.nKV, cs.nTok, 1, cs.nStream)
+			ref.each(func(j, tok, _, s int) {
+				var sum, sm float64
+				for h := range cs.nHead {
+					var dot, dm float64
+					for i := range cs.d {
+						p := float64(qv[((s*cs.nTok+tok)*cs.nHead+h)*cs.d+i]) * float64(kref[(s*cs.nKV+j)*cs.d+i])
+						dot += p
+						dm += math.Abs(p)
+					}
+					wt := float64(wv[(s*cs.nTok+tok)*cs.nHead+h])
+					sum += max(dot, 0) * wt
+					sm += dm * math.Abs(wt)
+				}
+				m := f16ToF64(mh[((s%cs.nMask)*cs.nTok+tok)*cs.nKV+j])
+				ref.v[ref.idx(j, tok, 0, s)] = sum + m
+				mag.v[mag.idx(j, tok, 0, s)] = sm + math.Abs(sum+m)
+			})
+			for i, r := range ref.v { // a masked key scores -Inf exactly
+				if math.IsInf(r, -1) {
+					require.True(t, math.IsInf(float64(got[i]), -1), "element %d: got %g", i, got[i])
+					ref.v[i], got[i], mag.v[i] = 0, 0, 0
+				}
+			}
+			requireClose(t, ref, got, seqMagTol(mag, float64(2*cs.d+cs.nHead)*seqU, 1e-6))
+		})
+	}
+}
+
+// TestLightningIndexerMisuse checks LightningIndexer's rules by error kind.
+func TestLightningIndexerMisuse(t *testing.T) {
+	type in struct {
+		qt, kt, wt, mt ggml.Type
+		q, k, w, m     []int64
+	}
+	good := func() in {
+		return in{ggml.TypeF32, ggml.TypeF32, ggml.TypeF32, ggml.TypeF16,
+			[]int64{8, 2, 3, 2}, []int64{8, 1, 5, 2}, []int64{2, 3, 1, 2}, []int64{5, 3, 1, 1}}
+	}
+	build := func(t *testing.T, x in) error {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+		require.NoError(t, err)
+		defer c.Close()
+		return c.LightningIndexer(c.NewTensor(x.qt, x.q...), c.NewTensor(x.kt, x.k...), c.NewTensor(x.wt, x.w...), c.NewTensor(x.mt, x.m...)).Err()
+	}
+	if !ggml.HaveUpstream {
+		require.ErrorIs(t, build(t, good()), ggml.ErrUnsupported)
+		return
+	}
+	require.NoError(t, build(t, good()))
+	for name, c := range map[string]struct {
+		want error
+		edit func(*in)
+	}{
+		"q f16":           {ggml.ErrType, func(x *in) { x.qt = ggml.TypeF16 }},
+		"mask f32":        {ggml.ErrType, func(x *in) { x.mt = ggml.TypeF32 }},
+		"k q8_K":          {ggml.ErrType, func(x *in) { x.kt, x.q, x.k = ggml.TypeQ8_K, []int64{256, 2, 3, 2}, []int64{256, 1, 5, 2} }},
+		"k's d":           {ggml.ErrShape, func(x *in) { x.k = []int64{4, 1, 5, 2} }},
+		"k's heads":       {ggml.ErrShape, func(x *in) { x.k = []int64{8, 2, 5, 2} }},
+		"k's streams":     {ggml.ErrShape, func(x *in) { x.k = []int64{8, 1, 5, 1} }},
+		"weights' heads":  {ggml.ErrShape, func(x *in) { x.w = []int64{3, 3, 1, 2} }},
+		"mask's keys":     {ggml.ErrShape, func(x *in) { x.m = []int64{4, 3, 1, 1} }},
+		"mask's tokens":   {ggml.ErrShape, func(x *in) { x.m = []int64{5, 2, 1, 1} }},
+		"mask's streams":  {ggml.ErrShape, func(x *in) { x.m = []int64{5, 3, 1, 3} }},
+		"no mask streams": {ggml.ErrShape, func(x *in) { x.m = []int64{5, 3, 1, 0} }},
+		"huge d": {ggml.ErrShape, func(x *in) {
+			x.q, x.k = []int64{1 << 32, 1, 1, 1}, []int64{1 << 32, 1, 5, 1}
+			x.w, x.m = []int64{1, 1, 1, 1}, []int64{5, 1, 1, 1}
+		}},
+	} {
+		x := good()
+		c.edit(&x)
+		require.ErrorIs(t, build(t, x), c.want, name)
+	}
+}

@@ -100,12 +100,36 @@ func (c *Context) SSMConv(sx, cw *Tensor) *Tensor {
 // kernel reads the state at ids[q] unchecked. Ids that the graph computes
 // are accepted only when bounded by construction (an argsort or top-k,
 // through views); ids that are inputs in host memory are checked before
-// compute (ErrInvalid).
+// compute (ErrInvalid). SSMScan is SSMScanK with k = 1.
 func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
+	return c.ssmScan(s, x, dt, a, b, cm, ids, 1)
+}
+
+// SSMScanK is SSMScan keeping k states per sequence (ggml_ssm_scan's K,
+// upstream ggml's): the result is y followed by k slots of nSeqs states
+// ([dState, headDim, nHead] each, in sequence order), most recent first:
+// slot 0 holds each sequence's final state, slot j the state j tokens
+// before the end (after token nTokens-1-j). Slots j >= nTokens are not
+// written: their values are whatever the result's memory held. k must be
+// 1 with Mamba-1's A ([dState, nHead]), and at most 2^31-1.
+//
+// The embedded provider's ggml keeps the final state only: there SSMScanK
+// with k > 1 records an ErrUnsupported error that names -tags ggml_system.
+func (c *Context) SSMScanK(s, x, dt, a, b, cm, ids *Tensor, k int64) *Tensor {
+	return c.ssmScan(s, x, dt, a, b, cm, ids, k)
+}
+
+func (c *Context) ssmScan(s, x, dt, a, b, cm, ids *Tensor, k int64) *Tensor {
 	const op = "ssm_scan"
 	in := []*Tensor{s, x, dt, a, b, cm, ids}
 	if p := c.begin(op, in...); p != nil {
 		return p
+	}
+	switch {
+	case k < 1 || k > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("K (%d) must be in [1, 2^31-1]", k), in...)
+	case k > 1 && !haveUpstream:
+		return c.upstreamOnly(op, fmt.Sprintf("K = %d (more than the final state)", k), in...)
 	}
 	if p := c.seqTypes(op, TypeF32, []string{"s", "x", "dt", "A", "B", "C"}, in[:6], in...); p != nil {
 		return p
@@ -142,6 +166,8 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 		return c.fail(op, ErrShape, fmt.Sprintf("A must be a matrix with ne1 = nHead (%d), not %v", nHead, an), in...)
 	case an[0] != 1 && an[0] != dState:
 		return c.fail(op, ErrShape, fmt.Sprintf("A.ne0 (%d) must be 1 (Mamba-2) or dState (%d, Mamba-1)", an[0], dState), in...)
+	case an[0] != 1 && k != 1:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("K (%d) must be 1 with Mamba-1's A of [dState nHead]", k), in...)
 	}
 	if n, ok := seqMul(dState, headDim, nHead); !ok || n > math.MaxInt32 {
 		return c.fail(op, ErrShape, fmt.Sprintf("a state of %v: ggml's kernel indexes it in 32-bit integers", sn[:3]), in...)
@@ -149,7 +175,7 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 	if p := c.seqIndices(op, "states of s", ids, sn[3], in...); p != nil {
 		return p
 	}
-	st, ok := seqMul(dState, headDim, nHead, nSeq)
+	st, ok := seqMul(k, dState, headDim, nHead, nSeq)
 	n := x.Elements() + st
 	if !ok || n < 0 {
 		return c.fail(op, ErrShape, "the result would have more than 2^63 elements", in...)
@@ -158,7 +184,7 @@ func (c *Context) SSMScan(s, x, dt, a, b, cm, ids *Tensor) *Tensor {
 		return p
 	}
 	return c.call(op, func() *C.struct_ggml_tensor {
-		return C.goggml_ssm_scan(c.c, s.c, x.c, dt.c, a.c, b.c, cm.c, ids.c)
+		return C.goggml_ssm_scan(c.c, s.c, x.c, dt.c, a.c, b.c, cm.c, ids.c, C.int64_t(k))
 	}, in...)
 }
 
@@ -390,3 +416,84 @@ func (c *Context) RWKVWKV7(r, w, k, v, a, b, state *Tensor) *Tensor {
 }
 
 func init() { registerThreadLimit(C.GGML_OP_RWKV_WKV7, seqHeads) }
+
+// GatedDeltaNet is the gated delta rule of Qwen3-Next and Kimi linear
+// attention (ggml_gated_delta_net; upstream ggml only). With v f32 [S, H,
+// nTokens, nSeqs], q and k f32 [S, Hk, nTokens, nSeqsK] (H a multiple of
+// Hk, nSeqs of nSeqsK: head h reads q and k head h mod Hk, sequence s reads
+// q and k sequence s/(nSeqs/nSeqsK)), g f32 [1, H, nTokens, nSeqs] (a
+// scalar gate per head) or [S, H, nTokens, nSeqs] (a gate per key row,
+// KDA), beta f32 [1, H, nTokens, nSeqs] and state f32 [S, S, H, nSeqs]
+// the initial states (element [i, j, h, s] is M[i][j] of head h), it runs
+// for each sequence and head, token by token:
+//
+//	M[i][j]  *= exp(g[i or 0])
+//	delta[j]  = (v[j] - sum over i of M[i][j]*k[i]) * beta
+//	M[i][j]  += k[i] * delta[j]
+//	out[j]    = sum over i of M[i][j]*q[i] / sqrt(S)
+//
+// The result is f32 [S*H, nTokens*nSeqs + K*S*nSeqs]: out, dense as [S, H,
+// nTokens, nSeqs], followed by K slots of the states [S, S, H, nSeqs], most
+// recent first: slot 0 holds the final states, slot j the states j tokens
+// before the end. With nTokens < K, slots j >= nTokens are not written
+// (their values are whatever the result's memory held). K must be in
+// [1, 2^31-1].
+//
+// q, k and v must have adjacent elements (nb0 = 4); g, beta and state must
+// be contiguous. With the embedded provider it records an ErrUnsupported
+// error that names -tags ggml_system.
+func (c *Context) GatedDeltaNet(q, k, v, g, beta, state *Tensor, K int64) *Tensor {
+	const op = "gated_delta_net"
+	in := []*Tensor{q, k, v, g, beta, state}
+	if p := c.begin(op, in...); p != nil {
+		return p
+	}
+	if !haveUpstream {
+		return c.upstreamOnly(op, "GatedDeltaNet (ggml_gated_delta_net)", in...)
+	}
+	names := []string{"q", "k", "v", "g", "beta", "state"}
+	if p := c.seqTypes(op, TypeF32, names, in, in...); p != nil {
+		return p
+	}
+	for i, x := range in[:3] {
+		if !adjacent(x) {
+			return c.fail(op, ErrShape, fmt.Sprintf("%s's elements must be adjacent (nb0 = 4); copy it with Cont", names[i]), in...)
+		}
+	}
+	if p := c.seqDense(op, names[3:], in[3:], in...); p != nil {
+		return p
+	}
+	qn, vn, gn := q.Ne(), v.Ne(), g.Ne()
+	S, H, nTok, nSeq := vn[0], vn[1], vn[2], vn[3]
+	switch {
+	case K < 1 || K > math.MaxInt32:
+		return c.fail(op, ErrInvalid, fmt.Sprintf("K (%d) must be in [1, 2^31-1]", K), in...)
+	case !sameShape(q, k):
+		return c.fail(op, ErrShape, fmt.Sprintf("q %v and k %v must have the same shape", qn, k.Ne()), in...)
+	case qn[0] != S || qn[2] != nTok:
+		return c.fail(op, ErrShape, fmt.Sprintf("q and k must be [S Hk nTokens nSeqsK] with S %d and nTokens %d (v's), not %v", S, nTok, qn), in...)
+	case qn[1] < 1 || H%qn[1] != 0:
+		return c.fail(op, ErrShape, fmt.Sprintf("v's head count (%d) must be a multiple of q's and k's (%d)", H, qn[1]), in...)
+	case qn[3] < 1 || nSeq%qn[3] != 0:
+		return c.fail(op, ErrShape, fmt.Sprintf("v's sequence count (%d) must be a multiple of q's and k's (%d)", nSeq, qn[3]), in...)
+	case gn[0] != 1 && gn[0] != S || gn[1] != H || gn[2] != nTok || gn[3] != nSeq:
+		return c.fail(op, ErrShape, fmt.Sprintf("g must be [1 H nTokens nSeqs] or [S H nTokens nSeqs] = %v, not %v", []int64{S, H, nTok, nSeq}, gn), in...)
+	case beta.Ne() != [MaxDims]int64{1, H, nTok, nSeq}:
+		return c.fail(op, ErrShape, fmt.Sprintf("beta must be [1 H nTokens nSeqs] = %v, not %v", []int64{1, H, nTok, nSeq}, beta.Ne()), in...)
+	case state.Ne() != [MaxDims]int64{S, S, H, nSeq}:
+		return c.fail(op, ErrShape, fmt.Sprintf("state must be [S S H nSeqs] = %v, not %v", []int64{S, S, H, nSeq}, state.Ne()), in...)
+	}
+	ne0, ok0 := seqMul(S, H)
+	rows, ok1 := seqMul(nTok, nSeq)
+	st, ok2 := seqMul(K, S, nSeq)
+	ne1 := rows + st
+	if !ok0 || !ok1 || !ok2 || ne1 < 0 {
+		return c.fail(op, ErrShape, "the result would have more than 2^63 elements per dimension", in...)
+	}
+	if p := c.ensure(op, TypeF32, [MaxDims]int64{ne0, ne1, 1, 1}, nil, in...); p != nil {
+		return p
+	}
+	return c.call(op, func() *C.struct_ggml_tensor {
+		return C.goggml_gated_delta_net(c.c, q.c, k.c, v.c, g.c, beta.c, state.c, C.int64_t(K))
+	}, in...)
+}

@@ -72,17 +72,23 @@ func TestSSMScan(t *testing.T) {
 		mamba1                                 bool
 		nStates                                int
 		stridedX                               bool
+		k                                      int // states kept (SSMScanK); 0: SSMScan
 	}{
-		{"mamba1", 16, 4, 3, 1, 3, 2, true, 3, false},
-		{"mamba1 strided x", 16, 5, 2, 2, 4, 1, true, 2, true},
-		{"mamba2", 16, 4, 4, 2, 3, 2, false, 2, false},
-		{"mamba2 simd+tail", 72, 3, 4, 1, 3, 2, false, 3, true},
-		{"mamba2 simd", 128, 2, 2, 2, 2, 3, false, 3, false},
-		{"dState 1", 1, 3, 2, 1, 2, 2, false, 1, false}, // A [1 nHead] is both forms
+		{"mamba1", 16, 4, 3, 1, 3, 2, true, 3, false, 0},
+		{"mamba1 strided x", 16, 5, 2, 2, 4, 1, true, 2, true, 0},
+		{"mamba2", 16, 4, 4, 2, 3, 2, false, 2, false, 0},
+		{"mamba2 simd+tail", 72, 3, 4, 1, 3, 2, false, 3, true, 0},
+		{"mamba2 simd", 128, 2, 2, 2, 2, 3, false, 3, false, 0},
+		{"dState 1", 1, 3, 2, 1, 2, 2, false, 1, false, 0}, // A [1 nHead] is both forms
+		{"mamba1 K 1", 16, 4, 3, 1, 3, 2, true, 3, false, 1},
+		{"mamba2 K 3", 16, 4, 4, 2, 5, 2, false, 2, false, 3},
+		{"mamba2 K 4 strided x", 72, 3, 4, 1, 4, 3, false, 3, true, 4},
+		{"mamba2 K > nTokens", 16, 2, 2, 1, 2, 2, false, 2, false, 4}, // slots 2, 3 are not written
 	}
 	for _, cs := range cases {
 		t.Run(cs.name, func(t *testing.T) {
 			e := newEnv(t)
+			K := max(cs.k, 1)
 			S := newND(cs.dState, cs.headDim, cs.nHead, cs.nStates)
 			sv := randF32(rng, len(S.v))
 			S = fromF32(sv, cs.dState, cs.headDim, cs.nHead, cs.nStates)
@@ -124,18 +130,28 @@ func TestSSMScan(t *testing.T) {
 				idv[i] = int32(rng.IntN(cs.nStates)) // repeats allowed: sequences may start from one state
 			}
 			ids := e.input(ggml.TypeI32, idv, int64(cs.nS))
-			out := e.ctx.SSMScan(s, x, dt, a, b, cm, ids)
+			var out *ggml.Tensor
+			if cs.k == 0 {
+				out = e.ctx.SSMScan(s, x, dt, a, b, cm, ids)
+			} else {
+				out = e.ctx.SSMScanK(s, x, dt, a, b, cm, ids, int64(cs.k))
+			}
+			if K > 1 && !ggml.HaveUpstream {
+				require.ErrorIs(t, out.Err(), ggml.ErrUnsupported)
+				require.ErrorContains(t, out.Err(), "-tags ggml_system")
+				return
+			}
 			require.NoError(t, out.Err())
 			e.compute(out)
 			ny := len(X.v)
 			nst := cs.dState * cs.headDim * cs.nHead
-			got := seqOutF32(t, out, int64(ny+nst*cs.nS))
+			got := seqOutF32(t, out, int64(ny+K*nst*cs.nS))
 
 			A := fromF32(av, aN0, cs.nHead)
 			B := fromF32(bv, cs.dState, cs.nGroup, cs.nT, cs.nS)
 			C := fromF32(cv, cs.dState, cs.nGroup, cs.nT, cs.nS)
 			DT := fromF32(dtv, cs.nHead, cs.nT, cs.nS)
-			ref, mag := newND(ny+nst*cs.nS), newND(ny+nst*cs.nS)
+			ref, mag := newND(ny+K*nst*cs.nS), newND(ny+K*nst*cs.nS)
 			for q := range cs.nS {
 				st := make([]float64, nst)
 				sm := make([]float64, nst) // |terms| shadow of the state
@@ -166,9 +182,16 @@ func TestSSMScan(t *testing.T) {
 							ref.v[yi], mag.v[yi] = y, ym
 						}
 					}
+					// Slot j holds the state j tokens before the end.
+					if j := cs.nT - 1 - tok; j < K {
+						copy(ref.v[ny+(j*cs.nS+q)*nst:], st)
+						copy(mag.v[ny+(j*cs.nS+q)*nst:], sm)
+					}
 				}
-				copy(ref.v[ny+q*nst:], st)
-				copy(mag.v[ny+q*nst:], sm)
+			}
+			// Slots past nTokens are not written (any value): not compared.
+			if K > cs.nT {
+				clear(got[ny+cs.nT*cs.nS*nst:])
 			}
 			// f32 rounding of the dot over states and of each token's update.
 			rel := float64(2*cs.dState+12*cs.nT) * seqU
@@ -375,5 +398,228 @@ func TestRWKVWKV7Room(t *testing.T) {
 			}
 			ctx.Close()
 		}
+	}
+}
+
+// TestSSMScanKMisuse checks SSMScanK's K by error kind: out of range,
+// more than one state with Mamba-1's A, and more than one state on a
+// provider whose ggml keeps only the final state.
+func TestSSMScanKMisuse(t *testing.T) {
+	build := func(t *testing.T, mamba1 bool, k int64) error {
+		ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true})
+		require.NoError(t, err)
+		defer ctx.Close()
+		const dState, headDim, nHead, nT, nS = 4, 2, 2, 3, 1
+		aN0 := int64(1)
+		if mamba1 {
+			aN0 = dState
+		}
+		s := ctx.NewTensor(ggml.TypeF32, dState, headDim, nHead, nS)
+		x := ctx.NewTensor(ggml.TypeF32, headDim, nHead, nT, nS)
+		dt := ctx.NewTensor(ggml.TypeF32, nHead, nT, nS)
+		a := ctx.NewTensor(ggml.TypeF32, aN0, nHead)
+		b := ctx.NewTensor(ggml.TypeF32, dState, 1, nT, nS)
+		cm := ctx.NewTensor(ggml.TypeF32, dState, 1, nT, nS)
+		ids := ctx.NewTensor(ggml.TypeI32, nS)
+		out := ctx.SSMScanK(s, x, dt, a, b, cm, ids, k)
+		if out.Err() == nil {
+			require.Equal(t, [4]int64{headDim*nHead*nT*nS + k*dState*headDim*nHead*nS, 1, 1, 1}, out.Ne())
+		}
+		return out.Err()
+	}
+	for _, k := range []int64{0, -1, math.MaxInt32 + 1} {
+		require.ErrorIs(t, build(t, false, k), ggml.ErrInvalid, "K %d", k)
+	}
+	require.NoError(t, build(t, true, 1))
+	require.NoError(t, build(t, false, 1))
+	if !ggml.HaveUpstream {
+		require.ErrorIs(t, build(t, false, 2), ggml.ErrUnsupported)
+		require.ErrorIs(t, build(t, true, 2), ggml.ErrUnsupported)
+		return
+	}
+	require.NoError(t, build(t, false, 5))
+	require.ErrorIs(t, build(t, true, 2), ggml.ErrInvalid) // Mamba-1 keeps one state
+}
+
+// TestGatedDeltaNet checks the gated delta rule against a float64
+// recurrence: scalar and per-row (KDA) gates, q and k broadcast over heads
+// and sequences, K state snapshots (more than the tokens too).
+func TestGatedDeltaNet(t *testing.T) {
+	cases := []struct {
+		name                  string
+		S, H, Hk, nT, nS, nSk int
+		kda                   bool
+		K                     int
+		stridedQ              bool // q a view of every other row of a larger tensor
+	}{
+		{"scalar gate", 8, 2, 2, 3, 2, 2, false, 1, false},
+		{"kda", 16, 3, 3, 4, 1, 1, true, 1, false},
+		{"heads and sequences broadcast", 8, 4, 2, 3, 2, 1, false, 1, true},
+		{"K 3", 4, 2, 1, 5, 2, 2, true, 3, false},
+		{"K > nTokens", 4, 2, 2, 2, 1, 1, false, 4, false},
+		{"no tokens", 4, 1, 1, 0, 2, 2, false, 1, false},
+	}
+	rng := newRNG(t)
+	for _, cs := range cases {
+		t.Run(cs.name, func(t *testing.T) {
+			e := newEnv(t)
+			S, H, nT, nS := cs.S, cs.H, cs.nT, cs.nS
+			K := cs.K
+			kv := randF32(rng, S*cs.Hk*nT*cs.nSk)
+			var qv []float32
+			var q *ggml.Tensor
+			if cs.stridedQ {
+				big := randF32(rng, S*2*cs.Hk*nT*cs.nSk)
+				bt := e.input(ggml.TypeF32, big, int64(S), int64(2*cs.Hk), int64(nT), int64(cs.nSk))
+				q = e.ctx.View4D(bt, int64(S), int64(cs.Hk), int64(nT), int64(cs.nSk), 2*bt.Nb()[1], bt.Nb()[2], bt.Nb()[3], 0)
+				qv = make([]float32, len(kv))
+				for i := range qv {
+					row, col := i/S, i%S // row over (h, t, s) of q
+					qv[i] = big[2*row*S+col]
+				}
+			} else {
+				qv = randF32(rng, len(kv))
+				q = e.input(ggml.TypeF32, qv, int64(S), int64(cs.Hk), int64(nT), int64(cs.nSk))
+			}
+			k := e.input(ggml.TypeF32, kv, int64(S), int64(cs.Hk), int64(nT), int64(cs.nSk))
+			vv := randF32(rng, S*H*nT*nS)
+			v := e.input(ggml.TypeF32, vv, int64(S), int64(H), int64(nT), int64(nS))
+			g0 := 1
+			if cs.kda {
+				g0 = S
+			}
+			gv := randF32(rng, g0*H*nT*nS)
+			for i := range gv {
+				gv[i] = -float32(math.Exp(float64(gv[i]))) / 4 // log-decays: g < 0
+			}
+			g := e.input(ggml.TypeF32, gv, int64(g0), int64(H), int64(nT), int64(nS))
+			bv := randF32(rng, H*nT*nS)
+			for i := range bv {
+				bv[i] = float32(1 / (1 + math.Exp(-float64(bv[i])))) // beta in (0, 1)
+			}
+			beta := e.input(ggml.TypeF32, bv, 1, int64(H), int64(nT), int64(nS))
+			sv := randF32(rng, S*S*H*nS)
+			state := e.input(ggml.TypeF32, sv, int64(S), int64(S), int64(H), int64(nS))
+			out := e.ctx.GatedDeltaNet(q, k, v, g, beta, state, int64(K))
+			if !ggml.HaveUpstream {
+				require.ErrorIs(t, out.Err(), ggml.ErrUnsupported)
+				require.ErrorContains(t, out.Err(), "-tags ggml_system")
+				return
+			}
+			require.NoError(t, out.Err())
+			e.compute(out)
+			got := seqOutF32(t, out, int64(S*H), int64(nT*nS+K*S*nS))
+
+			ny, nst := S*H*nT*nS, S*S*H*nS
+			ref, mag := newND(ny+K*nst), newND(ny+K*nst)
+			scale := 1 / math.Sqrt(float64(S))
+			for s := range nS {
+				sk := s / (nS / cs.nSk)
+				for h := range H {
+					hk := h % cs.Hk
+					m, ma := make([]float64, S*S), make([]float64, S*S) // m[i+S*j] = M[i][j]
+					for i := range m {
+						m[i] = float64(sv[(s*H+h)*S*S+i])
+						ma[i] = math.Abs(m[i])
+					}
+					delta, deltaA := make([]float64, S), make([]float64, S)
+					for tok := range nT {
+						at := func(x []float32, hs, hh, ss int) []float32 { return x[((ss*nT+tok)*hh+hs)*S:][:S] }
+						qq, kk, vx := at(qv, hk, cs.Hk, sk), at(kv, hk, cs.Hk, sk), at(vv, h, H, s)
+						b := float64(bv[(s*nT+tok)*H+h])
+						for i := range S {
+							gi := float64(gv[((s*nT+tok)*H+h)*g0])
+							if cs.kda {
+								gi = float64(gv[((s*nT+tok)*H+h)*S+i])
+							}
+							for j := range S {
+								m[i+S*j] *= math.Exp(gi)
+								ma[i+S*j] *= math.Exp(gi)
+							}
+						}
+						for j := range S {
+							sum, suma := 0.0, 0.0
+							for i := range S {
+								sum += m[i+S*j] * float64(kk[i])
+								suma += ma[i+S*j] * math.Abs(float64(kk[i]))
+							}
+							delta[j] = (float64(vx[j]) - sum) * b
+							deltaA[j] = (math.Abs(float64(vx[j])) + suma) * math.Abs(b)
+						}
+						for j := range S {
+							for i := range S {
+								m[i+S*j] += float64(kk[i]) * delta[j]
+								ma[i+S*j] += math.Abs(float64(kk[i])) * deltaA[j]
+							}
+						}
+						for j := range S {
+							sum, suma := 0.0, 0.0
+							for i := range S {
+								sum += m[i+S*j] * float64(qq[i])
+								suma += ma[i+S*j] * math.Abs(float64(qq[i]))
+							}
+							o := ((s*nT+tok)*H+h)*S + j
+							ref.v[o], mag.v[o] = sum*scale, suma*scale
+						}
+						if slot := nT - 1 - tok; slot < K {
+							o := ny + slot*nst + (s*H+h)*S*S
+							copy(ref.v[o:o+S*S], m)
+							copy(mag.v[o:o+S*S], ma)
+						}
+					}
+					if nT == 0 { // K = 1: the state passes through
+						copy(ref.v[ny+(s*H+h)*S*S:], m)
+						copy(mag.v[ny+(s*H+h)*S*S:], ma)
+					}
+				}
+			}
+			// Slots past nTokens are not written (any value): not compared.
+			if K > nT && nT > 0 {
+				clear(got[ny+nT*nst:])
+			}
+			rel := float64(4*S+8*nT) * seqU
+			requireClose(t, ref, got, seqMagTol(mag, rel, 1e-6))
+		})
+	}
+}
+
+// TestGatedDeltaNetMisuse checks GatedDeltaNet's rules by error kind.
+func TestGatedDeltaNetMisuse(t *testing.T) {
+	type shapes struct{ q, k, v, g, beta, state []int64 }
+	good := func() shapes {
+		return shapes{[]int64{4, 2, 3, 1}, []int64{4, 2, 3, 1}, []int64{4, 4, 3, 2}, []int64{1, 4, 3, 2}, []int64{1, 4, 3, 2}, []int64{4, 4, 4, 2}}
+	}
+	build := func(t *testing.T, sh shapes, K int64, ty ggml.Type) error {
+		ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true})
+		require.NoError(t, err)
+		defer ctx.Close()
+		nt := func(ne []int64) *ggml.Tensor { return ctx.NewTensor(ggml.TypeF32, ne...) }
+		out := ctx.GatedDeltaNet(ctx.NewTensor(ty, sh.q...), nt(sh.k), nt(sh.v), nt(sh.g), nt(sh.beta), nt(sh.state), K)
+		return out.Err()
+	}
+	if !ggml.HaveUpstream {
+		require.ErrorIs(t, build(t, good(), 1, ggml.TypeF32), ggml.ErrUnsupported)
+		return
+	}
+	require.NoError(t, build(t, good(), 1, ggml.TypeF32))
+	require.NoError(t, build(t, good(), 7, ggml.TypeF32))
+	require.ErrorIs(t, build(t, good(), 0, ggml.TypeF32), ggml.ErrInvalid)
+	require.ErrorIs(t, build(t, good(), math.MaxInt32+1, ggml.TypeF32), ggml.ErrInvalid)
+	require.ErrorIs(t, build(t, good(), 1, ggml.TypeF16), ggml.ErrType)
+	for name, edit := range map[string]func(*shapes){
+		"q and k differ":           func(s *shapes) { s.q = []int64{4, 1, 3, 1} },
+		"S of q":                   func(s *shapes) { s.q, s.k = []int64{3, 2, 3, 1}, []int64{3, 2, 3, 1} },
+		"tokens of q":              func(s *shapes) { s.q, s.k = []int64{4, 2, 2, 1}, []int64{4, 2, 2, 1} },
+		"heads not a multiple":     func(s *shapes) { s.q, s.k = []int64{4, 3, 3, 1}, []int64{4, 3, 3, 1} },
+		"sequences not a multiple": func(s *shapes) { s.q, s.k = []int64{4, 2, 3, 3}, []int64{4, 2, 3, 3} },
+		"more q sequences":         func(s *shapes) { s.q, s.k = []int64{4, 2, 3, 4}, []int64{4, 2, 3, 4} },
+		"g rows":                   func(s *shapes) { s.g = []int64{2, 4, 3, 2} },
+		"g heads":                  func(s *shapes) { s.g = []int64{1, 3, 3, 2} },
+		"beta":                     func(s *shapes) { s.beta = []int64{4, 4, 3, 2} },
+		"state":                    func(s *shapes) { s.state = []int64{4, 4, 4, 1} },
+	} {
+		sh := good()
+		edit(&sh)
+		require.ErrorIs(t, build(t, sh, 1, ggml.TypeF32), ggml.ErrShape, name)
 	}
 }

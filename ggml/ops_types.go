@@ -255,6 +255,27 @@ var opTypes = map[string]typeRule{
 		}
 		return ""
 	},
+	// col2im_1d has kernels for f32, f16 and bf16 (the result of a's type).
+	"col2im_1d": func(_ Type, in ...Type) string {
+		if !isFloat(in[0]) {
+			return fmt.Sprintf("ggml's kernel takes a of f32, f16 or bf16, not %v", in[0])
+		}
+		return ""
+	},
+	// lightning_indexer: q, weights f32, mask f16; k f32 or any type
+	// whose rows convert to f32 (to_float).
+	"lightning_indexer": func(_ Type, in ...Type) string {
+		q, k, w, m := in[0], in[1], in[2], in[3]
+		switch {
+		case q != TypeF32 || w != TypeF32:
+			return fmt.Sprintf("q and weights must be f32, not %v and %v", q, w)
+		case m != TypeF16:
+			return fmt.Sprintf("mask must be f16, not %v", m)
+		case !readsRows(k):
+			return fmt.Sprintf("ggml's CPU kernel cannot convert k of type %v to f32 (no to_float)", k)
+		}
+		return ""
+	},
 	// repeat has kernels for elements of 2 and 4 bytes.
 	"repeat": func(_ Type, in ...Type) string {
 		if !plainElement(in[0], 2, 4) {

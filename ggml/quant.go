@@ -15,6 +15,7 @@ import (
 var quantizable = map[string]bool{
 	"f32": true, "f16": true, "bf16": true,
 	"q4_0": true, "q4_1": true, "q5_0": true, "q5_1": true, "q8_0": true, "mxfp4": true,
+	"nvfp4": true, "q1_0": true, "q2_0": true, // upstream ggml's (the system provider)
 	"q2_K": true, "q3_K": true, "q4_K": true, "q5_K": true, "q6_K": true,
 	"tq1_0": true, "tq2_0": true,
 	"iq2_xxs": true, "iq2_xs": true, "iq3_xxs": true, "iq3_s": true, "iq2_s": true,
@@ -74,7 +75,7 @@ func (t Type) CanDequantize() bool {
 // ErrType or ErrInvalid errors; nothing reaches ggml's asserts.
 func Quantize(t Type, src []float32, nPerRow int64, imatrix []float32) ([]byte, error) {
 	if !t.CanQuantize() {
-		return nil, fmt.Errorf("%w: quantize: ggml cannot quantize to %v", ErrType, t)
+		return nil, typeError(t, "quantize: ggml cannot quantize to %v", t)
 	}
 	if nPerRow <= 0 || nPerRow%t.BlockSize() != 0 {
 		return nil, fmt.Errorf("%w: quantize: nPerRow (%d) must be a positive multiple of %v's block size %d", ErrShape, nPerRow, t, t.BlockSize())
@@ -151,7 +152,7 @@ func Quantize(t Type, src []float32, nPerRow int64, imatrix []float32) ([]byte, 
 // error.
 func Dequantize(t Type, data []byte) ([]float32, error) {
 	if !t.CanDequantize() {
-		return nil, fmt.Errorf("%w: dequantize: ggml has no float conversion for %v", ErrType, t)
+		return nil, typeError(t, "dequantize: ggml has no float conversion for %v", t)
 	}
 	if uint64(len(data))%t.Size() != 0 {
 		return nil, fmt.Errorf("%w: dequantize: %d bytes is not a whole number of %v blocks of %d bytes", ErrShape, len(data), t, t.Size())
@@ -176,7 +177,7 @@ func Dequantize(t Type, data []byte) ([]float32, error) {
 // read from a file before computing with it.
 func ValidateRowData(t Type, data []byte) error {
 	if !t.CanQuantize() && !validatable[t.String()] {
-		return fmt.Errorf("%w: validate: ggml cannot validate %v data", ErrType, t)
+		return typeError(t, "validate: ggml cannot validate %v data", t)
 	}
 	if uint64(len(data))%t.Size() != 0 {
 		return fmt.Errorf("%w: validate: %d bytes is not a whole number of %v blocks of %d bytes", ErrShape, len(data), t, t.Size())

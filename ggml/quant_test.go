@@ -72,6 +72,10 @@ func TestQuantizeRoundTripEveryType(t *testing.T) {
 		"q2_K": 0.45, "iq2_xxs": 0.45, "iq2_xs": 0.45, "iq2_s": 0.45,
 		"tq2_0": 0.9, "tq1_0": 0.9, // ternary {-1, 0, 1} per block: made for ternary weights, not normal data
 		"iq1_s": 0.7, "iq1_m": 0.7,
+		// upstream ggml's (the system provider)
+		"nvfp4": 0.13,
+		"q1_0":  0.7, // the sign and the block's mean magnitude: sqrt(1-2/pi) = 0.6 for normal data
+		"q2_0":  0.8, // {-d, 0, d, 2d} with d the block's largest magnitude: most values round to 0
 	}
 	n := 0
 	for _, ty := range ggml.Types() {

@@ -79,6 +79,9 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 		return p
 	}
 	if !t.Valid() {
+		if upstreamOnlyType(t) {
+			return c.upstreamOnly(op, "type "+upstreamTypeNames[t])
+		}
 		return c.fail(op, ErrType, fmt.Sprintf("%v is not a ggml type", t))
 	}
 	if len(ne) < 1 || len(ne) > MaxDims {

@@ -49,6 +49,14 @@ const (
 	TypeTQ2_0   Type = C.GGML_TYPE_TQ2_0
 	TypeMXFP4   Type = C.GGML_TYPE_MXFP4
 
+	// Types only upstream ggml has (the system provider): with the embedded
+	// provider they are not Valid, and a call given one returns an
+	// ErrUnsupported error that names -tags ggml_system. Their numbers are
+	// upstream's, the ones GGUF files store.
+	TypeNVFP4 Type = C.GOGGML_TYPE_NVFP4 // 4-bit E2M1 values in blocks of 64, an E4M3 scale per 16
+	TypeQ1_0  Type = C.GOGGML_TYPE_Q1_0  // 1 bit (±d) per value in blocks of 128, an f16 scale d
+	TypeQ2_0  Type = C.GOGGML_TYPE_Q2_0  // 2 bits (-d, 0, d, 2d) per value in blocks of 64, an f16 scale d
+
 	// TypeCount is one past the largest type number (GGML_TYPE_COUNT).
 	TypeCount Type = C.GGML_TYPE_COUNT
 )
@@ -83,6 +91,27 @@ func init() {
 		}
 	}
 }
+
+// upstreamOnlyType reports whether t is a type that only upstream ggml
+// has and the linked ggml lacks.
+func upstreamOnlyType(t Type) bool {
+	return !haveUpstream && (t == TypeNVFP4 || t == TypeQ1_0 || t == TypeQ2_0)
+}
+
+// typeError is the error of a call given type t that this ggml does not
+// know, or cannot use for what: ErrUnsupported naming -tags ggml_system for
+// a type only upstream ggml has, else ErrType.
+func typeError(t Type, format string, args ...any) error {
+	if upstreamOnlyType(t) {
+		return fmt.Errorf("%w: %s: %v needs upstream ggml: build with -tags ggml_system (upstream ggml v0.21.0); this binary links %s",
+			ErrUnsupported, fmt.Sprintf(format, args...), upstreamTypeNames[t], Provider())
+	}
+	return fmt.Errorf("%w: %s", ErrType, fmt.Sprintf(format, args...))
+}
+
+// upstreamTypeNames are upstream ggml's names of its types, for errors in
+// a binary whose ggml has no name for them.
+var upstreamTypeNames = map[Type]string{TypeNVFP4: "nvfp4", TypeQ1_0: "q1_0", TypeQ2_0: "q2_0"}
 
 // Types returns every type this ggml supports, in ggml's order.
 func Types() []Type {
@@ -133,7 +162,7 @@ func (t Type) IsQuantized() bool { return t.Valid() && types[t].quantized }
 // ErrShape error.
 func (t Type) RowSize(ne int64) (uint64, error) {
 	if !t.Valid() {
-		return 0, fmt.Errorf("%w: %v is not a ggml type", ErrType, t)
+		return 0, typeError(t, "%v is not a ggml type", t)
 	}
 	if ne < 0 || ne%types[t].blockSize != 0 {
 		return 0, fmt.Errorf("%w: row of %d elements of %v: must be a non-negative multiple of the block size %d",

@@ -17,8 +17,8 @@ import (
 )
 
 // Error kinds of more than one package: ggml exports ErrInvalid and
-// ErrNotAllocated (with ErrClosed and ErrBusy, life.go), backend exports
-// ErrUnsupported.
+// ErrNotAllocated (with ErrClosed and ErrBusy, life.go), backend and ggml
+// export ErrUnsupported.
 var (
 	ErrInvalid      = errors.New("ggml: invalid argument")
 	ErrNotAllocated = errors.New("ggml: tensor not allocated")

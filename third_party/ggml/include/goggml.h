@@ -162,15 +162,16 @@ static inline void goggml_dev_props_extra(const struct ggml_backend_dev_props * 
 #endif
 }
 
-// goggml_ssm_scan is ggml_ssm_scan over one token per step. Upstream's takes
-// K, the number of states kept per sequence (K = 1 is the embedded
-// provider's behaviour: the last state only).
+// goggml_ssm_scan is ggml_ssm_scan. Upstream's takes K, the number of
+// states kept per sequence; the embedded provider's keeps the last state
+// only (K = 1): the Go side refuses K > 1 there.
 static inline struct ggml_tensor * goggml_ssm_scan(struct ggml_context * ctx, struct ggml_tensor * s,
 		struct ggml_tensor * x, struct ggml_tensor * dt, struct ggml_tensor * A, struct ggml_tensor * B,
-		struct ggml_tensor * C, struct ggml_tensor * ids) {
+		struct ggml_tensor * C, struct ggml_tensor * ids, int64_t K) {
 #if defined(GOGGML_SYSTEM)
-	return ggml_ssm_scan(ctx, s, x, dt, A, B, C, ids, 1);
+	return ggml_ssm_scan(ctx, s, x, dt, A, B, C, ids, K);
 #else
+	(void)K;
 	return ggml_ssm_scan(ctx, s, x, dt, A, B, C, ids);
 #endif
 }
@@ -309,6 +310,140 @@ static inline bool goggml_backend_is_meta(ggml_backend_t be) {
 #else
 	(void)be;
 	return false;
+#endif
+}
+
+// ---- what only upstream ggml has (the system provider) -------------------
+// Upstream ggml v0.21.0 has 2-D tensor transfers, the mmap capability of a
+// device, more ops and more types than the embedded provider. The binding
+// calls them through the goggml_* functions below: on the embedded provider
+// they compile to stubs that the Go side never reaches, for it checks
+// GOGGML_HAVE_UPSTREAM first and returns ErrUnsupported naming
+// -tags ggml_system. The new types get their upstream numbers everywhere
+// (the numbers GGUF files store); the embedded provider's ggml does not
+// know them (they are >= its GGML_TYPE_COUNT).
+#if defined(GOGGML_SYSTEM)
+#define GOGGML_HAVE_UPSTREAM 1
+#define GOGGML_TYPE_NVFP4 GGML_TYPE_NVFP4
+#define GOGGML_TYPE_Q1_0 GGML_TYPE_Q1_0
+#define GOGGML_TYPE_Q2_0 GGML_TYPE_Q2_0
+#define GOGGML_OP_COL2IM_1D GGML_OP_COL2IM_1D
+#define GOGGML_OP_GATED_DELTA_NET GGML_OP_GATED_DELTA_NET
+#define GOGGML_OP_LIGHTNING_INDEXER GGML_OP_LIGHTNING_INDEXER
+#define GOGGML_OP_DSV4_HC_COMB GGML_OP_DSV4_HC_COMB
+#define GOGGML_OP_DSV4_HC_PRE GGML_OP_DSV4_HC_PRE
+#define GOGGML_OP_DSV4_HC_POST GGML_OP_DSV4_HC_POST
+_Static_assert(GGML_TYPE_NVFP4 == 40 && GGML_TYPE_Q1_0 == 41 && GGML_TYPE_Q2_0 == 42,
+	"go-ggml: unexpected ggml version: the type numbers of upstream ggml v0.21.0");
+#else
+#define GOGGML_HAVE_UPSTREAM 0
+#define GOGGML_TYPE_NVFP4 40
+#define GOGGML_TYPE_Q1_0 41
+#define GOGGML_TYPE_Q2_0 42
+// No op of the embedded provider has these numbers (they are negative).
+#define GOGGML_OP_COL2IM_1D (-1)
+#define GOGGML_OP_GATED_DELTA_NET (-2)
+#define GOGGML_OP_LIGHTNING_INDEXER (-3)
+#define GOGGML_OP_DSV4_HC_COMB (-4)
+#define GOGGML_OP_DSV4_HC_PRE (-5)
+#define GOGGML_OP_DSV4_HC_POST (-6)
+#endif
+
+static inline void goggml_tensor_set_2d(struct ggml_tensor * t, const void * data, size_t offset, size_t size,
+		size_t n, size_t stride_tensor, size_t stride_data) {
+#if GOGGML_HAVE_UPSTREAM
+	ggml_backend_tensor_set_2d(t, data, offset, size, n, stride_tensor, stride_data);
+#else
+	(void)t; (void)data; (void)offset; (void)size; (void)n; (void)stride_tensor; (void)stride_data;
+#endif
+}
+static inline void goggml_tensor_get_2d(const struct ggml_tensor * t, void * data, size_t offset, size_t size,
+		size_t n, size_t stride_tensor, size_t stride_data) {
+#if GOGGML_HAVE_UPSTREAM
+	ggml_backend_tensor_get_2d(t, data, offset, size, n, stride_tensor, stride_data);
+#else
+	(void)t; (void)data; (void)offset; (void)size; (void)n; (void)stride_tensor; (void)stride_data;
+#endif
+}
+static inline void goggml_tensor_set_2d_async(ggml_backend_t be, struct ggml_tensor * t, const void * data, size_t offset,
+		size_t size, size_t n, size_t stride_tensor, size_t stride_data) {
+#if GOGGML_HAVE_UPSTREAM
+	ggml_backend_tensor_set_2d_async(be, t, data, offset, size, n, stride_tensor, stride_data);
+#else
+	(void)be; (void)t; (void)data; (void)offset; (void)size; (void)n; (void)stride_tensor; (void)stride_data;
+#endif
+}
+static inline void goggml_tensor_get_2d_async(ggml_backend_t be, const struct ggml_tensor * t, void * data, size_t offset,
+		size_t size, size_t n, size_t stride_tensor, size_t stride_data) {
+#if GOGGML_HAVE_UPSTREAM
+	ggml_backend_tensor_get_2d_async(be, t, data, offset, size, n, stride_tensor, stride_data);
+#else
+	(void)be; (void)t; (void)data; (void)offset; (void)size; (void)n; (void)stride_tensor; (void)stride_data;
+#endif
+}
+
+// goggml_caps_mmap is a device's mmap_support capability (false where the
+// provider's ggml does not report one).
+static inline bool goggml_caps_mmap(const struct ggml_backend_dev_props * p) {
+#if GOGGML_HAVE_UPSTREAM
+	return p->caps.mmap_support;
+#else
+	(void)p;
+	return false;
+#endif
+}
+
+static inline struct ggml_tensor * goggml_col2im_1d(struct ggml_context * ctx, struct ggml_tensor * a, int s0, int oc, int p0) {
+#if GOGGML_HAVE_UPSTREAM
+	return ggml_col2im_1d(ctx, a, s0, oc, p0);
+#else
+	(void)ctx; (void)a; (void)s0; (void)oc; (void)p0;
+	return NULL;
+#endif
+}
+static inline struct ggml_tensor * goggml_gated_delta_net(struct ggml_context * ctx, struct ggml_tensor * q,
+		struct ggml_tensor * k, struct ggml_tensor * v, struct ggml_tensor * g, struct ggml_tensor * beta,
+		struct ggml_tensor * state, int64_t K) {
+#if GOGGML_HAVE_UPSTREAM
+	return ggml_gated_delta_net(ctx, q, k, v, g, beta, state, K);
+#else
+	(void)ctx; (void)q; (void)k; (void)v; (void)g; (void)beta; (void)state; (void)K;
+	return NULL;
+#endif
+}
+static inline struct ggml_tensor * goggml_lightning_indexer(struct ggml_context * ctx, struct ggml_tensor * q,
+		struct ggml_tensor * k, struct ggml_tensor * weights, struct ggml_tensor * mask) {
+#if GOGGML_HAVE_UPSTREAM
+	return ggml_lightning_indexer(ctx, q, k, weights, mask);
+#else
+	(void)ctx; (void)q; (void)k; (void)weights; (void)mask;
+	return NULL;
+#endif
+}
+static inline struct ggml_tensor * goggml_dsv4_hc_comb(struct ggml_context * ctx, struct ggml_tensor * mixes,
+		struct ggml_tensor * scale, struct ggml_tensor * base, float eps, int32_t n_iter) {
+#if GOGGML_HAVE_UPSTREAM
+	return ggml_dsv4_hc_comb(ctx, mixes, scale, base, eps, n_iter);
+#else
+	(void)ctx; (void)mixes; (void)scale; (void)base; (void)eps; (void)n_iter;
+	return NULL;
+#endif
+}
+static inline struct ggml_tensor * goggml_dsv4_hc_pre(struct ggml_context * ctx, struct ggml_tensor * x, struct ggml_tensor * w) {
+#if GOGGML_HAVE_UPSTREAM
+	return ggml_dsv4_hc_pre(ctx, x, w);
+#else
+	(void)ctx; (void)x; (void)w;
+	return NULL;
+#endif
+}
+static inline struct ggml_tensor * goggml_dsv4_hc_post(struct ggml_context * ctx, struct ggml_tensor * x,
+		struct ggml_tensor * residual, struct ggml_tensor * post, struct ggml_tensor * comb) {
+#if GOGGML_HAVE_UPSTREAM
+	return ggml_dsv4_hc_post(ctx, x, residual, post, comb);
+#else
+	(void)ctx; (void)x; (void)residual; (void)post; (void)comb;
+	return NULL;
 #endif
 }
 
