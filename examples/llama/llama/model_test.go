@@ -147,7 +147,7 @@ func TestEvalMatchesReferenceCPU(t *testing.T) {
 			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 3})
 			seq := randomTokens(t, 12, m.Config.VocabSize)
 			ref := openRef(t, path)
-			ref.emulateCPU(typ)
+			ref.emulateCPU()
 			checkAgainstReference(t, m, ref, seq, 7, tolerance[typ])
 		})
 	}
@@ -172,7 +172,7 @@ func TestEvalVariants(t *testing.T) {
 		m := loadModel(t, path, Options{ContextSize: 32})
 		require.True(t, m.Tied())
 		ref := openRef(t, path)
-		ref.emulateCPU(ggml.TypeQ8_0)
+		ref.emulateCPU()
 		checkAgainstReference(t, m, ref, randomTokens(t, 8, m.Config.VocabSize), 5, tolerance[ggml.TypeQ8_0])
 	})
 	t.Run("kv buckets", func(t *testing.T) {
