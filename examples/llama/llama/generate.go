@@ -482,18 +482,20 @@ func randomGPT2Vocab(n int) (tokens []string, types []int32, merges []string) {
 	for _, t := range tokens {
 		seen[t] = true
 	}
-	// Merge printable letters (and Ġ, the space) into pieces of two, then
-	// pieces with pieces, deterministically.
+	// Pieces grow breadth first: each piece, in order, merged with each
+	// letter (a space, Ġ, begins pieces only), so lengths grow with the
+	// logarithm of the vocabulary.
 	letters := []string{"Ġ", "e", "t", "a", "o", "n", "i", "s", "r", "h", "l", "d"}
 	pieces := slices.Clone(letters)
-	for i := 0; len(tokens) < n-len(gpt2Specials); i++ {
-		a, b := pieces[i%len(pieces)], letters[(i/len(pieces))%len(letters)]
-		m := a + b
-		if !seen[m] {
-			seen[m] = true
-			tokens = append(tokens, m)
-			merges = append(merges, a+" "+b)
-			pieces = append(pieces, m)
+	want := n - len(gpt2Specials)
+	for j := 0; len(tokens) < want; j++ {
+		for _, b := range letters[1:] {
+			if m := pieces[j] + b; len(tokens) < want && !seen[m] {
+				seen[m] = true
+				tokens = append(tokens, m)
+				merges = append(merges, pieces[j]+" "+b)
+				pieces = append(pieces, m)
+			}
 		}
 	}
 	types = make([]int32, len(tokens), n)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-ggml/ggml/backend"
@@ -612,6 +613,27 @@ func (m *Model) Rewind(pos int) error {
 	}
 	m.pos = pos
 	return nil
+}
+
+// WeightTypes returns how many of the model's tensors are of each type,
+// as "q4_K ×25, q6_K ×5, f32 ×9", the most frequent first.
+func (m *Model) WeightTypes() string {
+	n := map[ggml.Type]int{}
+	for _, t := range m.weights.Tensors() {
+		n[t.Type()]++
+	}
+	types := slices.Collect(maps.Keys(n))
+	slices.SortFunc(types, func(a, b ggml.Type) int {
+		if n[a] != n[b] {
+			return n[b] - n[a]
+		}
+		return int(a) - int(b)
+	})
+	var s []string
+	for _, t := range types {
+		s = append(s, fmt.Sprintf("%v ×%d", t, n[t]))
+	}
+	return strings.Join(s, ", ")
 }
 
 // Backends returns the model's backends, the accelerator (if any) first.

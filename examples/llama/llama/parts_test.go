@@ -33,6 +33,83 @@ func TestReadConfig(t *testing.T) {
 	assert.Equal(t, 2, v.EOS)
 }
 
+// TestReadConfigRopeScaling reads RoPE scaling as llama.cpp does: linear
+// when the type is absent, the older key rope.scale_linear, and no scaling
+// for type none whatever the factor.
+func TestReadConfigRopeScaling(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(b *gguf.Builder)
+		want   float32
+	}{
+		{"factor without type", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(4)) }, 0.25},
+		{"old key", func(b *gguf.Builder) { b.Set("llama.rope.scale_linear", float32(2)) }, 0.5},
+		{"none", func(b *gguf.Builder) {
+			b.Set("llama.rope.scaling.type", "none")
+			b.Set("llama.rope.scaling.factor", float32(4))
+		}, 1},
+		{"factor 0", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(0)) }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := gguf.Open(writeModified(t, c.change))
+			require.NoError(t, err)
+			defer f.Close()
+			cfg, err := ReadConfig(f)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, cfg.RopeFreqScale)
+		})
+	}
+}
+
+// TestConvertedFile reads the metadata of a file written as llama.cpp's
+// converter and quantizer write one, with a Llama 3 style vocabulary.
+func TestConvertedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "converted.gguf")
+	require.NoError(t, WriteRandom(path, RandomModel{Config: mixConfig, Types: MixQ4KM(mixConfig.BlockCount, false), Converted: true, Vocab: "gpt2", Seed: 3}))
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	ft, err := f.Uint32("general.file_type")
+	require.NoError(t, err)
+	assert.Equal(t, uint32(15), ft) // LLAMA_FTYPE_MOSTLY_Q4_K_M
+	for _, key := range []string{"general.quantization_version", "tokenizer.ggml.merges", "tokenizer.ggml.pre", "tokenizer.chat_template", "llama.vocab_size"} {
+		_, ok := f.Value(key)
+		assert.True(t, ok, key)
+	}
+	// Q4_K_M's choice in 4 blocks: q6_K for attn_v and ffn_down of blocks
+	// 2 and 3 (the last eighth, and every third from the first eighth on)
+	// and for the output; q4_K elsewhere.
+	for name, want := range map[string]ggml.Type{
+		"output.weight": ggml.TypeQ6_K, "token_embd.weight": ggml.TypeQ4_K, "blk.0.attn_v.weight": ggml.TypeQ4_K,
+		"blk.2.attn_v.weight": ggml.TypeQ6_K, "blk.3.ffn_down.weight": ggml.TypeQ6_K, "blk.3.ffn_up.weight": ggml.TypeQ4_K,
+		"blk.1.ffn_norm.weight": ggml.TypeF32,
+	} {
+		ti, ok := f.Tensor(name)
+		require.True(t, ok, name)
+		assert.Equal(t, want, ti.Type, name)
+	}
+	v, err := ReadVocab(f)
+	require.NoError(t, err)
+	require.Equal(t, mixConfig.VocabSize, v.Len())
+	assert.Equal(t, "<|begin_of_text|>", v.Piece(int32(v.BOS)))
+	assert.Equal(t, "<|eot_id|>", v.Piece(int32(v.EOS)))
+	assert.Equal(t, TokenControl, v.Type(int32(v.BOS)))
+	assert.Equal(t, TokenNormal, v.Type(' '))
+	// The first 256 tokens are the bytes, in order, as GPT-2's runes.
+	for b := range 256 {
+		require.Equal(t, []byte{byte(b)}, v.Bytes(int32(b)), "token %d", b)
+	}
+	assert.Equal(t, "Ġe", v.Piece(256))
+	assert.Equal(t, " e", string(v.Bytes(256)))
+
+	// Q4_K_M in the tiny preset, whose rows of 64 are no k-quant blocks:
+	// llama.cpp's fallbacks.
+	mix := MixQ4KM(2, true)
+	assert.Equal(t, ggml.TypeQ5_0, mix("blk.0.attn_q.weight", 64))
+	assert.Equal(t, ggml.TypeQ8_0, mix("token_embd.weight", 64))
+	assert.Equal(t, ggml.TypeQ6_K, mix("token_embd.weight", 256))
+}
+
 // writeModified writes the tiny model with a change made to its builder.
 func writeModified(t *testing.T, change func(b *gguf.Builder)) string {
 	t.Helper()
