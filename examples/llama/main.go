@@ -5,11 +5,22 @@
 //
 //	go run ./examples/llama -gen tiny.gguf -size tiny -type q4_0   # a random model
 //	go run ./examples/llama -model tiny.gguf -prompt 1,2,3 -n 16
+//	go run ./examples/llama -model Llama-3.2-1B-Instruct-Q4_K_M.gguf -prompt 128000,9906 -n 32
+//
+// It runs the Llama-architecture GGUF files llama.cpp makes (Llama 2 and
+// 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; any mix of weight types, such as
+// Q4_K_M): package examples/llama/llama's documentation lists what a file
+// may hold and what is refused (mixture of experts, YaRN, other
+// architectures), each with an error that names the key or tensor.
+// -gen writes a random model laid out as llama.cpp's converter and
+// quantizer write one; -type q4_K_M gives it llama.cpp's Q4_K_M mix and
+// -vocab gpt2 a Llama 3 style vocabulary.
 //
 // It prints each new token's ID and text (from tokenizer.ggml.tokens) on
-// stdout, and the speed and memory use on stderr. A text tokenizer is not
-// part of this example: the prompt is token IDs. The model code is in
-// package examples/llama/llama.
+// stdout, and the model's shape and weight types, the speed and memory use
+// on stderr. A text tokenizer is not part of this example: the prompt is
+// token IDs (llama.cpp's llama-tokenize prints them for a text). The
+// model code is in package examples/llama/llama.
 package main
 
 import (

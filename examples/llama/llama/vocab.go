@@ -124,8 +124,10 @@ func (v *Vocab) Piece(id int32) string {
 }
 
 // Bytes returns the bytes token id stands for: the piece with "▁" turned
-// into a space and <0xNN> into the byte NN (SentencePiece), or the piece's
-// runes mapped back to bytes (GPT-2). An ID outside the vocabulary gives
+// into a space, a byte token <0xNN> (of type TokenByte, or any such piece
+// when the file gives no types) into the byte NN (SentencePiece), or the
+// piece's runes mapped back to bytes (GPT-2). Control tokens print as
+// their pieces ("<s>", "<|eot_id|>"). An ID outside the vocabulary gives
 // "<id>".
 func (v *Vocab) Bytes(id int32) []byte {
 	if id < 0 || int(id) >= len(v.tokens) {
