@@ -5,11 +5,22 @@
 //
 //	go run ./examples/llama -gen tiny.gguf -size tiny -type q4_0   # a random model
 //	go run ./examples/llama -model tiny.gguf -prompt 1,2,3 -n 16
+//	go run ./examples/llama -model Llama-3.2-1B-Instruct-Q4_K_M.gguf -prompt 128000,9906 -n 32
+//
+// It runs the Llama-architecture GGUF files llama.cpp makes (Llama 2 and
+// 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; any mix of weight types, such as
+// Q4_K_M): package examples/llama/llama's documentation lists what a file
+// may hold and what is refused (mixture of experts, YaRN, other
+// architectures), each with an error that names the key or tensor.
+// -gen writes a random model laid out as llama.cpp's converter and
+// quantizer write one; -type q4_K_M gives it llama.cpp's Q4_K_M mix and
+// -vocab gpt2 a Llama 3 style vocabulary.
 //
 // It prints each new token's ID and text (from tokenizer.ggml.tokens) on
-// stdout, and the speed and memory use on stderr. A text tokenizer is not
-// part of this example: the prompt is token IDs. The model code is in
-// package examples/llama/llama.
+// stdout, and the model's shape and weight types, the speed and memory use
+// on stderr. A text tokenizer is not part of this example: the prompt is
+// token IDs (llama.cpp's llama-tokenize prints them for a text). The
+// model code is in package examples/llama/llama.
 package main
 
 import (
@@ -65,7 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
 		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(llama.PresetNames(), ", "))
-		genType = flags.String("type", "q4_0", "with -gen: the weight type (f32, f16, q8_0, q4_0, ...)")
+		genType = flags.String("type", "q4_0", "with -gen: the weight type (f32, f16, q8_0, q4_0, q4_K, ...), or q4_K_M for llama.cpp's mix of q4_K and q6_K")
+		vocab   = flags.String("vocab", "llama", "with -gen: the tokenizer, llama (SentencePiece, Llama 2) or gpt2 (byte-level BPE, Llama 3)")
 		tied    = flags.Bool("tied", false, "with -gen: no output.weight, the output uses token_embd")
 		genSeed = flags.Uint64("gen-seed", 1, "with -gen: the seed of the weights")
 	)
@@ -73,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *gen != "" {
-		return generate(stderr, *gen, *size, *genType, *tied, *genSeed)
+		return generate(stderr, *gen, *size, *genType, *vocab, *tied, *genSeed)
 	}
 	if *model == "" {
 		flags.Usage()
@@ -97,9 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, be := range m.Backends() {
 		names = append(names, be.Name())
 	}
-	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights; loaded in %v on %s\n",
+	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights (%s); loaded in %v on %s\n",
 		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(c.Params(m.Tied()))/1e6,
-		time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
+		m.WeightTypes(), time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
 
 	tokens, err := parsePrompt(*prompt, m.Vocab)
 	if err != nil {
@@ -179,25 +191,33 @@ func parseType(name string) (ggml.Type, error) {
 	return 0, fmt.Errorf("unknown type %q", name)
 }
 
-func generate(stderr io.Writer, path, size, typ string, tied bool, seed uint64) error {
+// generate writes a random model with the metadata of a file converted
+// and quantized by llama.cpp.
+func generate(stderr io.Writer, path, size, typ, vocab string, tied bool, seed uint64) error {
 	cfg, ok := llama.Presets[size]
 	if !ok {
 		return fmt.Errorf("-size %q: want one of %s", size, strings.Join(llama.PresetNames(), ", "))
 	}
-	t, err := parseType(typ)
-	if err != nil {
-		return err
+	r := llama.RandomModel{Config: cfg, Tied: tied, Seed: seed, Converted: true, Vocab: vocab}
+	if typ == "q4_K_M" {
+		r.Types = llama.MixQ4KM(cfg.BlockCount, tied)
+	} else {
+		t, err := parseType(typ)
+		if err != nil {
+			return err
+		}
+		r.Type = t
 	}
 	t0 := time.Now()
-	if err := llama.WriteRandom(path, llama.RandomModel{Config: cfg, Type: t, Tied: tied, Seed: seed}); err != nil {
+	if err := llama.WriteRandom(path, r); err != nil {
 		return err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote %s: %s model, %.1fM %v weights, %s, in %v\n", path, size,
-		float64(cfg.Params(tied))/1e6, t, mib(uint64(st.Size())), time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(stderr, "wrote %s: %s model, %.1fM %s weights, %s, in %v\n", path, size,
+		float64(cfg.Params(tied))/1e6, typ, mib(uint64(st.Size())), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 

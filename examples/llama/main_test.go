@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -10,6 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/examples/llama/llama"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // runCmd runs the command and returns its stdout and stderr.
@@ -85,6 +90,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-model", path, "-prompt", "1,999"}, "token 999 (at 1) outside the vocabulary of 256"},
 		{[]string{"-model", path, "-cache-type", "q9"}, `unknown type "q9"`},
 		{[]string{"-gen", path, "-size", "huge"}, `-size "huge"`},
+		{[]string{"-gen", path, "-vocab", "gpt2"}, "a GPT-2 vocabulary of 256 tokens; want at least 261"},
+		{[]string{"-gen", path, "-vocab", "t5"}, `vocabulary "t5"`},
+		{[]string{"-gen", path, "-type", "q4_K"}, "a row of 64 is not a whole number of q4_K blocks"},
 		{[]string{"-model", filepath.Join(t.TempDir(), "none.gguf")}, "no such file"},
 	} {
 		_, _, err := runCmd(t, ctx, append(c.args, "-threads", "1")...)
@@ -96,4 +104,68 @@ func TestRunErrors(t *testing.T) {
 	cancel()
 	_, _, err = runCmd(t, cancelled, "-model", path, "-threads", "1")
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestRunConvertedFiles runs the command end to end on files laid out as
+// llama.cpp's converter and quantizer write them: the tiny preset in
+// Q4_K_M (whose rows of 64 take llama.cpp's fallbacks q5_0 and q8_0), and
+// a 256-wide model in Q4_K_M with a Llama 3 vocabulary, biases and no
+// llama.vocab_size. The tokens the command prints are the greedy ones of
+// the model package, which its tests hold to the float64 reference.
+func TestRunConvertedFiles(t *testing.T) {
+	ctx := context.Background()
+	rng := testutil.NewRNG(t)
+	dir := t.TempDir()
+
+	tiny := filepath.Join(dir, "tiny-q4_K_M.gguf")
+	_, stderr, err := runCmd(t, ctx, "-gen", tiny, "-type", "q4_K_M", "-gen-seed", fmt.Sprint(rng.Uint64()))
+	require.NoError(t, err)
+	assert.Contains(t, stderr, "q4_K_M weights")
+
+	c := llama.Config{
+		ContextLength: 2048, EmbeddingLength: 256, BlockCount: 4, FeedForward: 512,
+		HeadCount: 4, HeadCountKV: 2, HeadDim: 64, RopeDim: 64,
+		RopeFreqBase: 500000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 512,
+	}
+	wide := filepath.Join(dir, "llama3-like.gguf")
+	require.NoError(t, llama.WriteRandom(wide, llama.RandomModel{
+		Config: c, Types: llama.MixQ4KM(c.BlockCount, false), Biases: true, Converted: true, Vocab: "gpt2", Seed: rng.Uint64(),
+	}))
+
+	for _, f := range []struct {
+		path, prompt string
+		types        []string
+	}{
+		{tiny, "1,40,7,99", []string{"q5_0 ×", "q8_0 ×", "f32 ×"}},
+		{wide, "507,300,261,42", []string{"q4_K ×25", "q6_K ×5", "f32 ×37"}}, // 507: <|begin_of_text|>
+	} {
+		t.Run(filepath.Base(f.path), func(t *testing.T) {
+			out, stderr, err := runCmd(t, ctx, "-model", f.path, "-prompt", f.prompt, "-n", "6", "-threads", "1", "-ignore-eos")
+			require.NoError(t, err, stderr)
+			t.Log("\n" + out + stderr)
+			for _, want := range f.types {
+				assert.Contains(t, stderr, want)
+			}
+			got := tokenLines(t, out)
+			require.Len(t, got, 6)
+
+			// The same greedy run through the model package.
+			m, err := llama.Load(ctx, f.path, llama.Options{Threads: 1, CacheType: ggml.TypeF16})
+			require.NoError(t, err)
+			defer m.Close()
+			var prompt []int32
+			for _, id := range strings.Split(f.prompt, ",") {
+				n, err := strconv.Atoi(id)
+				require.NoError(t, err)
+				prompt = append(prompt, int32(n))
+			}
+			want, err := m.Generate(ctx, prompt, 6, llama.NewSampler(0, 0, 0, 1), nil)
+			require.NoError(t, err)
+			require.Len(t, want, 6)
+			for i, id := range want {
+				assert.Equal(t, int(id), got[i], "token %d", i)
+			}
+			assert.Contains(t, out, fmt.Sprintf("text: %q", m.Vocab.Decode(want)))
+		})
+	}
 }

@@ -46,6 +46,8 @@ const (
 	keyRopeFreqBase  = "rope.freq_base"
 	keyRopeScaling   = "rope.scaling.type"
 	keyRopeFactor    = "rope.scaling.factor"
+	keyRopeFactorOld = "rope.scale_linear"
+	keyExpertCount   = "expert_count"
 	keyRMSEps        = "attention.layer_norm_rms_epsilon"
 	keyVocabSize     = "vocab_size"
 )
@@ -85,13 +87,28 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		}
 	}
 	c.RopeDim = r.int(keyRopeDim, c.HeadDim)
-	if typ, ok := r.str(keyRopeScaling); ok && typ != "none" {
-		if typ != "linear" {
-			r.fail("llama.%s %q is not supported (only linear)", keyRopeScaling, typ)
+	// RoPE scaling as llama.cpp reads it: the type is linear when absent,
+	// the factor is rope.scaling.factor (or the older rope.scale_linear),
+	// 0 or absent meaning none; type none ignores the factor.
+	typ, ok := r.str(keyRopeScaling)
+	if !ok {
+		typ = "linear"
+	}
+	switch typ {
+	case "none":
+	case "linear":
+		factor := r.float(keyRopeFactor, 0)
+		if _, ok := r.f.Value(Arch + "." + keyRopeFactor); !ok {
+			factor = r.float(keyRopeFactorOld, 0)
 		}
-		if factor := r.float(keyRopeFactor, 1); factor > 0 {
+		if factor != 0 {
 			c.RopeFreqScale = 1 / factor
 		}
+	default:
+		r.fail("llama.%s %q is not supported (none and linear are)", keyRopeScaling, typ)
+	}
+	if n := r.int(keyExpertCount, 0); n > 0 && r.err == nil {
+		r.fail("llama.%s is %d: mixture-of-experts models (Mixtral) are not supported", keyExpertCount, n)
 	}
 	if r.err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrModel, r.err)

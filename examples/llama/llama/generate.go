@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -51,23 +52,79 @@ type RandomModel struct {
 	Config
 	// Type is the type of the weight matrices (token_embd, attention,
 	// feed-forward, output): f32, f16, or a type ggml quantizes to without
-	// an importance matrix (q8_0, q4_0, ...). Norm weights are always f32,
-	// as in llama.cpp's files. The zero value is f32.
+	// an importance matrix (q8_0, q4_0, q4_K, ...). Norm weights and
+	// biases are always f32, as in llama.cpp's files. The zero value is
+	// f32.
 	Type ggml.Type
+	// Types, if set, chooses each matrix's type by its name and row
+	// length instead of Type: MixQ4KM is llama.cpp's Q4_K_M.
+	Types func(name string, rowLen int64) ggml.Type
 	// Tied leaves out output.weight: the output projection then uses
 	// token_embd, as Llama 3.2 does.
 	Tied bool
+	// Biases adds the optional biases llama.cpp takes (attn_q, attn_k,
+	// attn_v, attn_output, ffn_gate, ffn_up, ffn_down), small random
+	// values.
+	Biases bool
+	// Converted writes the metadata a file made by llama.cpp's
+	// convert_hf_to_gguf.py and llama-quantize carries beyond the model's
+	// sizes: general.type, name, basename, size_label, file_type and
+	// quantization_version, general.alignment, and the tokenizer's pre,
+	// add_bos_token, add_eos_token, padding_token_id and chat_template.
+	// With the SentencePiece vocabulary it leaves out llama.vocab_size,
+	// as files converted before 2024 do.
+	Converted bool
+	// Vocab is the tokenizer: "llama" (the zero value: SentencePiece, as
+	// in Llama 2, TinyLlama and Mistral) or "gpt2" (byte-level BPE with
+	// merges and <|...|> control tokens, as in Llama 3 and SmolLM).
+	Vocab string
 	// Seed makes the weights: the same seed, the same file.
 	Seed uint64
 }
 
+// MixQ4KM returns the weight types llama.cpp's llama-quantize chooses for
+// Q4_K_M in a model of blockCount blocks: q6_K for the output (or the
+// token embeddings when the output is tied to them) and for attn_v and
+// ffn_down in the first and last eighth of the blocks and every third
+// block between, q4_K for the others. A row whose length is not a multiple
+// of 256 takes the type llama.cpp falls back to (q5_0 for q4_K, q8_0 for
+// q6_K).
+func MixQ4KM(blockCount int, tied bool) func(name string, rowLen int64) ggml.Type {
+	moreBits := func(i int) bool {
+		n := blockCount
+		return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
+	}
+	return func(name string, rowLen int64) ggml.Type {
+		t := ggml.TypeQ4_K
+		switch il, ok := blockOf(name); {
+		case name == "output.weight", tied && name == "token_embd.weight":
+			t = ggml.TypeQ6_K
+		case ok && (strings.Contains(name, ".attn_v.") || strings.Contains(name, ".ffn_down.")) && moreBits(il):
+			t = ggml.TypeQ6_K
+		}
+		if rowLen%t.BlockSize() != 0 {
+			t = map[ggml.Type]ggml.Type{ggml.TypeQ4_K: ggml.TypeQ5_0, ggml.TypeQ6_K: ggml.TypeQ8_0}[t]
+		}
+		return t
+	}
+}
+
+// fileTypes is llama.cpp's general.file_type (enum llama_ftype) of a file
+// whose matrices are all of one type; mixes are named by the caller.
+var fileTypes = map[ggml.Type]uint32{
+	ggml.TypeF32: 0, ggml.TypeF16: 1, ggml.TypeQ4_0: 2, ggml.TypeQ4_1: 3, ggml.TypeQ8_0: 7,
+	ggml.TypeQ5_0: 8, ggml.TypeQ5_1: 9, ggml.TypeQ6_K: 18, ggml.TypeBF16: 32,
+}
+
 // WriteRandom writes a Llama GGUF file at path with random weights, the
-// sizes of r.Config, and a SentencePiece-style vocabulary of r.VocabSize
-// tokens: <unk>, <s>, </s>, byte tokens <0x00>.. (as many as fit in half
-// the vocabulary, at most 256) and "▁"-prefixed and plain word pieces.
-// Matrices are uniform with variance 1/fan-in, so activations stay near 1;
-// norm weights are near 1. Tensors are generated and quantized in chunks
-// while the file is written, so memory stays small whatever the size.
+// sizes of r.Config, and a vocabulary of r.VocabSize tokens: SentencePiece
+// style (<unk>, <s>, </s>, byte tokens <0x00>.. as many as fit in half the
+// vocabulary, at most 256, and "▁"-prefixed and plain word pieces) or
+// GPT-2 style (the 256 byte runes, merged pieces, control tokens at the
+// end). Matrices are uniform with variance 1/fan-in, so activations stay
+// near 1; norm weights are near 1. Tensors are generated and quantized in
+// chunks while the file is written, so memory stays small whatever the
+// size.
 func WriteRandom(path string, r RandomModel) error {
 	b, err := randomBuilder(r)
 	if err != nil {
@@ -100,20 +157,23 @@ func randomBuilder(r RandomModel) (*gguf.Builder, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if c.VocabSize < 4 {
-		return nil, fmt.Errorf("%w: a vocabulary of %d tokens; want at least 4", ErrModel, c.VocabSize)
-	}
-	if c.RopeFreqScale != 1 {
-		return nil, fmt.Errorf("%w: WriteRandom writes no RoPE scaling (RopeFreqScale %g)", ErrModel, c.RopeFreqScale)
-	}
-	t := r.Type
-	if t != ggml.TypeF32 && t != ggml.TypeF16 && (!t.CanQuantize() || t.RequiresImatrix()) {
-		return nil, fmt.Errorf("%w: weight type %v: want f32, f16 or a type that quantizes without an importance matrix", ErrModel, t)
-	}
-	for _, n := range []int{c.EmbeddingLength, c.QDim(), c.FeedForward} {
-		if int64(n)%t.BlockSize() != 0 {
-			return nil, fmt.Errorf("%w: a row of %d is not a whole number of %v blocks (%d)", ErrModel, n, t, t.BlockSize())
+	gpt2 := false
+	switch r.Vocab {
+	case "", "llama":
+		if c.VocabSize < 4 {
+			return nil, fmt.Errorf("%w: a vocabulary of %d tokens; want at least 4", ErrModel, c.VocabSize)
 		}
+	case "gpt2":
+		gpt2 = true
+		if c.VocabSize < 256+len(gpt2Specials) {
+			return nil, fmt.Errorf("%w: a GPT-2 vocabulary of %d tokens; want at least %d", ErrModel, c.VocabSize, 256+len(gpt2Specials))
+		}
+	default:
+		return nil, fmt.Errorf("%w: vocabulary %q: want llama or gpt2", ErrModel, r.Vocab)
+	}
+	typeOf := r.Types
+	if typeOf == nil {
+		typeOf = func(string, int64) ggml.Type { return r.Type }
 	}
 
 	b := gguf.NewBuilder()
@@ -122,9 +182,20 @@ func randomBuilder(r RandomModel) (*gguf.Builder, error) {
 		key string
 		v   any
 	}
-	kv := []pair{
-		{gguf.KeyArchitecture, Arch},
-		{"general.name", fmt.Sprintf("random llama %d×%d %v", c.BlockCount, c.EmbeddingLength, t)},
+	name := fmt.Sprintf("random llama %d×%d", c.BlockCount, c.EmbeddingLength)
+	kv := []pair{{gguf.KeyArchitecture, Arch}}
+	if r.Converted {
+		kv = append(kv, []pair{
+			{"general.type", "model"},
+			{"general.name", name},
+			{"general.basename", "random-llama"},
+			{"general.size_label", fmt.Sprintf("%.0fM", float64(c.Params(r.Tied))/1e6)},
+			{gguf.KeyAlignment, uint32(32)},
+		}...)
+	} else {
+		kv = append(kv, pair{"general.name", fmt.Sprintf("%s %v", name, r.Type)})
+	}
+	kv = append(kv, []pair{
 		{"llama.context_length", u32(c.ContextLength)},
 		{"llama.embedding_length", u32(c.EmbeddingLength)},
 		{"llama.block_count", u32(c.BlockCount)},
@@ -134,21 +205,65 @@ func randomBuilder(r RandomModel) (*gguf.Builder, error) {
 		{"llama.rope.dimension_count", u32(c.RopeDim)},
 		{"llama.rope.freq_base", c.RopeFreqBase},
 		{"llama.attention.layer_norm_rms_epsilon", c.RMSEps},
-		{"llama.vocab_size", u32(c.VocabSize)},
+	}...)
+	if !r.Converted || gpt2 {
+		kv = append(kv, pair{"llama.vocab_size", u32(c.VocabSize)})
 	}
 	if c.HeadDim != c.EmbeddingLength/c.HeadCount {
 		kv = append(kv, pair{"llama.attention.key_length", u32(c.HeadDim)}, pair{"llama.attention.value_length", u32(c.HeadDim)})
 	}
-	tokens, scores, types := randomVocab(c.VocabSize)
-	kv = append(kv, []pair{
-		{"tokenizer.ggml.model", "llama"},
-		{"tokenizer.ggml.tokens", tokens},
-		{"tokenizer.ggml.scores", scores},
-		{"tokenizer.ggml.token_type", types},
-		{"tokenizer.ggml.unknown_token_id", uint32(0)},
-		{"tokenizer.ggml.bos_token_id", uint32(1)},
-		{"tokenizer.ggml.eos_token_id", uint32(2)},
-	}...)
+	if c.RopeFreqScale != 1 {
+		kv = append(kv, pair{"llama.rope.scaling.type", "linear"}, pair{"llama.rope.scaling.factor", 1 / c.RopeFreqScale})
+	}
+	if r.Converted {
+		if r.Types == nil {
+			if ft, ok := fileTypes[r.Type]; ok {
+				kv = append(kv, pair{"general.file_type", ft})
+			}
+		} else {
+			kv = append(kv, pair{"general.file_type", uint32(15)}) // LLAMA_FTYPE_MOSTLY_Q4_K_M
+		}
+		kv = append(kv, pair{"general.quantization_version", uint32(2)})
+	}
+	if gpt2 {
+		tokens, types, merges := randomGPT2Vocab(c.VocabSize)
+		kv = append(kv, []pair{
+			{"tokenizer.ggml.model", "gpt2"},
+			{"tokenizer.ggml.tokens", tokens},
+			{"tokenizer.ggml.token_type", types},
+			{"tokenizer.ggml.merges", merges},
+			{"tokenizer.ggml.bos_token_id", uint32(c.VocabSize - len(gpt2Specials))},
+			{"tokenizer.ggml.eos_token_id", uint32(c.VocabSize - len(gpt2Specials) + 2)},
+		}...)
+		if r.Converted {
+			kv = append(kv, []pair{
+				{"tokenizer.ggml.pre", "llama-bpe"},
+				{"tokenizer.ggml.add_bos_token", true},
+				{"tokenizer.ggml.padding_token_id", uint32(c.VocabSize - len(gpt2Specials) + 1)},
+				{"tokenizer.chat_template", "{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n{{ m['content'] }}<|eot_id|>{% endfor %}"},
+			}...)
+		}
+	} else {
+		tokens, scores, types := randomVocab(c.VocabSize)
+		kv = append(kv, []pair{
+			{"tokenizer.ggml.model", "llama"},
+			{"tokenizer.ggml.tokens", tokens},
+			{"tokenizer.ggml.scores", scores},
+			{"tokenizer.ggml.token_type", types},
+			{"tokenizer.ggml.unknown_token_id", uint32(0)},
+			{"tokenizer.ggml.bos_token_id", uint32(1)},
+			{"tokenizer.ggml.eos_token_id", uint32(2)},
+		}...)
+		if r.Converted {
+			kv = append(kv, []pair{
+				{"tokenizer.ggml.pre", "default"},
+				{"tokenizer.ggml.padding_token_id", uint32(0)},
+				{"tokenizer.ggml.add_bos_token", true},
+				{"tokenizer.ggml.add_eos_token", false},
+				{"tokenizer.chat_template", "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}</s>\n{% endfor %}"},
+			}...)
+		}
+	}
 	for _, p := range kv {
 		if err := b.Set(p.key, p.v); err != nil {
 			return nil, err
@@ -157,53 +272,81 @@ func randomBuilder(r RandomModel) (*gguf.Builder, error) {
 
 	e, q, k, f, v := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward), int64(c.VocabSize)
 	n := 0
-	add := func(name string, typ ggml.Type, ne0, ne1 int64, norm bool) error {
+	add := func(name string, ne0, ne1 int64, kind tensorKind) error {
 		n++
-		g := randomTensor{typ: typ, ne0: ne0, ne1: ne1, norm: norm, seed: r.Seed, index: uint64(n)}
+		typ := ggml.TypeF32
+		if kind == matrixTensor {
+			typ = typeOf(name, ne0)
+			if typ != ggml.TypeF32 && typ != ggml.TypeF16 && (!typ.CanQuantize() || typ.RequiresImatrix()) {
+				return fmt.Errorf("%w: %s: weight type %v: want f32, f16 or a type that quantizes without an importance matrix", ErrModel, name, typ)
+			}
+			if ne0%typ.BlockSize() != 0 {
+				return fmt.Errorf("%w: %s: a row of %d is not a whole number of %v blocks (%d)", ErrModel, name, ne0, typ, typ.BlockSize())
+			}
+		}
+		g := randomTensor{typ: typ, ne0: ne0, ne1: ne1, kind: kind, seed: r.Seed, index: uint64(n)}
 		shape := []int64{ne0, ne1}
 		if ne1 == 1 {
 			shape = shape[:1]
 		}
 		return b.AddTensor(name, typ, shape, gguf.FromReader(g.open))
 	}
-	if err := add("token_embd.weight", t, e, v, false); err != nil {
+	if err := add("token_embd.weight", e, v, matrixTensor); err != nil {
 		return nil, err
 	}
 	for i := range c.BlockCount {
 		p := fmt.Sprintf("blk.%d.", i)
 		for _, w := range []struct {
 			name     string
-			typ      ggml.Type
 			ne0, ne1 int64
 		}{
-			{"attn_norm", ggml.TypeF32, e, 1},
-			{"attn_q", t, e, q}, {"attn_k", t, e, k}, {"attn_v", t, e, k}, {"attn_output", t, q, e},
-			{"ffn_norm", ggml.TypeF32, e, 1},
-			{"ffn_gate", t, e, f}, {"ffn_up", t, e, f}, {"ffn_down", t, f, e},
+			{"attn_norm", e, 0},
+			{"attn_q", e, q}, {"attn_k", e, k}, {"attn_v", e, k}, {"attn_output", q, e},
+			{"ffn_norm", e, 0},
+			{"ffn_gate", e, f}, {"ffn_up", e, f}, {"ffn_down", f, e},
 		} {
-			if err := add(p+w.name+".weight", w.typ, w.ne0, w.ne1, w.ne1 == 1); err != nil {
+			if w.ne1 == 0 {
+				if err := add(p+w.name+".weight", w.ne0, 1, normTensor); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := add(p+w.name+".weight", w.ne0, w.ne1, matrixTensor); err != nil {
 				return nil, err
+			}
+			if r.Biases {
+				if err := add(p+w.name+".bias", w.ne1, 1, biasTensor); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
-	if err := add("output_norm.weight", ggml.TypeF32, e, 1, true); err != nil {
+	if err := add("output_norm.weight", e, 1, normTensor); err != nil {
 		return nil, err
 	}
 	if !r.Tied {
-		if err := add("output.weight", t, e, v, false); err != nil {
+		if err := add("output.weight", e, v, matrixTensor); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
 }
 
+// tensorKind says how randomTensor draws a tensor's values.
+type tensorKind int
+
+const (
+	matrixTensor tensorKind = iota // uniform with variance 1/ne0
+	normTensor                     // 1 ± 0.1
+	biasTensor                     // ± 0.1
+)
+
 // randomTensor generates one tensor's data, row by row, from its own
-// random stream (seed, index): norm weights 1 ± 0.1, matrices uniform with
-// variance 1/ne0.
+// random stream (seed, index), as its kind says.
 type randomTensor struct {
 	typ         ggml.Type
 	ne0, ne1    int64
-	norm        bool
+	kind        tensorKind
 	seed, index uint64
 }
 
@@ -244,11 +387,16 @@ func (r *randomReader) next() error {
 		r.f32 = make([]float32, n)
 	}
 	vals := r.f32[:n]
-	if r.g.norm {
+	switch r.g.kind {
+	case normTensor:
 		for i := range vals {
 			vals[i] = 1 + 0.2*(r.rng.Float32()-0.5)
 		}
-	} else {
+	case biasTensor:
+		for i := range vals {
+			vals[i] = 0.2 * (r.rng.Float32() - 0.5)
+		}
+	default:
 		a := float32(math.Sqrt(3 / float64(r.g.ne0))) // uniform(-a, a): variance 1/ne0
 		for i := range vals {
 			vals[i] = a * (2*r.rng.Float32() - 1)
@@ -310,4 +458,53 @@ func randomVocab(n int) (tokens []string, scores []float32, types []int32) {
 		scores[i] = -float32(i)
 	}
 	return tokens, scores, types
+}
+
+// gpt2Specials are the control tokens at the end of a GPT-2 style
+// vocabulary, as in Llama 3's: BOS, end of text (padding), end of turn
+// (EOS), and the header marks of its chat template.
+var gpt2Specials = []string{"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"}
+
+// randomGPT2Vocab makes a byte-level BPE vocabulary of n tokens: the 256
+// byte runes of GPT-2's byte-to-unicode map (type 1, normal), pieces
+// merged from two earlier ones with their merges ("a b"), and
+// gpt2Specials (type 3, control) last.
+func randomGPT2Vocab(n int) (tokens []string, types []int32, merges []string) {
+	runes := make([]rune, 0, 256)
+	for r := range gpt2Byte {
+		runes = append(runes, r)
+	}
+	sort.Slice(runes, func(i, j int) bool { return gpt2Byte[runes[i]] < gpt2Byte[runes[j]] })
+	for _, r := range runes {
+		tokens = append(tokens, string(r))
+	}
+	seen := map[string]bool{}
+	for _, t := range tokens {
+		seen[t] = true
+	}
+	// Pieces grow breadth first: each piece, in order, merged with each
+	// letter (a space, Ġ, begins pieces only), so lengths grow with the
+	// logarithm of the vocabulary.
+	letters := []string{"Ġ", "e", "t", "a", "o", "n", "i", "s", "r", "h", "l", "d"}
+	pieces := slices.Clone(letters)
+	want := n - len(gpt2Specials)
+	for j := 0; len(tokens) < want; j++ {
+		for _, b := range letters[1:] {
+			if m := pieces[j] + b; len(tokens) < want && !seen[m] {
+				seen[m] = true
+				tokens = append(tokens, m)
+				merges = append(merges, pieces[j]+" "+b)
+				pieces = append(pieces, m)
+			}
+		}
+	}
+	types = make([]int32, len(tokens), n)
+	for i := range types {
+		types[i] = 1
+	}
+	for _, s := range gpt2Specials {
+		tokens = append(tokens, s)
+		types = append(types, 3)
+	}
+	return tokens, types, merges
 }

@@ -42,10 +42,20 @@ type step struct {
 }
 
 // graphSize is the most nodes and leafs one graph has.
-func (m *Model) graphSize() int { return 64*m.Config.BlockCount + 256 }
+func (m *Model) graphSize() int { return 80*m.Config.BlockCount + 256 }
 
 // build makes the graph of one batch. The weights come from the file; the
 // inputs are new tensors that the scheduler allocates (on the CPU) and that
+// linear is w·x, plus the bias b (broadcast over the tokens) when the file
+// has one.
+func linear(ctx *ggml.Context, w, b, x *ggml.Tensor) *ggml.Tensor {
+	y := ctx.MulMat(w, x)
+	if b != nil {
+		y = ctx.Add(y, b)
+	}
+	return y
+}
+
 // setInputs fills before each compute.
 //
 // Shapes are ggml's, innermost first: a batch of activations is [width,
@@ -91,9 +101,9 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 
 		// Attention: RMS norm, Q K V, RoPE on Q and K.
 		h := ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.attnNorm)
-		q := ctx.Reshape(ctx.MulMat(l.wq, h), hd, nh, n)   // [hd, heads, n]
-		k := ctx.Reshape(ctx.MulMat(l.wk, h), hd, nhkv, n) // [hd, kv heads, n]
-		v := ctx.MulMat(l.wv, h)                           // [kvDim, n]
+		q := ctx.Reshape(linear(ctx, l.wq, l.bq, h), hd, nh, n)   // [hd, heads, n]
+		k := ctx.Reshape(linear(ctx, l.wk, l.bk, h), hd, nhkv, n) // [hd, kv heads, n]
+		v := linear(ctx, l.wv, l.bv, h)                           // [kvDim, n]
 		q = ctx.Rope(q, s.pos, rope)
 		k = ctx.Rope(k, s.pos, rope)
 
@@ -113,12 +123,12 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 		kq = ctx.SoftMaxExt(kq, s.mask, scale, 0)
 		kqv := ctx.MulMat(vView, kq)                                         // [hd, n, heads]
 		attn := ctx.ContND(ctx.Permute(kqv, 0, 2, 1, 3), int64(c.QDim()), n) // [q, n]
-		x = ctx.Add(x, ctx.MulMat(l.wo, attn))
+		x = ctx.Add(x, linear(ctx, l.wo, l.bo, attn))
 
 		// Feed-forward: RMS norm, SwiGLU.
 		h = ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.ffnNorm)
-		ffn := ctx.GLUSplit(ctx.MulMat(l.wGate, h), ctx.MulMat(l.wUp, h), ggml.GLUSwiglu)
-		x = ctx.Add(x, ctx.MulMat(l.wDown, ffn))
+		ffn := ctx.GLUSplit(linear(ctx, l.wGate, l.bGate, h), linear(ctx, l.wUp, l.bUp, h), ggml.GLUSwiglu)
+		x = ctx.Add(x, linear(ctx, l.wDown, l.bDown, ffn))
 	}
 	if !all && n > 1 {
 		x = ctx.View2D(x, int64(c.EmbeddingLength), 1, x.Nb()[1], uint64(n-1)*x.Nb()[1]) // the last token

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-ggml/ggml/backend"
@@ -107,6 +108,8 @@ type Model struct {
 type layer struct {
 	attnNorm, wq, wk, wv, wo   *ggml.Tensor
 	ffnNorm, wGate, wUp, wDown *ggml.Tensor
+	bq, bk, bv, bo             *ggml.Tensor // optional biases (nil when absent)
+	bGate, bUp, bDown          *ggml.Tensor
 	k, v                       *ggml.Tensor // the cache: k [KVDim, nCtx], v [nCtx, KVDim] (transposed)
 	ropeFreqs                  *ggml.Tensor // rope_freqs.weight on this layer's device, or nil
 	bt                         *backend.BufferType
@@ -196,8 +199,18 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 		}
 		return cpuBT
 	}
+	probe := dev
+	if gpuLayers == 0 {
+		probe = nil
+	}
+	cpuOnly, err := checkOps(f, tied, int64(m.nBatch), probe)
+	if err != nil {
+		return nil, err
+	}
 	place := func(name string) *backend.BufferType {
 		switch {
+		case cpuOnly[name]:
+			return cpuBT // a type the accelerator cannot multiply (or look up)
 		case name == "token_embd.weight":
 			if tied {
 				return layerBT(cfg.BlockCount)
@@ -237,6 +250,8 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 			wv: w(p + "attn_v.weight"), wo: w(p + "attn_output.weight"),
 			ffnNorm: w(p + "ffn_norm.weight"), wGate: w(p + "ffn_gate.weight"), wUp: w(p + "ffn_up.weight"),
 			wDown: w(p + "ffn_down.weight"), bt: layerBT(i),
+			bq: w(p + "attn_q.bias"), bk: w(p + "attn_k.bias"), bv: w(p + "attn_v.bias"), bo: w(p + "attn_output.bias"),
+			bGate: w(p + "ffn_gate.bias"), bUp: w(p + "ffn_up.bias"), bDown: w(p + "ffn_down.bias"),
 		}
 	}
 	var ropeFreqs []float32
@@ -302,7 +317,7 @@ func bestGPU() *backend.Device {
 	return igpu
 }
 
-var blockName = regexp.MustCompile(`^blk\.(\d+)\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.weight$`)
+var blockName = regexp.MustCompile(`^blk\.(\d+)\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.(weight|bias)$`)
 
 // blockOf returns the block number of a block tensor's name.
 func blockOf(name string) (int, bool) {
@@ -314,54 +329,119 @@ func blockOf(name string) (int, bool) {
 	return n, err == nil
 }
 
+// tensorSpec is the shape of a tensor of the model, and whether it may be
+// absent.
+type tensorSpec struct {
+	shape    []int64
+	optional bool
+}
+
+// blockTensors are the tensors of one block (their names after "blk.N.")
+// and their shapes, given the widths e (embedding), q (queries), k (keys
+// and values) and ff (feed forward); the optional ones are the biases
+// llama.cpp takes when a file has them.
+func blockTensors(e, q, k, ff int64) map[string]tensorSpec {
+	return map[string]tensorSpec{
+		"attn_norm.weight": {[]int64{e}, false},
+		"attn_q.weight":    {[]int64{e, q}, false}, "attn_q.bias": {[]int64{q}, true},
+		"attn_k.weight": {[]int64{e, k}, false}, "attn_k.bias": {[]int64{k}, true},
+		"attn_v.weight": {[]int64{e, k}, false}, "attn_v.bias": {[]int64{k}, true},
+		"attn_output.weight": {[]int64{q, e}, false}, "attn_output.bias": {[]int64{e}, true},
+		"ffn_norm.weight": {[]int64{e}, false},
+		"ffn_gate.weight": {[]int64{e, ff}, false}, "ffn_gate.bias": {[]int64{ff}, true},
+		"ffn_up.weight": {[]int64{e, ff}, false}, "ffn_up.bias": {[]int64{ff}, true},
+		"ffn_down.weight": {[]int64{ff, e}, false}, "ffn_down.bias": {[]int64{e}, true},
+	}
+}
+
 // checkTensors checks that f has exactly the tensors of a Llama model of
-// configuration c, with their shapes and usable types. It returns whether
-// the output layer is tied to the token embeddings and whether the file
-// has RoPE frequency factors (Llama 3.1's rope_freqs.weight).
+// configuration c, with their shapes, and that vectors (norms, biases,
+// RoPE factors) are f32. It returns whether the output layer is tied to
+// the token embeddings and whether the file has RoPE frequency factors
+// (Llama 3.1's rope_freqs.weight). The types of the matrices are checked
+// against the ops that use them by checkOps.
 func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
 	e, q, k, ff, v := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward), int64(c.VocabSize)
-	want := map[string][]int64{
-		"token_embd.weight":  {e, v},
-		"output_norm.weight": {e},
-		"output.weight":      {e, v},
-		"rope_freqs.weight":  {int64(c.RopeDim / 2)},
+	want := map[string]tensorSpec{
+		"token_embd.weight":  {[]int64{e, v}, false},
+		"output_norm.weight": {[]int64{e}, false},
+		"output.weight":      {[]int64{e, v}, true},
+		"rope_freqs.weight":  {[]int64{int64(c.RopeDim / 2)}, true},
 	}
 	for i := range c.BlockCount {
 		p := "blk." + strconv.Itoa(i) + "."
-		for name, shape := range map[string][]int64{
-			"attn_norm": {e}, "attn_q": {e, q}, "attn_k": {e, k}, "attn_v": {e, k}, "attn_output": {q, e},
-			"ffn_norm": {e}, "ffn_gate": {e, ff}, "ffn_up": {e, ff}, "ffn_down": {ff, e},
-		} {
-			want[p+name+".weight"] = shape
+		for name, s := range blockTensors(e, q, k, ff) {
+			want[p+name] = s
 		}
 	}
 	for _, ti := range f.Tensors() {
-		shape, ok := want[ti.Name]
+		w, ok := want[ti.Name]
 		if !ok {
-			return false, false, fmt.Errorf("%w: tensor %s is not part of the Llama model this example runs (biases, experts and vision towers are not supported)", ErrModel, ti.Name)
+			return false, false, fmt.Errorf("%w: tensor %s is not part of the Llama model this example runs (experts and vision towers are not supported)", ErrModel, ti.Name)
 		}
 		got := ti.Shape
-		for len(got) > len(shape) && got[len(got)-1] == 1 {
+		for len(got) > len(w.shape) && got[len(got)-1] == 1 {
 			got = got[:len(got)-1]
 		}
-		if !slices.Equal(got, shape) {
-			return false, false, fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrModel, ti.Name, ti.Shape, shape)
+		if !slices.Equal(got, w.shape) {
+			return false, false, fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrModel, ti.Name, ti.Shape, w.shape)
 		}
-		if vector := len(shape) == 1; vector && ti.Type != ggml.TypeF32 {
+		if vector := len(w.shape) == 1; vector && ti.Type != ggml.TypeF32 {
 			return false, false, fmt.Errorf("%w: tensor %s is %v, want f32", ErrModel, ti.Name, ti.Type)
-		} else if !vector && !ti.Type.CanDequantize() {
-			return false, false, fmt.Errorf("%w: tensor %s has type %v, which ggml cannot multiply", ErrModel, ti.Name, ti.Type)
 		}
 	}
 	names := slices.Sorted(maps.Keys(want))
 	for _, name := range names {
-		if _, ok := f.Tensor(name); !ok && name != "output.weight" && name != "rope_freqs.weight" {
+		if _, ok := f.Tensor(name); !ok && !want[name].optional {
 			return false, false, fmt.Errorf("%w: tensor %s is missing", ErrModel, name)
 		}
 	}
 	_, hasOutput := f.Tensor("output.weight")
 	_, ropeFreqs = f.Tensor("rope_freqs.weight")
 	return !hasOutput, ropeFreqs, nil
+}
+
+// checkOps checks each weight matrix of f against the ops the model runs
+// with it — MulMat, and GetRows for token_embd (both when the output is
+// tied to it) — and returns the names of those the accelerator dev
+// cannot run, which Load then keeps on the CPU as llama.cpp does. The
+// CPU must run every one: a type it cannot (no dot product, no
+// conversion to f32, as ggml's op checks say) is an ErrModel error that
+// also wraps ggml's error. batch is the most tokens of a compute.
+func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device) (cpuOnly map[string]bool, err error) {
+	cpuOnly = map[string]bool{}
+	for _, ti := range f.Tensors() {
+		if len(ti.Shape) < 2 {
+			continue // f32 vectors, checked by checkTensors
+		}
+		rows := ti.Name == "token_embd.weight"
+		mul := !rows || tied
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+		if err != nil {
+			return nil, err
+		}
+		w := c.NewTensor(ti.Type, ti.Shape...)
+		var ops []*ggml.Tensor
+		if rows {
+			ops = append(ops, c.GetRows(w, c.NewTensor(ggml.TypeI32, batch)))
+		}
+		if mul {
+			ops = append(ops, c.MulMat(w, c.NewTensor(ggml.TypeF32, ti.Shape[0], batch)))
+		}
+		if err := c.Err(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("%w: tensor %s of type %v: %w", ErrModel, ti.Name, ti.Type, err)
+		}
+		if dev != nil {
+			for _, op := range ops {
+				if !dev.SupportsOp(op) {
+					cpuOnly[ti.Name] = true
+				}
+			}
+		}
+		c.Close()
+	}
+	return cpuOnly, nil
 }
 
 // newState allocates the KV cache of each layer on its layer's buffer
@@ -533,6 +613,27 @@ func (m *Model) Rewind(pos int) error {
 	}
 	m.pos = pos
 	return nil
+}
+
+// WeightTypes returns how many of the model's tensors are of each type,
+// as "q4_K ×25, q6_K ×5, f32 ×9", the most frequent first.
+func (m *Model) WeightTypes() string {
+	n := map[ggml.Type]int{}
+	for _, t := range m.weights.Tensors() {
+		n[t.Type()]++
+	}
+	types := slices.Collect(maps.Keys(n))
+	slices.SortFunc(types, func(a, b ggml.Type) int {
+		if n[a] != n[b] {
+			return n[b] - n[a]
+		}
+		return int(a) - int(b)
+	})
+	var s []string
+	for _, t := range types {
+		s = append(s, fmt.Sprintf("%v ×%d", t, n[t]))
+	}
+	return strings.Join(s, ", ")
 }
 
 // Backends returns the model's backends, the accelerator (if any) first.

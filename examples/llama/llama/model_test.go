@@ -147,7 +147,7 @@ func TestEvalMatchesReferenceCPU(t *testing.T) {
 			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 3})
 			seq := randomTokens(t, 12, m.Config.VocabSize)
 			ref := openRef(t, path)
-			ref.emulateCPU(typ)
+			ref.emulateCPU()
 			checkAgainstReference(t, m, ref, seq, 7, tolerance[typ])
 		})
 	}
@@ -172,8 +172,17 @@ func TestEvalVariants(t *testing.T) {
 		m := loadModel(t, path, Options{ContextSize: 32})
 		require.True(t, m.Tied())
 		ref := openRef(t, path)
-		ref.emulateCPU(ggml.TypeQ8_0)
+		ref.emulateCPU()
 		checkAgainstReference(t, m, ref, randomTokens(t, 8, m.Config.VocabSize), 5, tolerance[ggml.TypeQ8_0])
+	})
+	t.Run("linear rope scaling, partial rotary", func(t *testing.T) {
+		c := Presets["tiny"]
+		c.RopeFreqScale, c.RopeDim = 0.25, 8 // llama.rope.scaling.factor 4; half of each head rotated
+		path := filepath.Join(t.TempDir(), "scaled.gguf")
+		require.NoError(t, WriteRandom(path, RandomModel{Config: c, Seed: rng.Uint64()}))
+		m := loadModel(t, path, Options{ContextSize: 32})
+		require.Equal(t, c, m.Config)
+		checkAgainstReference(t, m, openRef(t, path), randomTokens(t, 12, m.Config.VocabSize), 5, tolerance[ggml.TypeF32])
 	})
 	t.Run("kv buckets", func(t *testing.T) {
 		defer func(p int) { kvPad = p }(kvPad)
@@ -363,4 +372,69 @@ func top2(v []float64) (int, int) {
 		}
 	}
 	return best, second
+}
+
+// mixConfig is a model wide enough for the k-quants' rows of 256: the
+// tiny preset's shape with 256-wide embeddings, 64-wide heads and a
+// feed-forward of 512.
+var mixConfig = Config{
+	ContextLength: 512, EmbeddingLength: 256, BlockCount: 4, FeedForward: 512,
+	HeadCount: 4, HeadCountKV: 2, HeadDim: 64, RopeDim: 64,
+	RopeFreqBase: 500000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 512,
+}
+
+// mixTypes are the weight types of real files other than Q4_K_M's two,
+// which the "every type" model gives its matrices in turn: the other
+// k-quants, the 32-blocks, iq4_nl and iq4_xs, and the float types.
+var mixTypes = []ggml.Type{
+	ggml.TypeQ5_K, ggml.TypeQ3_K, ggml.TypeQ2_K, ggml.TypeQ5_0, ggml.TypeIQ4_NL, ggml.TypeIQ4_XS,
+	ggml.TypeBF16, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ6_K, ggml.TypeQ4_K,
+}
+
+// cycleTypes gives each matrix the next of types, by the order WriteRandom
+// asks.
+func cycleTypes(types []ggml.Type) func(string, int64) ggml.Type {
+	i := 0
+	return func(string, int64) ggml.Type {
+		i++
+		return types[(i-1)%len(types)]
+	}
+}
+
+// TestEvalMixedTypes runs models whose matrices are of several types, as
+// real files are: llama.cpp's Q4_K_M mix (q4_K, q6_K for the output and
+// some attn_v and ffn_down), and one with every other common type in turn
+// plus biases and a tied output. Against the reference that rounds each
+// product's activations as the CPU does for that matrix's type (q8_K for
+// the k-quants, q8_0, f16, bf16), the tolerances are those of the uniform
+// quantized models: float32 precision for the best token (nothing else
+// differs), and for every token the reach of one activation rounded to the
+// other side of a q8 step, which moves the logits by up to a few percent.
+func TestEvalMixedTypes(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	for _, c := range []struct {
+		name string
+		r    RandomModel
+	}{
+		{"q4_K_M", RandomModel{Config: mixConfig, Types: MixQ4KM(mixConfig.BlockCount, false), Converted: true, Vocab: "gpt2"}},
+		{"every type", RandomModel{Config: mixConfig, Types: cycleTypes(mixTypes), Tied: true, Biases: true, Converted: true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.r.Seed = rng.Uint64()
+			path := filepath.Join(t.TempDir(), "mix.gguf")
+			require.NoError(t, WriteRandom(path, c.r))
+			f, err := gguf.Open(path)
+			require.NoError(t, err)
+			types := map[ggml.Type]int{}
+			for _, ti := range f.Tensors() {
+				types[ti.Type]++
+			}
+			f.Close()
+			t.Logf("tensor types: %v", types)
+			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 5})
+			ref := openRef(t, path)
+			ref.emulateCPU()
+			checkAgainstReference(t, m, ref, randomTokens(t, 12, m.Config.VocabSize), 7, tolerance[ggml.TypeQ4_0])
+		})
+	}
 }

@@ -33,6 +33,83 @@ func TestReadConfig(t *testing.T) {
 	assert.Equal(t, 2, v.EOS)
 }
 
+// TestReadConfigRopeScaling reads RoPE scaling as llama.cpp does: linear
+// when the type is absent, the older key rope.scale_linear, and no scaling
+// for type none whatever the factor.
+func TestReadConfigRopeScaling(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(b *gguf.Builder)
+		want   float32
+	}{
+		{"factor without type", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(4)) }, 0.25},
+		{"old key", func(b *gguf.Builder) { b.Set("llama.rope.scale_linear", float32(2)) }, 0.5},
+		{"none", func(b *gguf.Builder) {
+			b.Set("llama.rope.scaling.type", "none")
+			b.Set("llama.rope.scaling.factor", float32(4))
+		}, 1},
+		{"factor 0", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(0)) }, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := gguf.Open(writeModified(t, c.change))
+			require.NoError(t, err)
+			defer f.Close()
+			cfg, err := ReadConfig(f)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, cfg.RopeFreqScale)
+		})
+	}
+}
+
+// TestConvertedFile reads the metadata of a file written as llama.cpp's
+// converter and quantizer write one, with a Llama 3 style vocabulary.
+func TestConvertedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "converted.gguf")
+	require.NoError(t, WriteRandom(path, RandomModel{Config: mixConfig, Types: MixQ4KM(mixConfig.BlockCount, false), Converted: true, Vocab: "gpt2", Seed: 3}))
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	ft, err := f.Uint32("general.file_type")
+	require.NoError(t, err)
+	assert.Equal(t, uint32(15), ft) // LLAMA_FTYPE_MOSTLY_Q4_K_M
+	for _, key := range []string{"general.quantization_version", "tokenizer.ggml.merges", "tokenizer.ggml.pre", "tokenizer.chat_template", "llama.vocab_size"} {
+		_, ok := f.Value(key)
+		assert.True(t, ok, key)
+	}
+	// Q4_K_M's choice in 4 blocks: q6_K for attn_v and ffn_down of blocks
+	// 2 and 3 (the last eighth, and every third from the first eighth on)
+	// and for the output; q4_K elsewhere.
+	for name, want := range map[string]ggml.Type{
+		"output.weight": ggml.TypeQ6_K, "token_embd.weight": ggml.TypeQ4_K, "blk.0.attn_v.weight": ggml.TypeQ4_K,
+		"blk.2.attn_v.weight": ggml.TypeQ6_K, "blk.3.ffn_down.weight": ggml.TypeQ6_K, "blk.3.ffn_up.weight": ggml.TypeQ4_K,
+		"blk.1.ffn_norm.weight": ggml.TypeF32,
+	} {
+		ti, ok := f.Tensor(name)
+		require.True(t, ok, name)
+		assert.Equal(t, want, ti.Type, name)
+	}
+	v, err := ReadVocab(f)
+	require.NoError(t, err)
+	require.Equal(t, mixConfig.VocabSize, v.Len())
+	assert.Equal(t, "<|begin_of_text|>", v.Piece(int32(v.BOS)))
+	assert.Equal(t, "<|eot_id|>", v.Piece(int32(v.EOS)))
+	assert.Equal(t, TokenControl, v.Type(int32(v.BOS)))
+	assert.Equal(t, TokenNormal, v.Type(' '))
+	// The first 256 tokens are the bytes, in order, as GPT-2's runes.
+	for b := range 256 {
+		require.Equal(t, []byte{byte(b)}, v.Bytes(int32(b)), "token %d", b)
+	}
+	assert.Equal(t, "Ġe", v.Piece(256))
+	assert.Equal(t, " e", string(v.Bytes(256)))
+
+	// Q4_K_M in the tiny preset, whose rows of 64 are no k-quant blocks:
+	// llama.cpp's fallbacks.
+	mix := MixQ4KM(2, true)
+	assert.Equal(t, ggml.TypeQ5_0, mix("blk.0.attn_q.weight", 64))
+	assert.Equal(t, ggml.TypeQ8_0, mix("token_embd.weight", 64))
+	assert.Equal(t, ggml.TypeQ6_K, mix("token_embd.weight", 256))
+}
+
 // writeModified writes the tiny model with a change made to its builder.
 func writeModified(t *testing.T, change func(b *gguf.Builder)) string {
 	t.Helper()
@@ -61,12 +138,30 @@ func TestLoadRefuses(t *testing.T) {
 		{"huge", func(b *gguf.Builder) { b.Set("llama.feed_forward_length", uint64(1)<<40) }, "llama.feed_forward_length is 2147483647"},
 		{"rope scaling", func(b *gguf.Builder) { b.Set("llama.rope.scaling.type", "yarn") }, `"yarn" is not supported`},
 		{"vocabulary", func(b *gguf.Builder) { b.Set("llama.vocab_size", uint32(300)) }, "llama.vocab_size is 300"},
-		{"tokens", func(b *gguf.Builder) { b.Set("tokenizer.ggml.tokens", []string{"a", "b"}) }, "2 tokens in tokenizer.ggml.tokens"},
+		{"tokens", func(b *gguf.Builder) {
+			b.Set("tokenizer.ggml.tokens", []string{"a", "b", "c"})
+			b.Set("tokenizer.ggml.token_type", []int32{1, 1, 1})
+			b.Set("tokenizer.ggml.scores", []float32{0, 0, 0})
+		}, "3 tokens in tokenizer.ggml.tokens"},
+		{"token types", func(b *gguf.Builder) { b.Set("tokenizer.ggml.token_type", []int32{1, 1}) }, "2 token types for 256 tokens"},
+		{"scores", func(b *gguf.Builder) { b.Set("tokenizer.ggml.scores", []float32{1}) }, "1 token scores for 256 tokens"},
+		{"bos", func(b *gguf.Builder) { b.Set("tokenizer.ggml.bos_token_id", uint32(256)) }, "bos_token_id is 256, outside the vocabulary"},
+		{"eos type", func(b *gguf.Builder) { b.Set("tokenizer.ggml.eos_token_id", "2") }, "eos_token_id is a str"},
+		{"tokenizer", func(b *gguf.Builder) { b.Set("tokenizer.ggml.model", "t5") }, `tokenizer.ggml.model "t5"`},
+		{"experts", func(b *gguf.Builder) { b.Set("llama.expert_count", uint32(8)) }, "llama.expert_count is 8: mixture-of-experts"},
+		{"rope scaling factor", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(-2)) }, "RoPE frequency scale is -0.5"},
+		{"value length", func(b *gguf.Builder) { b.Set("llama.attention.value_length", uint32(8)) }, "value_length (8) differs"},
 		{"missing block", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(3)) }, "tensor blk.2.attn_k.weight is missing"},
 		{"shape", func(b *gguf.Builder) { b.Set("llama.feed_forward_length", uint32(96)) }, "blk.0.ffn_gate.weight has shape [64 128], want [64 96]"},
-		{"bias", func(b *gguf.Builder) {
-			require.NoError(t, b.AddTensor("blk.0.attn_q.bias", ggml.TypeF32, []int64{64}, zeros(256)))
-		}, "tensor blk.0.attn_q.bias is not part of the Llama model"},
+		{"experts tensor", func(b *gguf.Builder) {
+			require.NoError(t, b.AddTensor("blk.0.ffn_gate_exps.weight", ggml.TypeF32, []int64{64, 128, 2}, zeros(64*128*2*4)))
+		}, "tensor blk.0.ffn_gate_exps.weight is not part of the Llama model"},
+		{"bias shape", func(b *gguf.Builder) {
+			require.NoError(t, b.AddTensor("blk.0.attn_k.bias", ggml.TypeF32, []int64{64}, zeros(256)))
+		}, "tensor blk.0.attn_k.bias has shape [64], want [32]"},
+		{"bias type", func(b *gguf.Builder) {
+			require.NoError(t, b.AddTensor("blk.1.ffn_up.bias", ggml.TypeF16, []int64{128}, zeros(256)))
+		}, "tensor blk.1.ffn_up.bias is f16, want f32"},
 		{"norm type", func(b *gguf.Builder) {
 			require.NoError(t, b.AddTensor("rope_freqs.weight", ggml.TypeF16, []int64{8}, zeros(16)))
 		}, "rope_freqs.weight is f16, want f32"},
@@ -80,6 +175,24 @@ func TestLoadRefuses(t *testing.T) {
 	}
 	_, err := Load(context.Background(), filepath.Join(t.TempDir(), "none.gguf"), Options{})
 	require.ErrorIs(t, err, os.ErrNotExist)
+
+	// A matrix of a type ggml cannot multiply (q8_K, the CPU's internal
+	// format for activations): both errors, before anything is loaded.
+	wide := Presets["tiny"]
+	wide.EmbeddingLength, wide.HeadDim, wide.RopeDim = 256, 64, 64
+	b, err := randomBuilder(RandomModel{Config: wide, Tied: true, Seed: 1})
+	require.NoError(t, err)
+	row, err := ggml.TypeQ8_K.RowSize(256)
+	require.NoError(t, err)
+	require.NoError(t, b.AddTensor("output.weight", ggml.TypeQ8_K, []int64{256, 256}, zeros(int(row)*256)))
+	path := filepath.Join(t.TempDir(), "q8_K.gguf")
+	require.NoError(t, b.WriteFile(path))
+	progress := 0
+	_, err = Load(context.Background(), path, Options{Threads: 1, Progress: func(uint64, uint64) { progress++ }})
+	require.ErrorIs(t, err, ErrModel)
+	require.ErrorIs(t, err, ggml.ErrType)
+	assert.Contains(t, err.Error(), "tensor output.weight of type q8_K")
+	assert.Zero(t, progress)
 }
 
 // TestRopeFreqs runs a model with Llama 3.1's frequency factors

@@ -16,26 +16,46 @@ import (
 // from the architecture's definition, one token at a time, with no ggml op.
 type refModel struct {
 	c                Config
-	emb, out, outN   []float64
+	emb, out         matrix
+	outN             []float64
 	ropeFreqs        []float64
 	layers           []refLayer
 	cacheK, cacheV   [][][]float64 // [layer][position][kvDim]
 	roundCacheToHalf bool          // the model's cache is f16: round keys and values as it does
-	// act, when not f32, is the type the activations are rounded to
-	// before each product with a weight matrix: the CPU backend's
-	// numerics, which a tight tolerance needs (set with emulateCPU).
-	act ggml.Type
+	// emulate rounds the activations before each product with a weight
+	// matrix to the type ggml's CPU backend converts them to for that
+	// matrix's type (activationType): the CPU's numerics, which a tight
+	// tolerance needs (set with emulateCPU).
+	emulate bool
+}
+
+// matrix is a weight matrix, dequantized, and its type in the file.
+type matrix struct {
+	w []float64
+	t ggml.Type
 }
 
 // emulateCPU makes the reference round activations as ggml's CPU backend
-// does for weights of type t.
-func (r *refModel) emulateCPU(t ggml.Type) { r.act = activationType(t) }
+// does.
+func (r *refModel) emulateCPU() { r.emulate = true }
 
-// mv is matVec with the activations rounded as configured.
-func (r *refModel) mv(w, x []float64) []float64 { return matVec(w, roundTo(r.act, x)) }
+// mv is w·x + b (b may be nil) with the activations rounded as
+// configured.
+func (r *refModel) mv(w matrix, b, x []float64) []float64 {
+	if r.emulate {
+		x = roundTo(activationType(w.t), x)
+	}
+	y := matVec(w.w, x)
+	for i := range b {
+		y[i] += b[i]
+	}
+	return y
+}
 
 type refLayer struct {
-	attnN, wq, wk, wv, wo, ffnN, wg, wu, wd []float64
+	attnN, ffnN                []float64
+	wq, wk, wv, wo, wg, wu, wd matrix
+	bq, bk, bv, bo, bg, bu, bd []float64 // biases, nil when the file has none
 }
 
 func readRef(f *gguf.File) (*refModel, error) {
@@ -43,14 +63,14 @@ func readRef(f *gguf.File) (*refModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	get := func(name string) ([]float64, error) {
+	get := func(name string) (matrix, error) {
 		ti, ok := f.Tensor(name)
 		if !ok {
-			return nil, fmt.Errorf("no tensor %s", name)
+			return matrix{}, fmt.Errorf("no tensor %s", name)
 		}
 		data, err := f.TensorData(name)
 		if err != nil {
-			return nil, err
+			return matrix{}, err
 		}
 		var vals []float32
 		if ti.Type == ggml.TypeF32 {
@@ -59,39 +79,46 @@ func readRef(f *gguf.File) (*refModel, error) {
 				vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
 			}
 		} else if vals, err = ggml.Dequantize(ti.Type, data); err != nil {
-			return nil, err
+			return matrix{}, err
 		}
 		out := make([]float64, len(vals))
 		for i, v := range vals {
 			out[i] = float64(v)
 		}
-		return out, nil
+		return matrix{out, ti.Type}, nil
 	}
 	r := &refModel{c: c}
 	var errs []error
-	must := func(name string) []float64 {
+	must := func(name string) matrix {
 		v, err := get(name)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		return v
 	}
+	vec := func(name string) []float64 { return must(name).w }
+	opt := func(name string) []float64 {
+		if _, ok := f.Tensor(name); !ok {
+			return nil
+		}
+		return vec(name)
+	}
 	r.emb = must("token_embd.weight")
-	r.outN = must("output_norm.weight")
+	r.outN = vec("output_norm.weight")
 	r.out = r.emb
 	if _, ok := f.Tensor("output.weight"); ok {
 		r.out = must("output.weight")
 	}
-	if _, ok := f.Tensor("rope_freqs.weight"); ok {
-		r.ropeFreqs = must("rope_freqs.weight")
-	}
+	r.ropeFreqs = opt("rope_freqs.weight")
 	for i := range c.BlockCount {
 		p := "blk." + strconv.Itoa(i) + "."
 		r.layers = append(r.layers, refLayer{
-			attnN: must(p + "attn_norm.weight"), wq: must(p + "attn_q.weight"), wk: must(p + "attn_k.weight"),
+			attnN: vec(p + "attn_norm.weight"), wq: must(p + "attn_q.weight"), wk: must(p + "attn_k.weight"),
 			wv: must(p + "attn_v.weight"), wo: must(p + "attn_output.weight"),
-			ffnN: must(p + "ffn_norm.weight"), wg: must(p + "ffn_gate.weight"), wu: must(p + "ffn_up.weight"),
+			ffnN: vec(p + "ffn_norm.weight"), wg: must(p + "ffn_gate.weight"), wu: must(p + "ffn_up.weight"),
 			wd: must(p + "ffn_down.weight"),
+			bq: opt(p + "attn_q.bias"), bk: opt(p + "attn_k.bias"), bv: opt(p + "attn_v.bias"), bo: opt(p + "attn_output.bias"),
+			bg: opt(p + "ffn_gate.bias"), bu: opt(p + "ffn_up.bias"), bd: opt(p + "ffn_down.bias"),
 		})
 	}
 	if len(errs) > 0 {
@@ -157,10 +184,13 @@ func (r *refModel) rope(x []float64, heads int, pos int) {
 
 // roundTo returns x rounded to type t and back, as ggml rounds the
 // activations it multiplies with weights of a type whose dot product
-// takes another type (f16 for f16, q8_0 for q8_0 and q4_0).
+// takes another type (activationType).
 func roundTo(t ggml.Type, x []float64) []float64 {
-	if t == ggml.TypeF32 {
+	switch t {
+	case ggml.TypeF32:
 		return x
+	case ggml.TypeQ8_K:
+		return roundQ8K(x)
 	}
 	f := make([]float32, len(x))
 	for i, v := range x {
@@ -180,16 +210,54 @@ func roundTo(t ggml.Type, x []float64) []float64 {
 	return y
 }
 
+// roundQ8K rounds x as ggml's q8_K does, the CPU's format for activations
+// multiplied with k-quant weights, which Quantize does not produce: per
+// block of 256, with m the value of largest magnitude, each value v
+// becomes min(127, round(v·s))/s with s = -127/m in float32 (round half to
+// even), so m itself becomes -127/s.
+func roundQ8K(x []float64) []float64 {
+	const block = 256
+	if len(x)%block != 0 {
+		panic(fmt.Sprintf("q8_K rounds rows of multiples of %d, not %d", block, len(x)))
+	}
+	y := make([]float64, len(x))
+	for b := 0; b < len(x); b += block {
+		var amax, m float32
+		for _, v := range x[b : b+block] {
+			if a := float32(math.Abs(v)); a > amax {
+				amax, m = a, float32(v)
+			}
+		}
+		if amax == 0 {
+			continue
+		}
+		s := float32(-127) / m
+		d := 1 / s
+		for i, v := range x[b : b+block] {
+			q := math.RoundToEven(float64(float32(s * float32(v))))
+			y[b+i] = min(q, 127) * float64(d)
+		}
+	}
+	return y
+}
+
 // activationType is the type ggml's CPU backend converts activations to
-// before multiplying them with weights of type t.
+// before multiplying them with weights of type t (the vec_dot_type of its
+// type traits): q8_K for the k-quants and iq4_xs, q8_0 for the other
+// 32-blocks, q8_1 for q4_1 and q5_1 (whose values are q8_0's; its f16 sum
+// is not emulated), the type itself for f16 and bf16.
 func activationType(t ggml.Type) ggml.Type {
 	switch t {
-	case ggml.TypeF16:
-		return ggml.TypeF16
-	case ggml.TypeQ8_0, ggml.TypeQ4_0:
+	case ggml.TypeF16, ggml.TypeBF16:
+		return t
+	case ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ5_0, ggml.TypeIQ4_NL, ggml.TypeQ4_1, ggml.TypeQ5_1:
 		return ggml.TypeQ8_0
+	case ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K, ggml.TypeIQ4_XS:
+		return ggml.TypeQ8_K
+	case ggml.TypeF32:
+		return ggml.TypeF32
 	}
-	return ggml.TypeF32
+	panic(fmt.Sprintf("the reference does not know the CPU's activation type for %v weights", t))
 }
 
 // next runs one token at the next position and returns its logits.
@@ -197,10 +265,10 @@ func (r *refModel) next(tok int32) []float64 {
 	c := r.c
 	e, hd, eps := c.EmbeddingLength, c.HeadDim, float64(c.RMSEps)
 	pos := len(r.cacheK[0])
-	x := append([]float64(nil), r.emb[int(tok)*e:(int(tok)+1)*e]...)
+	x := append([]float64(nil), r.emb.w[int(tok)*e:(int(tok)+1)*e]...)
 	for il, l := range r.layers {
 		h := rmsNorm(x, l.attnN, eps)
-		q, k, v := r.mv(l.wq, h), r.mv(l.wk, h), r.mv(l.wv, h)
+		q, k, v := r.mv(l.wq, l.bq, h), r.mv(l.wk, l.bk, h), r.mv(l.wv, l.bv, h)
 		r.rope(q, c.HeadCount, pos)
 		r.rope(k, c.HeadCountKV, pos)
 		if r.roundCacheToHalf {
@@ -236,17 +304,17 @@ func (r *refModel) next(tok int32) []float64 {
 				}
 			}
 		}
-		for i, o := range r.mv(l.wo, attn) {
+		for i, o := range r.mv(l.wo, l.bo, attn) {
 			x[i] += o
 		}
 		h = rmsNorm(x, l.ffnN, eps)
-		g, u := r.mv(l.wg, h), r.mv(l.wu, h)
+		g, u := r.mv(l.wg, l.bg, h), r.mv(l.wu, l.bu, h)
 		for i := range g {
 			g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
 		}
-		for i, d := range r.mv(l.wd, g) {
+		for i, d := range r.mv(l.wd, l.bd, g) {
 			x[i] += d
 		}
 	}
-	return r.mv(r.out, rmsNorm(x, r.outN, eps))
+	return r.mv(r.out, nil, rmsNorm(x, r.outN, eps))
 }

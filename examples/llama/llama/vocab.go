@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/go-ggml/ggml/gguf"
@@ -14,13 +15,28 @@ import (
 // It does not tokenize text: that is not this example's job.
 type Vocab struct {
 	tokens []string
+	types  []int32 // tokenizer.ggml.token_type, nil if absent
 	gpt2   bool
 	BOS    int // tokenizer.ggml.bos_token_id, -1 if absent
 	EOS    int // tokenizer.ggml.eos_token_id, -1 if absent
 }
 
+// Token types of tokenizer.ggml.token_type (llama.cpp's
+// llama_token_type).
+const (
+	TokenNormal      = 1
+	TokenUnknown     = 2
+	TokenControl     = 3
+	TokenUserDefined = 4
+	TokenUnused      = 5
+	TokenByte        = 6
+)
+
 // ReadVocab reads the vocabulary of f; a file without one gives a Vocab
-// whose tokens print as their IDs.
+// whose tokens print as their IDs. A tokenizer model other than llama
+// (SentencePiece) and gpt2 (byte-level BPE), a token_type or scores array
+// of another length than the tokens, or a BOS or EOS ID outside the
+// vocabulary is an ErrModel error.
 func ReadVocab(f *gguf.File) (*Vocab, error) {
 	v := &Vocab{BOS: -1, EOS: -1}
 	if _, ok := f.Value("tokenizer.ggml.tokens"); !ok {
@@ -31,23 +47,68 @@ func ReadVocab(f *gguf.File) (*Vocab, error) {
 		return nil, fmt.Errorf("%w: %w", ErrModel, err)
 	}
 	v.tokens = tokens
-	if m, err := f.String("tokenizer.ggml.model"); err == nil {
-		v.gpt2 = m == "gpt2"
+	if _, ok := f.Value("tokenizer.ggml.model"); ok {
+		m, err := f.String("tokenizer.ggml.model")
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrModel, err)
+		}
+		switch m {
+		case "llama":
+		case "gpt2":
+			v.gpt2 = true
+		default:
+			return nil, fmt.Errorf("%w: tokenizer.ggml.model %q: this example decodes llama (SentencePiece) and gpt2 (byte-level BPE) vocabularies", ErrModel, m)
+		}
+	}
+	if _, ok := f.Value("tokenizer.ggml.token_type"); ok {
+		types, err := gguf.Get[[]int32](f, "tokenizer.ggml.token_type")
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrModel, err)
+		}
+		if len(types) != len(tokens) {
+			return nil, fmt.Errorf("%w: %d token types for %d tokens", ErrModel, len(types), len(tokens))
+		}
+		v.types = types
+	}
+	if val, ok := f.Value("tokenizer.ggml.scores"); ok && val.Len() != len(tokens) {
+		return nil, fmt.Errorf("%w: %d token scores for %d tokens", ErrModel, val.Len(), len(tokens))
 	}
 	for _, p := range []struct {
 		key string
 		id  *int
 	}{{"bos_token_id", &v.BOS}, {"eos_token_id", &v.EOS}} {
-		if val, ok := f.Value("tokenizer.ggml." + p.key); ok {
-			switch x := val.Any().(type) {
-			case uint32:
-				*p.id = int(x)
-			case int32:
-				*p.id = int(x)
-			}
+		val, ok := f.Value("tokenizer.ggml." + p.key)
+		if !ok {
+			continue
 		}
+		var id int64 = -1
+		switch x := val.Any().(type) {
+		case uint32:
+			id = int64(x)
+		case int32:
+			id = int64(x)
+		case uint64:
+			id = int64(min(x, math.MaxInt32))
+		case int64:
+			id = x
+		default:
+			return nil, fmt.Errorf("%w: tokenizer.ggml.%s is a %v, want an integer", ErrModel, p.key, val.Type())
+		}
+		if id < 0 || id >= int64(len(tokens)) {
+			return nil, fmt.Errorf("%w: tokenizer.ggml.%s is %d, outside the vocabulary of %d", ErrModel, p.key, id, len(tokens))
+		}
+		*p.id = int(id)
 	}
 	return v, nil
+}
+
+// Type returns the type of token id (TokenNormal, TokenControl, ...), or
+// 0 when the file gives none or id is outside the vocabulary.
+func (v *Vocab) Type(id int32) int {
+	if id < 0 || int(id) >= len(v.types) {
+		return 0
+	}
+	return int(v.types[id])
 }
 
 // Len returns the number of tokens (0 when the file has no vocabulary).
@@ -63,8 +124,10 @@ func (v *Vocab) Piece(id int32) string {
 }
 
 // Bytes returns the bytes token id stands for: the piece with "▁" turned
-// into a space and <0xNN> into the byte NN (SentencePiece), or the piece's
-// runes mapped back to bytes (GPT-2). An ID outside the vocabulary gives
+// into a space, a byte token <0xNN> (of type TokenByte, or any such piece
+// when the file gives no types) into the byte NN (SentencePiece), or the
+// piece's runes mapped back to bytes (GPT-2). Control tokens print as
+// their pieces ("<s>", "<|eot_id|>"). An ID outside the vocabulary gives
 // "<id>".
 func (v *Vocab) Bytes(id int32) []byte {
 	if id < 0 || int(id) >= len(v.tokens) {
@@ -82,7 +145,7 @@ func (v *Vocab) Bytes(id int32) []byte {
 		}
 		return out
 	}
-	if len(p) == 6 && strings.HasPrefix(p, "<0x") && p[5] == '>' {
+	if t := v.Type(id); (t == TokenByte || t == 0) && len(p) == 6 && strings.HasPrefix(p, "<0x") && p[5] == '>' {
 		var b byte
 		if _, err := fmt.Sscanf(p[3:5], "%02X", &b); err == nil {
 			return []byte{b}
