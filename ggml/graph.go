@@ -30,7 +30,7 @@ type Graph struct {
 	guard *bridge.Life
 	size  int
 	seen  ptrSet        // mirror of the graph's hash set
-	stack []expandFrame                      // scratch for Expand, kept between calls
+	stack []expandFrame // scratch for Expand, kept between calls
 	// partial: AddNode added nodes whose sources are not in the graph.
 	partial bool
 }
