@@ -163,7 +163,9 @@ func (d *Device) Type() DeviceType {
 }
 
 // Memory returns the device's free and total memory in bytes
-// (ggml_backend_dev_memory).
+// (ggml_backend_dev_memory). ggml's CPU device reports free equal to total
+// on Linux and macOS (it calls free system memory ill-defined); what the
+// system can give now is for the caller to judge.
 // For a device on an RPC server whose connection is broken it returns 0, 0
 // (MemoryErr says why).
 func (d *Device) Memory() (free, total uint64) {
