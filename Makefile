@@ -59,7 +59,7 @@ test-system:
 	$(GO) test -count=1 -race -tags ggml_system ./...
 
 # Upstream ggml v0.21.0 with its Vulkan backend (-DGGML_VULKAN=ON), an
-# install of its own beside the CPU one (about 30 minutes cold on 2 cores;
+# install of its own beside the CPU one (13 minutes cold on 2 busy cores;
 # reused), and the suite with -tags "ggml_system vulkan" on Mesa's lavapipe:
 # the vulkan package links upstream's libggml-vulkan.so, never build/vulkan.
 upstream-vulkan:
