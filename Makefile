@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-level generate fmt clean upstream test-system bench-system
+.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
 
 all: build
 
@@ -45,8 +45,9 @@ test-asan: setup
 upstream:
 	@bash build/upstream.sh
 
-# SYSTEM_ENV: the environment of a build against the upstream install.
-SYSTEM_ENV = pc=$$(bash build/upstream.sh) && \
+# SYSTEM_ENV: the environment of a build against the upstream install
+# (UPSTREAM_VARS: build/upstream.sh's options, e.g. the Vulkan install's).
+SYSTEM_ENV = pc=$$($(UPSTREAM_VARS) bash build/upstream.sh) && \
 	export PKG_CONFIG_PATH="$$pc$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}" && \
 	export CGO_LDFLAGS="-O2 -g -Wl,-rpath,$$(pkg-config --variable=libdir ggml)" && \
 	echo "ggml_system: ggml $$(pkg-config --modversion ggml) from $$pc"
@@ -56,6 +57,25 @@ test-system:
 	$(GO) vet -tags ggml_system ./... && \
 	$(GO) test -count=1 -tags ggml_system ./... && \
 	$(GO) test -count=1 -race -tags ggml_system ./...
+
+# Upstream ggml v0.21.0 with its Vulkan backend (-DGGML_VULKAN=ON), an
+# install of its own beside the CPU one (13 minutes cold on 2 busy cores;
+# reused), and the suite with -tags "ggml_system vulkan" on Mesa's lavapipe:
+# the vulkan package links upstream's libggml-vulkan.so, never build/vulkan.
+upstream-vulkan:
+	@GOGGML_UPSTREAM_VULKAN=1 bash build/upstream.sh
+
+test-system-vulkan: UPSTREAM_VARS = GOGGML_UPSTREAM_VULKAN=1
+test-system-vulkan:
+	@$(SYSTEM_ENV) && \
+	$(GO) vet -tags "ggml_system vulkan" ./... && \
+	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -tags "ggml_system vulkan" ./...
+
+# The cuda package against upstream's headers (no CUDA toolkit here: it is
+# type-checked only, as make vet-cuda does for the embedded provider).
+vet-system-cuda:
+	@$(SYSTEM_ENV) && \
+	$(GO) vet -tags "ggml_system cuda" ./...
 
 # make bench against the upstream install (bench/README.md has a table for each provider).
 bench-system:

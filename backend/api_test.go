@@ -636,6 +636,9 @@ func TestEventsOnADeviceWithEvents(t *testing.T) {
 	cpuBe := cpu(t)
 	require.ErrorIs(t, e.Record(cpuBe), ggml.ErrInvalid)
 	require.ErrorIs(t, e.Wait(cpuBe), ggml.ErrInvalid)
+	// be's queued work still waits on the event (upstream's Vulkan queues
+	// a wait on the VkEvent): Close synchronizes be first. Freeing the
+	// event before that hung be's Close (its synchronize) on lavapipe.
 	require.NoError(t, e.Close())
 	require.ErrorIs(t, e.Synchronize(), ggml.ErrClosed)
 }

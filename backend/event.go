@@ -4,8 +4,11 @@ package backend
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"sync"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -20,6 +23,14 @@ type Event struct {
 	c       C.ggml_backend_event_t
 	dev     *Device
 	cleanup runtime.Cleanup
+
+	// waiters: the backends whose queued work waits on the event (Wait),
+	// which Close synchronizes before it frees the event: upstream's
+	// Vulkan backend queues a wait on the VkEvent itself, and a command
+	// buffer naming a destroyed event hung the backend's next synchronize
+	// (lavapipe).
+	mu      sync.Mutex
+	waiters []*Backend
 }
 
 // NewEvent creates an event on the device (ggml_backend_event_new), or an
@@ -105,17 +116,45 @@ func (e *Event) Wait(b *Backend) error {
 	if b.dev == nil || b.dev.reg != e.dev.reg {
 		return fmt.Errorf("%w: an event of %s cannot make a %s backend wait", ggml.ErrInvalid, e.dev.reg.Name(), b.Name())
 	}
+	if err := b.enter(); err != nil { // it queues work on b's stream
+		return err
+	}
+	defer b.leave()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil { // closed meanwhile
+		return fmt.Errorf("%w: the event is closed", ggml.ErrClosed)
+	}
 	C.ggml_backend_event_wait(b.c, e.c)
+	// The queued wait reads the event until b synchronizes.
+	b.pending = append(b.pending, e)
+	if !slices.Contains(e.waiters, b) {
+		e.waiters = append(e.waiters, b)
+	}
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(b)
 	return nil
 }
 
-// Close frees the event (ggml_backend_event_free). It is idempotent and safe
-// on nil.
+// Close frees the event (ggml_backend_event_free). It first synchronizes
+// the backends that Wait made wait on it and that are still open, as their
+// queued work reads the event; while one of them computes it changes
+// nothing and returns ggml.ErrBusy. It is idempotent and safe on nil.
 func (e *Event) Close() error {
-	if e == nil || e.c == nil {
+	if e == nil {
 		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.c == nil {
+		return nil
+	}
+	for len(e.waiters) > 0 {
+		w := e.waiters[len(e.waiters)-1]
+		if err := w.Synchronize(); err != nil && !errors.Is(err, ggml.ErrClosed) {
+			return fmt.Errorf("closing an event that backend %s waits on: %w", w.Name(), err)
+		}
+		e.waiters = e.waiters[:len(e.waiters)-1]
 	}
 	e.cleanup.Stop()
 	C.ggml_backend_event_free(e.c)

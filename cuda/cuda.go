@@ -3,9 +3,29 @@
 package cuda
 
 /*
-#cgo LDFLAGS: ${SRCDIR}/../build/cuda/lib/libggml-cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
+// The embedded provider: the static library make cuda builds from its
+// sources. The system provider: upstream's libggml-cuda.so beside the
+// libggml that pkg-config finds (an install built with -DGGML_CUDA=ON),
+// never the embedded library, whose structs differ.
+#cgo !ggml_system LDFLAGS: ${SRCDIR}/../build/cuda/lib/libggml-cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
+#cgo ggml_system LDFLAGS: -lggml-cuda
 #include "goggml.h"
 #include "goggml/fwd-ggml-cuda.h"
+
+// Upstream ggml (the system provider) has no split buffer type: its meta
+// device (backend.NewMetaDevice) splits tensors over devices instead.
+#ifdef GOGGML_SYSTEM
+#define GOGGML_CUDA_HAS_SPLIT 0
+static ggml_backend_buffer_type_t goggml_cuda_split_buffer_type(int main_device, const float * split) {
+	(void) main_device; (void) split;
+	return NULL;
+}
+#else
+#define GOGGML_CUDA_HAS_SPLIT 1
+static ggml_backend_buffer_type_t goggml_cuda_split_buffer_type(int main_device, const float * split) {
+	return ggml_backend_cuda_split_buffer_type(main_device, split);
+}
+#endif
 */
 import "C"
 
@@ -92,8 +112,14 @@ func BufferType(i int) (*backend.BufferType, error) {
 // SplitBufferType returns a buffer type that splits matrices by rows over
 // the devices in the proportions of split (one entry per device; nil or all
 // zeros: by free memory), with mainDevice for the rest
-// (ggml_backend_cuda_split_buffer_type).
+// (ggml_backend_cuda_split_buffer_type). Under the system provider it
+// returns a backend.ErrUnsupported error: upstream ggml has no such buffer
+// type (backend.NewMetaDevice splits tensors over devices there).
 func SplitBufferType(mainDevice int, split []float32) (*backend.BufferType, error) {
+	if C.GOGGML_CUDA_HAS_SPLIT == 0 {
+		return nil, fmt.Errorf("%w: cuda.SplitBufferType needs ggml_backend_cuda_split_buffer_type, which upstream ggml (this binary links %s) does not have; backend.NewMetaDevice splits tensors over devices there",
+			backend.ErrUnsupported, ggml.Provider())
+	}
 	if err := checkDevice(mainDevice); err != nil {
 		return nil, err
 	}
@@ -111,7 +137,7 @@ func SplitBufferType(mainDevice int, split []float32) (*backend.BufferType, erro
 			arr[i] = C.float(v)
 		}
 	}
-	bt := C.ggml_backend_cuda_split_buffer_type(C.int(mainDevice), &arr[0])
+	bt := C.goggml_cuda_split_buffer_type(C.int(mainDevice), &arr[0])
 	return bridge.NewBufferType[backend.BufferType](unsafe.Pointer(bt)), nil
 }
 

@@ -10,7 +10,13 @@
 // and the CPU. What has not: the static link of this package, `make cuda`
 // then -tags cuda, has never been linked or run; go-ggml's CI has no CUDA
 // toolkit or GPU and type-checks it with `go vet -tags cuda` (make
-// vet-cuda) only. Without the tag every function returns ErrNotBuilt.
+// vet-cuda) only.
+//
+// Under -tags "ggml_system cuda" the package links upstream's
+// libggml-cuda.so from the install pkg-config finds (built with
+// -DGGML_CUDA=ON), not build/cuda/lib; that too has never been linked or
+// run here (go vet -tags "ggml_system cuda" type-checks it). Without the tag
+// every function returns ErrNotBuilt.
 package cuda
 
 import "errors"

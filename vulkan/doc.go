@@ -1,8 +1,19 @@
-// Package vulkan is ggml's Vulkan backend, compiled in with -tags vulkan
-// after `make vulkan` (which builds it from the embedded provider's sources
-// into build/vulkan/lib). Built in, its devices join ggml's registry at
-// start-up, so backend.InitBest, backend.Devices and sched see them;
-// this package adds what is Vulkan's own.
+// Package vulkan is ggml's Vulkan backend, compiled in with -tags vulkan.
+// Built in, its devices join ggml's registry at start-up, so
+// backend.InitBest, backend.Devices and sched see them; this package adds
+// what is Vulkan's own.
+//
+// What it links depends on the provider. The embedded provider's backend is
+// built by `make vulkan` from the embedded sources into build/vulkan/lib
+// (a static library). Under -tags "ggml_system vulkan" it links upstream's
+// libggml-vulkan.so from the install pkg-config finds, which must be built
+// with -DGGML_VULKAN=ON (GOGGML_UPSTREAM_VULKAN=1 build/upstream.sh builds
+// one from ggml v0.21.0; make test-system-vulkan tests it on lavapipe); the
+// link fails with "cannot find -lggml-vulkan" on an install without it.
+// The API and its behaviour are the same under both: every function here
+// is in upstream's ggml-vulkan.h too, and Memory asks the registry device
+// under both. The two are never mixed: build/vulkan/lib is not linked under
+// ggml_system.
 //
 // Without the tag every function returns ErrNotBuilt.
 //
@@ -35,7 +46,9 @@
 // freed memory, which in a normal run lands in a free chunk of glibc's heap.
 // The same test ran clean in 20 runs of 20 with a ggml-vulkan changed to
 // rewrite all twelve bindings (against 8 crashes in 20 unchanged), and with
-// the test keeping every buffer alive. ggml v0.21.0 binds the same way.
+// the test keeping every buffer alive. Upstream ggml v0.21.0 binds the
+// same way (one layout of twelve bindings, only the used ones rewritten),
+// so the refusal holds under the system provider too.
 // Only the im2col-then-mul_mat graph triggered it among the ops tested, so
 // that is what is refused; other graphs leave stale bindings too, so a
 // process that frees Vulkan buffers between graphs on lavapipe may still be
@@ -47,4 +60,4 @@ import "errors"
 
 // ErrNotBuilt is what every function returns in a binary built without
 // -tags vulkan.
-var ErrNotBuilt = errors.New("vulkan: built without -tags vulkan; run make vulkan and build with -tags vulkan")
+var ErrNotBuilt = errors.New("vulkan: built without -tags vulkan; run make vulkan and build with -tags vulkan (with -tags ggml_system: an upstream ggml built with -DGGML_VULKAN=ON)")

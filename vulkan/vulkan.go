@@ -3,7 +3,13 @@
 package vulkan
 
 /*
-#cgo LDFLAGS: ${SRCDIR}/../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
+// The embedded provider: the static library make vulkan builds from its
+// sources. The system provider: upstream's libggml-vulkan.so beside the
+// libggml that pkg-config finds (the -L of pkg-config --libs ggml; an
+// install built with -DGGML_VULKAN=ON, e.g. GOGGML_UPSTREAM_VULKAN=1
+// build/upstream.sh), never the embedded library, whose structs differ.
+#cgo !ggml_system LDFLAGS: ${SRCDIR}/../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
+#cgo ggml_system LDFLAGS: -lggml-vulkan
 #include "goggml.h"
 #include "goggml/fwd-ggml-vulkan.h"
 */
@@ -24,7 +30,9 @@ const Built = true
 
 func init() {
 	// ggml_backend_vk_reg starts Vulkan and returns nil when it cannot
-	// (no loader, no driver): then there is simply no Vulkan device.
+	// (no loader, no driver): then there is simply no Vulkan device. An
+	// upstream libggml built with Vulkan has registered it already; ggml
+	// registers a reg once.
 	if reg := C.ggml_backend_vk_reg(); reg != nil {
 		bridge.RegisterBackend(unsafe.Pointer(reg))
 	}
@@ -56,7 +64,9 @@ func Description(i int) (string, error) {
 // Memory returns device i's free and total memory in bytes, as its
 // registry device reports it (ggml_backend_dev_memory: the embedded
 // provider's ggml_backend_vk_get_device_memory takes a device context, not
-// the index its header declares, so it is not called directly).
+// the index its header declares, so it is not called directly; upstream's
+// takes the index, and its registry device calls it, so both providers
+// answer the same way).
 func Memory(i int) (free, total uint64, err error) {
 	d, err := Device(i)
 	if err != nil {

@@ -6,16 +6,15 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 	"github.com/go-ggml/ggml/vulkan"
 )
@@ -67,9 +66,7 @@ func TestOpsMatchCPU(t *testing.T) {
 	cpu, err := backend.InitByName("CPU", "")
 	require.NoError(t, err)
 	defer cpu.Close()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 5))
+	rng := testutil.NewRNG(t) // GGML_TEST_SEED replays a run
 	type build func(c *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor
 	ops := []struct {
 		name   string
