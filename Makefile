@@ -69,7 +69,7 @@ test-system-vulkan: UPSTREAM_VARS = GOGGML_UPSTREAM_VULKAN=1
 test-system-vulkan:
 	@$(SYSTEM_ENV) && \
 	$(GO) vet -tags "ggml_system vulkan" ./... && \
-	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -tags "ggml_system vulkan" ./...
+	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -timeout 25m -tags "ggml_system vulkan" ./...
 
 # The cuda package against upstream's headers (no CUDA toolkit here: it is
 # type-checked only, as make vet-cuda does for the embedded provider).
@@ -167,7 +167,7 @@ cuda-dl:
 # lavapipe, Mesa's software Vulkan device, is a CPU-type device that ggml
 # hides unless GGML_VK_VISIBLE_DEVICES names it.
 test-vulkan: setup vulkan vulkan-dl
-	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -tags vulkan ./...
+	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -timeout 25m -tags vulkan ./...
 	GGML_VK_VISIBLE_DEVICES=$${GGML_VK_VISIBLE_DEVICES:-0} $(GO) test -count=1 -run TestLoadVulkanModule -v ./backend
 
 vet-cuda: setup
