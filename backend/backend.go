@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	_ "github.com/go-ggml/ggml/internal/gpulink" // the GPU backends of -tags vulkan, cuda
 )
 
 // Backend is a stream of work on one device (ggml_backend_t): it computes

@@ -6,7 +6,9 @@ package cuda
 // The embedded provider: the static library make cuda builds from its
 // sources. The system provider: upstream's libggml-cuda.so beside the
 // libggml that pkg-config finds (an install built with -DGGML_CUDA=ON),
-// never the embedded library, whose structs differ.
+// never the embedded library, whose structs differ. (internal/gpulink
+// carries the same lines, and registers the backend for every program
+// built with -tags cuda.)
 #cgo !ggml_system LDFLAGS: ${SRCDIR}/../build/cuda/lib/libggml-cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
 #cgo ggml_system LDFLAGS: -lggml-cuda
 #include "goggml.h"
@@ -43,12 +45,6 @@ import (
 
 // Built reports whether this binary has the CUDA backend.
 const Built = true
-
-func init() {
-	if reg := C.ggml_backend_cuda_reg(); reg != nil {
-		bridge.RegisterBackend(unsafe.Pointer(reg))
-	}
-}
 
 var kind = gpureg.Kind{Name: "CUDA", Count: func() int { return int(C.ggml_backend_cuda_get_device_count()) }}
 

@@ -1,7 +1,9 @@
 // Package cuda is ggml's CUDA backend, compiled in with -tags cuda after
 // `make cuda` (which builds it from the embedded provider's sources with
 // CMake and nvcc into build/cuda/lib). Built in, its devices join ggml's
-// registry at start-up; this package adds what is CUDA's own.
+// registry at start-up in any program built with the tag, whether or not it
+// imports this package (package backend registers them); this package adds
+// what is CUDA's own.
 //
 // What has run on a GPU: ggml's CUDA code built as a loadable module (make
 // cuda-dl, loaded with backend.Load by a binary without the tag). On an

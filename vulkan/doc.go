@@ -1,7 +1,8 @@
 // Package vulkan is ggml's Vulkan backend, compiled in with -tags vulkan.
 // Built in, its devices join ggml's registry at start-up, so
-// backend.InitBest, backend.Devices and sched see them; this package adds
-// what is Vulkan's own.
+// backend.InitBest, backend.Devices and sched see them in any program built
+// with the tag, whether or not it imports this package (package backend
+// registers them); this package adds what is Vulkan's own.
 //
 // What it links depends on the provider. The embedded provider's backend is
 // built by `make vulkan` from the embedded sources into build/vulkan/lib

@@ -8,6 +8,8 @@ package vulkan
 // libggml that pkg-config finds (the -L of pkg-config --libs ggml; an
 // install built with -DGGML_VULKAN=ON, e.g. GOGGML_UPSTREAM_VULKAN=1
 // build/upstream.sh), never the embedded library, whose structs differ.
+// (internal/gpulink carries the same lines, and registers the backend for
+// every program built with -tags vulkan.)
 #cgo !ggml_system LDFLAGS: ${SRCDIR}/../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
 #cgo ggml_system LDFLAGS: -lggml-vulkan
 #include "goggml.h"
@@ -17,7 +19,6 @@ import "C"
 
 import (
 	"runtime"
-	"unsafe"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -27,16 +28,6 @@ import (
 
 // Built reports whether this binary has the Vulkan backend.
 const Built = true
-
-func init() {
-	// ggml_backend_vk_reg starts Vulkan and returns nil when it cannot
-	// (no loader, no driver): then there is simply no Vulkan device. An
-	// upstream libggml built with Vulkan has registered it already; ggml
-	// registers a reg once.
-	if reg := C.ggml_backend_vk_reg(); reg != nil {
-		bridge.RegisterBackend(unsafe.Pointer(reg))
-	}
-}
 
 var kind = gpureg.Kind{Name: "Vulkan", Count: func() int { return int(C.ggml_backend_vk_get_device_count()) }}
 

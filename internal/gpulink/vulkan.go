@@ -1,0 +1,30 @@
+//go:build vulkan && cgo
+
+package gpulink
+
+/*
+// The embedded provider: the static library make vulkan builds from its
+// sources. The system provider: upstream's libggml-vulkan.so beside the
+// libggml that pkg-config finds, never the embedded library, whose structs
+// differ. (Package vulkan carries the same lines for its own calls.)
+#cgo !ggml_system LDFLAGS: ${SRCDIR}/../../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
+#cgo ggml_system LDFLAGS: -lggml-vulkan
+#include "goggml.h"
+#include "goggml/fwd-ggml-vulkan.h"
+*/
+import "C"
+
+import (
+	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/bridge"
+	_ "github.com/go-ggml/ggml/third_party/ggml"
+)
+
+func init() {
+	// ggml_backend_vk_reg starts Vulkan and returns nil when it cannot
+	// (no loader, no driver): then there is simply no Vulkan device.
+	if reg := C.ggml_backend_vk_reg(); reg != nil && !registered(unsafe.Pointer(reg)) {
+		bridge.RegisterBackend(unsafe.Pointer(reg))
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !vulkan
+
+package gpureg_test
+
+const vulkanTag = false
