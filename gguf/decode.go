@@ -466,6 +466,9 @@ func (d *decoder) tensorInfo(alignment uint64) (TensorInfo, error) {
 		return TensorInfo{}, err
 	}
 	typ := ggml.Type(tt)
+	if why, ok := needsUpstream(typ); ok && tt <= math.MaxInt32 {
+		return TensorInfo{}, &FormatError{Offset: int64(d.off - 4), Reason: fmt.Sprintf("tensor %q: %s", name, why), Err: ggml.ErrUnsupported}
+	}
 	if tt > math.MaxInt32 || !typ.Valid() {
 		return TensorInfo{}, d.fail(d.off-4, "tensor %q has type %d, which the linked ggml (%s) does not know", name, int32(tt), ggml.Provider())
 	}

@@ -66,9 +66,11 @@
 // The tensor types a file may use are the linked ggml's (ggml.Types): 40
 // type numbers with the embedded provider, 43 with upstream v0.21.0 (which
 // adds nvfp4, q1_0 and q2_0); a file with a type the linked ggml does not
-// know is an ErrFormat error. Everything else is the same with both
-// providers: the parser and the writer are Go, and Load uses only calls
-// both providers have.
+// know is an ErrFormat error. With the embedded provider, a tensor of one
+// of upstream's three types is one that also wraps ggml.ErrUnsupported and
+// says to build with -tags ggml_system (and the Builder refuses them
+// likewise). Everything else is the same with both providers: the parser
+// and the writer are Go, and Load uses only calls both providers have.
 //
 // # Concurrency and lifetimes
 //

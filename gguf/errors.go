@@ -28,10 +28,13 @@ var (
 )
 
 // FormatError says where a file stops being a GGUF file this package reads,
-// and why. It wraps ErrFormat.
+// and why. It wraps ErrFormat, and Err where set.
 type FormatError struct {
 	Offset int64  // the byte offset in the file where the problem is
 	Reason string // what is wrong there
+	// Err is a further kind, nil for most reasons: ggml.ErrUnsupported for
+	// a tensor type only upstream ggml has (needs -tags ggml_system).
+	Err error
 }
 
 // Error returns "gguf: invalid file at byte N: reason".
@@ -39,8 +42,29 @@ func (e *FormatError) Error() string {
 	return fmt.Sprintf("gguf: invalid file at byte %d: %s", e.Offset, e.Reason)
 }
 
-// Unwrap returns ErrFormat.
-func (e *FormatError) Unwrap() error { return ErrFormat }
+// Unwrap returns ErrFormat, and Err where set.
+func (e *FormatError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrFormat, e.Err}
+	}
+	return []error{ErrFormat}
+}
+
+// upstreamTypes are upstream ggml's names of the types only it has: with
+// another ggml (the embedded provider) they are not Valid, and ggml has no
+// name for them.
+var upstreamTypes = map[ggml.Type]string{ggml.TypeNVFP4: "nvfp4", ggml.TypeQ1_0: "q1_0", ggml.TypeQ2_0: "q2_0"}
+
+// needsUpstream returns, for a type the linked ggml does not know that
+// upstream ggml has, why it cannot be used and true; else "" and false.
+func needsUpstream(t ggml.Type) (string, bool) {
+	name, ok := upstreamTypes[t]
+	if !ok || t.Valid() {
+		return "", false
+	}
+	return fmt.Sprintf("type %d (%s) needs upstream ggml: build with -tags ggml_system; the linked ggml (%s) does not know it",
+		int32(t), name, ggml.Provider()), true
+}
 
 // KeyError is the error of a metadata getter: the key is missing
 // (ErrNotFound) or holds another type (ErrType).

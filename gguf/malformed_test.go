@@ -181,12 +181,66 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-// The first type number past the linked ggml's types: 40 with the
-// embedded provider, 43 with upstream v0.21.0.
+// The first type number past the linked ggml's types and upstream's (43
+// with both providers; the embedded provider's 40 to 42 are upstream's
+// types, TestUpstreamTypes) is an unknown type.
 func TestTypeCountIsUnknown(t *testing.T) {
-	_, err := gguf.Parse(head(1, 0).tensor("w", ggml.TypeCount, 0, 4).data(16))
+	unknown := max(ggml.TypeCount, ggml.TypeQ2_0+1)
+	_, err := gguf.Parse(head(1, 0).tensor("w", unknown, 0, 4).data(16))
 	require.ErrorIs(t, err, gguf.ErrFormat)
-	assert.Contains(t, err.Error(), fmt.Sprintf("type %d, which the linked ggml (%s) does not know", ggml.TypeCount, ggml.Provider()))
+	assert.NotErrorIs(t, err, ggml.ErrUnsupported)
+	assert.Contains(t, err.Error(), fmt.Sprintf("type %d, which the linked ggml (%s) does not know", unknown, ggml.Provider()))
+}
+
+// TestUpstreamTypes: a tensor of a type only upstream ggml has (nvfp4,
+// q1_0, q2_0; 128 values a row are whole blocks of each) is, with the
+// embedded provider, an error that names the type and the build tag that
+// reads it, and the Builder refuses it likewise; with upstream ggml such a
+// file parses and loads.
+func TestUpstreamTypes(t *testing.T) {
+	rng := newRNG(t)
+	for typ, name := range map[ggml.Type]string{ggml.TypeNVFP4: "nvfp4", ggml.TypeQ1_0: "q1_0", ggml.TypeQ2_0: "q2_0"} {
+		t.Run(name, func(t *testing.T) {
+			const tensor = "blk.0.w"
+			// 144 bytes: nvfp4's two rows (2×36 a row), the largest.
+			raw := head(1, 0).tensor(tensor, typ, 0, 128, 2).data(144)
+			f, err := gguf.Parse(raw)
+			if typ.Valid() {
+				require.NoError(t, err, "%s with %s", name, ggml.Provider())
+				ti, ok := f.Tensor(tensor)
+				require.True(t, ok)
+				assert.Equal(t, typ, ti.Type)
+				assert.Equal(t, name, ti.Type.String())
+				row, err := typ.RowSize(128)
+				require.NoError(t, err)
+				s := spec{tensor, typ, []int64{128, 2}, randBytes(rng, 2*int(row))}
+				f, err := gguf.Open(writeTemp(t, build(t, nil, []spec{s})))
+				require.NoError(t, err)
+				defer f.Close()
+				m, err := gguf.Load(context.Background(), f, gguf.LoadOptions{})
+				require.NoError(t, err)
+				defer m.Close()
+				checkModel(t, m, []spec{s})
+				return
+			}
+			require.ErrorIs(t, err, gguf.ErrFormat)
+			require.ErrorIs(t, err, ggml.ErrUnsupported)
+			var fe *gguf.FormatError
+			require.ErrorAs(t, err, &fe)
+			// The type's field: after the header (24 bytes), the name
+			// (8 + its length), the dimension count (4) and two dimensions.
+			assert.Equal(t, int64(24+8+len(tensor)+4+2*8), fe.Offset)
+			for _, want := range []string{tensor, fmt.Sprintf("type %d (%s)", int32(typ), name), "-tags ggml_system", ggml.Provider()} {
+				assert.Contains(t, err.Error(), want)
+			}
+
+			err = gguf.NewBuilder().AddTensor(tensor, typ, []int64{128, 2}, gguf.FromBytes(nil))
+			require.ErrorIs(t, err, gguf.ErrInvalid)
+			require.ErrorIs(t, err, ggml.ErrUnsupported)
+			assert.Contains(t, err.Error(), fmt.Sprintf("type %d (%s)", int32(typ), name))
+			assert.Contains(t, err.Error(), "-tags ggml_system")
+		})
+	}
 }
 
 func TestHostileButValid(t *testing.T) {

@@ -110,6 +110,9 @@ func (b *Builder) AddTensor(name string, typ ggml.Type, shape []int64, src Sourc
 	if _, dup := b.names[name]; dup {
 		return fmt.Errorf("%w: tensor %q added twice", ErrInvalid, name)
 	}
+	if why, ok := needsUpstream(typ); ok {
+		return fmt.Errorf("%w (%w): tensor %q: %s", ErrInvalid, ggml.ErrUnsupported, name, why)
+	}
 	if !typ.Valid() {
 		return fmt.Errorf("%w: tensor %q: %v is not a type of the linked ggml", ErrInvalid, name, typ)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testutil"
+
 	// The GPU backends join ggml's registry when their package is linked
 	// in: with -tags vulkan (make test-vulkan, in CI) or -tags cuda these
 	// tests then run on that GPU; without a tag the packages say so and

@@ -385,10 +385,12 @@ var mixConfig = Config{
 
 // mixTypes are the weight types of real files other than Q4_K_M's two,
 // which the "every type" model gives its matrices in turn: the other
-// k-quants, the 32-blocks, iq4_nl and iq4_xs, and the float types.
+// k-quants, the 32-blocks (q4_1 and q5_1 among them), iq4_nl and iq4_xs,
+// and the float types.
 var mixTypes = []ggml.Type{
 	ggml.TypeQ5_K, ggml.TypeQ3_K, ggml.TypeQ2_K, ggml.TypeQ5_0, ggml.TypeIQ4_NL, ggml.TypeIQ4_XS,
 	ggml.TypeBF16, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ6_K, ggml.TypeQ4_K,
+	ggml.TypeQ4_1, ggml.TypeQ5_1,
 }
 
 // cycleTypes gives each matrix the next of types, by the order WriteRandom
@@ -406,7 +408,8 @@ func cycleTypes(types []ggml.Type) func(string, int64) ggml.Type {
 // some attn_v and ffn_down), and one with every other common type in turn
 // plus biases and a tied output. Against the reference that rounds each
 // product's activations as the CPU does for that matrix's type (q8_K for
-// the k-quants, q8_0, f16, bf16), the tolerances are those of the uniform
+// the k-quants, q8_0, q8_1 with its f16 block sums for q4_1 and q5_1, f16,
+// bf16), the tolerances are those of the uniform
 // quantized models: float32 precision for the best token (nothing else
 // differs), and for every token the reach of one activation rounded to the
 // other side of a q8 step, which moves the logits by up to a few percent.

@@ -33,6 +33,10 @@ type refModel struct {
 type matrix struct {
 	w []float64
 	t ggml.Type
+	// mins are the blocks' f16 minimums m, row by row, for the types
+	// whose values are d·q + m (q4_1, q5_1): the CPU's dot product
+	// multiplies m with the activations' f16 sum instead (mvQ8_1).
+	mins []float64
 }
 
 // emulateCPU makes the reference round activations as ggml's CPU backend
@@ -42,10 +46,15 @@ func (r *refModel) emulateCPU() { r.emulate = true }
 // mv is w·x + b (b may be nil) with the activations rounded as
 // configured.
 func (r *refModel) mv(w matrix, b, x []float64) []float64 {
-	if r.emulate {
-		x = roundTo(activationType(w.t), x)
+	var y []float64
+	switch {
+	case r.emulate && activationType(w.t) == ggml.TypeQ8_1:
+		y = mvQ8_1(w, x)
+	case r.emulate:
+		y = matVec(w.w, roundTo(activationType(w.t), x))
+	default:
+		y = matVec(w.w, x)
 	}
-	y := matVec(w.w, x)
 	for i := range b {
 		y[i] += b[i]
 	}
@@ -85,7 +94,11 @@ func readRef(f *gguf.File) (*refModel, error) {
 		for i, v := range vals {
 			out[i] = float64(v)
 		}
-		return matrix{out, ti.Type}, nil
+		m := matrix{w: out, t: ti.Type}
+		if ti.Type == ggml.TypeQ4_1 || ti.Type == ggml.TypeQ5_1 {
+			m.mins, err = blockMins(ti.Type, data)
+		}
+		return m, err
 	}
 	r := &refModel{c: c}
 	var errs []error
@@ -241,17 +254,105 @@ func roundQ8K(x []float64) []float64 {
 	return y
 }
 
+// blockMins returns the f16 minimum m of each block of data, of type t:
+// q4_1 or q5_1, whose blocks begin with their f16 scale d and then m.
+func blockMins(t ggml.Type, data []byte) ([]float64, error) {
+	size := int(t.Size())
+	if len(data)%size != 0 {
+		return nil, fmt.Errorf("%d bytes of %v: not whole blocks of %d", len(data), t, size)
+	}
+	half := make([]byte, 0, 2*len(data)/size)
+	for b := 0; b < len(data); b += size {
+		half = append(half, data[b+2:b+4]...)
+	}
+	f, err := ggml.Dequantize(ggml.TypeF16, half)
+	if err != nil {
+		return nil, err
+	}
+	mins := make([]float64, len(f))
+	for i, v := range f {
+		mins[i] = float64(v)
+	}
+	return mins, nil
+}
+
+// roundQ8_1 rounds x as ggml's CPU backend (x86, AVX2) does to q8_1, its
+// format for activations multiplied with q4_1 and q5_1 weights: per block
+// of 32, with a the largest magnitude in float32, each value v becomes
+// q·f16(d) with d = a/127 and q = round(v·(127/a)) (float32, round half to
+// even), and the block keeps s = f16(d·Σq), the sum of its rounded values
+// in f16, d there still in float32. It returns the rounded values and
+// each block's s.
+func roundQ8_1(x []float64) (y, s []float64) {
+	const block = 32
+	if len(x)%block != 0 {
+		panic(fmt.Sprintf("q8_1 rounds rows of multiples of %d, not %d", block, len(x)))
+	}
+	d := make([]float64, len(x)/block)
+	s = make([]float64, len(x)/block)
+	q := make([]float64, len(x))
+	for b := range d {
+		var amax float32
+		for _, v := range x[b*block : (b+1)*block] {
+			amax = max(amax, float32(math.Abs(v)))
+		}
+		if amax == 0 {
+			continue
+		}
+		db, id := amax/127, 127/amax
+		sum := 0.0
+		for i, v := range x[b*block : (b+1)*block] {
+			q[b*block+i] = math.RoundToEven(float64(float32(v) * id))
+			sum += q[b*block+i]
+		}
+		d[b], s[b] = float64(db), float64(db*float32(sum))
+	}
+	d, s = roundTo(ggml.TypeF16, d), roundTo(ggml.TypeF16, s)
+	y = make([]float64, len(x))
+	for i, v := range q {
+		y[i] = v * d[i/block]
+	}
+	return y, s
+}
+
+// mvQ8_1 is w·x as ggml's CPU backend computes it for q4_1 and q5_1
+// weights (vec_dot_q4_1_q8_1, vec_dot_q5_1_q8_1): x rounded to q8_1
+// (roundQ8_1), and per block d·q of the weights times the rounded
+// activations plus m·s, the block's minimum times the activations' f16
+// sum s in place of the sum of the rounded values.
+func mvQ8_1(w matrix, x []float64) []float64 {
+	const block = 32
+	xr, s := roundQ8_1(x)
+	// w.w holds d·q + m: take m·Σ(rounded x) back out, put m·s in.
+	diff := make([]float64, len(s))
+	for b := range diff {
+		diff[b] = s[b]
+		for _, v := range xr[b*block : (b+1)*block] {
+			diff[b] -= v
+		}
+	}
+	y := matVec(w.w, xr)
+	for o := range y {
+		for b, e := range diff {
+			y[o] += w.mins[o*len(diff)+b] * e
+		}
+	}
+	return y
+}
+
 // activationType is the type ggml's CPU backend converts activations to
 // before multiplying them with weights of type t (the vec_dot_type of its
 // type traits): q8_K for the k-quants and iq4_xs, q8_0 for the other
-// 32-blocks, q8_1 for q4_1 and q5_1 (whose values are q8_0's; its f16 sum
-// is not emulated), the type itself for f16 and bf16.
+// 32-blocks, q8_1 for q4_1 and q5_1 (whose values are q8_0's, plus each
+// block's f16 sum: mvQ8_1), the type itself for f16 and bf16.
 func activationType(t ggml.Type) ggml.Type {
 	switch t {
 	case ggml.TypeF16, ggml.TypeBF16:
 		return t
-	case ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ5_0, ggml.TypeIQ4_NL, ggml.TypeQ4_1, ggml.TypeQ5_1:
+	case ggml.TypeQ8_0, ggml.TypeQ4_0, ggml.TypeQ5_0, ggml.TypeIQ4_NL:
 		return ggml.TypeQ8_0
+	case ggml.TypeQ4_1, ggml.TypeQ5_1:
+		return ggml.TypeQ8_1
 	case ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K, ggml.TypeQ6_K, ggml.TypeIQ4_XS:
 		return ggml.TypeQ8_K
 	case ggml.TypeF32:
