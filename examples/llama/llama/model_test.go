@@ -83,18 +83,22 @@ var tolerance = map[ggml.Type]tol{
 // checkAgainstReference runs a prompt (in batches of the model's size,
 // every token's logits) and then tokens one at a time, and compares every
 // logit with the float64 reference. Where a rounding can fall the other
-// way (tl.best < tl.worst) it runs a second sequence from position 0, the
-// tokens reversed, so that one rounding in the first token of one run
-// cannot hide every token at float32 precision.
+// way (tl.best < tl.worst) it runs two more sequences from position 0, the
+// tokens reversed and rotated, so that one rounding in the first token of
+// one run cannot hide every token at float32 precision (with two runs, the
+// model of every type saw both hit about once in 75).
 func checkAgainstReference(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, tl tol) {
 	t.Helper()
 	errs := checkRun(t, m, ref, seq, nPrompt, tl.worst)
 	if tl.best < tl.worst {
-		require.NoError(t, m.Rewind(0))
-		ref.reset()
 		rev := slices.Clone(seq)
 		slices.Reverse(rev)
-		errs = append(errs, checkRun(t, m, ref, rev, nPrompt, tl.worst)...)
+		rot := append(slices.Clone(seq[len(seq)/2:]), seq[:len(seq)/2]...)
+		for _, other := range [][]int32{rev, rot} {
+			require.NoError(t, m.Rewind(0))
+			ref.reset()
+			errs = append(errs, checkRun(t, m, ref, other, nPrompt, tl.worst)...)
+		}
 	}
 	slices.Sort(errs)
 	require.LessOrEqual(t, errs[0], tl.best, "the best token's logit error; all: %.3g", errs)
@@ -437,7 +441,13 @@ func TestEvalMixedTypes(t *testing.T) {
 			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 5})
 			ref := openRef(t, path)
 			ref.emulateCPU()
-			checkAgainstReference(t, m, ref, randomTokens(t, 12, m.Config.VocabSize), 7, tolerance[ggml.TypeQ4_0])
+			checkAgainstReference(t, m, ref, randomTokens(t, 12, m.Config.VocabSize), 7, mixedTolerance)
 		})
 	}
 }
+
+// mixedTolerance: as for the uniform quantized models, but a model of many
+// quantized types rounds more activations, and one token in ~150 runs
+// took three roundings the other way (0.105 against two's 0.1): every token
+// within three roundings' reach.
+var mixedTolerance = tol{best: tolerance[ggml.TypeQ4_0].best, worst: 0.15}
