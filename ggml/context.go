@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -69,12 +70,15 @@ type Context struct {
 	noAlloc   bool
 	memSize   uint64
 	graphSize int
-	tensors   []*Tensor // every wrapper born in this context
-	slab      []*Tensor // room for the next ops' source slices
-	tslab     []Tensor  // room for the next tensor handles (wrap)
-	used      uint64    // bytes of the pool in use, as ggml_used_mem reports them
-	borrowed  bool      // owned by ggml (a graph copy): no ops, no Close
-	cleanup   runtime.Cleanup
+	tensors   []*Tensor     // every wrapper born in this context
+	slab      []*Tensor     // room for the next ops' source slices
+	tslab     []Tensor      // room for the next tensor handles (wrap)
+	used      atomic.Uint64 // bytes of the pool in use, as ggml_used_mem reports them
+	// inC is held while ggml's constructors run on the context's pool, which
+	// two goroutines must not do at once (enterC).
+	inC      atomic.Bool
+	borrowed bool // owned by ggml (a graph copy): no ops, no Close
+	cleanup  runtime.Cleanup
 	// inPlaceOf is set while an in-place op is built: its result is a
 	// view of this tensor and takes no data of its own.
 	inPlaceOf *Tensor

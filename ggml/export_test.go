@@ -42,3 +42,7 @@ func (p *PtrSet) Slots() int         { return len(p.s.slots) }
 // HaveUpstream reports whether the linked ggml is upstream's (the system
 // provider), with the ops and types only it has.
 const HaveUpstream = haveUpstream
+
+// GoUsedMem is the context's own count of its pool, which ops check
+// before ggml's constructors run.
+func GoUsedMem(c *Context) uint64 { return c.used.Load() }

@@ -73,13 +73,17 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.used > c.memSize || need > c.memSize-c.used {
+	if !c.enterC() {
+		return nil, c.busyErr("new_graph")
+	}
+	defer c.leaveC()
+	if used := c.used.Load(); used > c.memSize || need > c.memSize-used {
 		return nil, fmt.Errorf("%w: a graph of %d nodes needs %d bytes, the context has %d of %d free; set ContextParams.Graph (and GraphSize)",
-			ErrNoMemory, size, need, c.memSize-c.used, c.memSize)
+			ErrNoMemory, size, need, c.memSize-used, c.memSize)
 	}
 	g := C.ggml_new_graph_custom(c.c, C.size_t(size), false)
 	defer runtime.KeepAlive(c)
-	c.used += need
+	c.used.Add(need)
 	return &Graph{ctx: c, c: g, size: size, seen: newPtrSet(min(size, 1024)), guard: newGuard()}, nil
 }
 

@@ -104,7 +104,7 @@ func TestUsedMemTracking(t *testing.T) {
 		c, err := NewContext(p)
 		require.NoError(t, err)
 		check := func(what string) {
-			require.Equal(t, c.UsedMem(), c.used, "%s (noAlloc %v)", what, noAlloc)
+			require.Equal(t, c.UsedMem(), c.used.Load(), "%s (noAlloc %v)", what, noAlloc)
 		}
 		check("empty")
 		a := c.NewTensor(TypeF32, 13, 7)

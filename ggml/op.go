@@ -149,7 +149,7 @@ type convPlanned struct {
 // ensureAll checks that the context's pool has room for every tensor a
 // composite op creates (ggml aborts when the pool runs out halfway).
 func (c *Context) ensureAll(op string, plan []convPlanned, inputs ...*Tensor) *Tensor {
-	need := c.used
+	need := c.used.Load()
 	for _, p := range plan {
 		size, err := dataSize(p.t, p.ne)
 		if err != nil {
@@ -163,7 +163,7 @@ func (c *Context) ensureAll(op string, plan []convPlanned, inputs ...*Tensor) *T
 		need, carry = bits.Add64(need, objectSize+pad(payload, memAlign), 0)
 		if carry != 0 || need > c.memSize {
 			return c.fail(op, ErrNoMemory, fmt.Sprintf("the context's pool is full: the op makes %d tensors, which need more than the %d bytes left (%d of %d used); raise ContextParams.MaxTensors or MemSize",
-				len(plan), c.memSize-c.used, c.used, c.memSize), inputs...)
+				len(plan), c.memSize-c.used.Load(), c.used.Load(), c.memSize), inputs...)
 		}
 	}
 	return nil
@@ -172,6 +172,10 @@ func (c *Context) ensureAll(op string, plan []convPlanned, inputs ...*Tensor) *T
 // call runs a C constructor; an assert inside it (a check missing here)
 // becomes a recorded error instead of an abort.
 func (c *Context) call(op string, f func() *C.struct_ggml_tensor, inputs ...*Tensor) (t *Tensor) {
+	if !c.enterC() {
+		return c.busy(op)
+	}
+	defer c.leaveC()
 	defer func() {
 		if r := recover(); r != nil {
 			ae, ok := r.(*AssertError)
@@ -183,6 +187,24 @@ func (c *Context) call(op string, f func() *C.struct_ggml_tensor, inputs ...*Ten
 	}()
 	return c.result(f(), inputs...)
 }
+
+// enterC claims the context's pool for a call of ggml's constructors, and
+// reports false when another goroutine has it: a Context is used by one
+// goroutine at a time, and ggml's pool taken by two at once would hand out
+// overlapping objects. leaveC gives it back.
+func (c *Context) enterC() bool { return c.inC.CompareAndSwap(false, true) }
+
+func (c *Context) leaveC() { c.inC.Store(false) }
+
+// busyErr is the error of a constructor refused by enterC.
+func (c *Context) busyErr(op string) error {
+	return &OpError{Op: op, Rule: "another goroutine is building on this context at the same time; a Context is used by one goroutine at a time", Err: ErrBusy}
+}
+
+// busy returns the poisoned result of an op refused by enterC. It leaves
+// the context's sticky error alone (the other goroutine owns the context);
+// the result poisons what is built from it.
+func (c *Context) busy(op string) *Tensor { return &Tensor{ctx: c, err: c.busyErr(op)} }
 
 // result wraps the C result of an op built from inputs. It links the Go
 // handles of the result's sources: the inputs, and any intermediate tensor
@@ -295,9 +317,10 @@ func findIn(inputs []*Tensor, q *C.struct_ggml_tensor) *Tensor {
 // room checks that the pool has space for one more object of the given
 // payload, as ggml_new_object would (it returns NULL, and ggml asserts).
 func (c *Context) room(payload uint64) error {
-	if need := c.used + pad(payload, memAlign) + objectSize; need > c.memSize {
+	used := c.used.Load()
+	if need := used + pad(payload, memAlign) + objectSize; need > c.memSize {
 		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed); raise ContextParams.MaxTensors or MemSize",
-			ErrNoMemory, c.used, c.memSize, pad(payload, memAlign)+objectSize)
+			ErrNoMemory, used, c.memSize, pad(payload, memAlign)+objectSize)
 	}
 	return nil
 }

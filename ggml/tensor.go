@@ -65,7 +65,7 @@ func (c *Context) wrap(p *C.struct_ggml_tensor, srcs []*Tensor, viewSrc *Tensor)
 		size, _ := dataSize(Type(p._type), ne)
 		payload += size
 	}
-	c.used += objectSize + pad(payload, memAlign)
+	c.used.Add(objectSize + pad(payload, memAlign))
 	return t
 }
 
@@ -104,6 +104,10 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 	for i := range shape {
 		cne[i] = C.int64_t(shape[i])
 	}
+	if !c.enterC() {
+		return c.busy(op)
+	}
+	defer c.leaveC()
 	return c.wrap(C.ggml_new_tensor(c.c, C.enum_ggml_type(t), C.int(len(ne)), &cne[0]), nil, nil)
 }
 
