@@ -466,6 +466,13 @@ func (d *decoder) tensorInfo(alignment uint64) (TensorInfo, error) {
 		return TensorInfo{}, err
 	}
 	typ := ggml.Type(tt)
+	if tt <= math.MaxInt32 && !typ.Valid() {
+		// A type only upstream ggml has (nvfp4, q1_0, q2_0) is no fault of
+		// the file: ggml says which build reads it (ErrUnsupported).
+		if _, err := typ.RowSize(0); errors.Is(err, ggml.ErrUnsupported) {
+			return TensorInfo{}, fmt.Errorf("gguf: tensor %q (type %d, at byte %d): %w", name, int32(tt), d.off-4, err)
+		}
+	}
 	if tt > math.MaxInt32 || !typ.Valid() {
 		return TensorInfo{}, d.fail(d.off-4, "tensor %q has type %d, which the linked ggml (%s) does not know", name, int32(tt), ggml.Provider())
 	}

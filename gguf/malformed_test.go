@@ -181,12 +181,34 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
-// The first type number past the linked ggml's types: 40 with the
-// embedded provider, 43 with upstream v0.21.0.
+// The first type number past the linked ggml's types and upstream's (40
+// with the embedded provider, but that is upstream's nvfp4; 43 with
+// upstream v0.21.0) is not a type.
 func TestTypeCountIsUnknown(t *testing.T) {
-	_, err := gguf.Parse(head(1, 0).tensor("w", ggml.TypeCount, 0, 4).data(16))
+	past := max(ggml.TypeCount, ggml.TypeQ2_0+1)
+	_, err := gguf.Parse(head(1, 0).tensor("w", past, 0, 4).data(16))
 	require.ErrorIs(t, err, gguf.ErrFormat)
-	assert.Contains(t, err.Error(), fmt.Sprintf("type %d, which the linked ggml (%s) does not know", ggml.TypeCount, ggml.Provider()))
+	assert.Contains(t, err.Error(), fmt.Sprintf("type %d, which the linked ggml (%s) does not know", past, ggml.Provider()))
+}
+
+// A tensor of a type only upstream ggml has is read with the system
+// provider; the embedded one says ErrUnsupported naming -tags ggml_system,
+// not that the file is invalid.
+func TestUpstreamTypeTensor(t *testing.T) {
+	for _, ty := range []ggml.Type{ggml.TypeNVFP4, ggml.TypeQ1_0, ggml.TypeQ2_0} {
+		// 128 values: whole blocks of each (64 or 128), 36 bytes at most per 64.
+		f, err := gguf.Parse(head(1, 0).tensor("w", ty, 0, 128).data(96))
+		if ty.Valid() { // the system provider
+			require.NoError(t, err, "%d", ty)
+			ti, ok := f.Tensor("w")
+			require.True(t, ok)
+			require.Equal(t, ty, ti.Type)
+			continue
+		}
+		require.ErrorIs(t, err, ggml.ErrUnsupported, "%d", ty)
+		require.NotErrorIs(t, err, gguf.ErrFormat, "%d", ty)
+		require.ErrorContains(t, err, "-tags ggml_system")
+	}
 }
 
 func TestHostileButValid(t *testing.T) {
