@@ -1,6 +1,7 @@
 package backend_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -281,4 +282,63 @@ func TestMetaTensor2D(t *testing.T) {
 		require.NoError(t, r.meta.Synchronize())
 		require.Equal(t, model, got, name)
 	}
+}
+
+// TestTensor2DDuringCompute: the 2-D writes follow the 1-D ones while a
+// compute runs. Indices the compute reads (checked before it started) are
+// ErrBusy to TensorSet2D, and the queued transfers are ErrBusy on the
+// computing backend; the compute reads the rows the check saw.
+func TestTensor2DDuringCompute(t *testing.T) {
+	if !backend.HaveUpstream {
+		t.Skip("2-D transfers need upstream ggml (-tags ggml_system)")
+	}
+	rng := newRNG(t)
+	be := cpu(t)
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	a := c.NewTensor(ggml.TypeF32, 8, 4)
+	idx := c.NewTensor(ggml.TypeI32, 4)
+	other := c.NewTensor(ggml.TypeF32, 4)
+	var setErr, otherErr, setAsyncErr, getAsyncErr error
+	bad := make([]byte, 16)
+	for i := range 4 { // row 1<<20 of 4
+		bad[4*i+2] = 0x10
+	}
+	write := backend.Rows2D{Size: 4, Count: 4, TensorStride: 4, DataStride: 4}
+	first := c.MapCustom1(c.NewTensor(ggml.TypeF32, 4), func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
+		setErr = backend.TensorSet2D(idx, bad, write)
+		setAsyncErr = be.SetTensor2DAsync(idx, bad, write)
+		getAsyncErr = be.GetTensor2DAsync(idx, make([]byte, 16), write)
+		otherErr = backend.TensorSet2D(other, bad, write) // not indices: written
+	}, 1)
+	rows := c.GetRows(a, idx)
+	g, err := c.BuildGraph(first, rows)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	t.Cleanup(func() { buf.Close() })
+	av := make([]float32, 32)
+	for i := range av {
+		av[i] = rng.Float32()
+	}
+	good := []int32{3, 0, 1, 2}
+	require.NoError(t, ggml.SetData(a, av))
+	require.NoError(t, ggml.SetData(idx, good))
+	require.NoError(t, be.Compute(context.Background(), g))
+	require.ErrorIs(t, setErr, ggml.ErrBusy)
+	require.ErrorIs(t, setAsyncErr, ggml.ErrBusy)
+	require.ErrorIs(t, getAsyncErr, ggml.ErrBusy)
+	require.NoError(t, otherErr)
+	got, err := ggml.Data[float32](rows)
+	require.NoError(t, err)
+	for i, r := range good {
+		require.Equal(t, av[int(r)*8:int(r)*8+8], got[i*8:i*8+8])
+	}
+	gotIdx, err := ggml.Data[int32](idx)
+	require.NoError(t, err)
+	require.Equal(t, good, gotIdx, "a refused write wrote")
+	ob := make([]byte, 16)
+	require.NoError(t, backend.TensorGet(other, ob, 0))
+	require.Equal(t, bad, ob)
 }

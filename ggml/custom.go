@@ -404,7 +404,7 @@ func (c *Context) Custom4D(t Type, ne [MaxDims]int64, args []*Tensor, fn CustomF
 	}
 	switch {
 	case !t.Valid():
-		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), args...)
+		return c.invalidType(op, t, args...)
 	case len(args) > MaxCustomArgs:
 		return c.fail(op, ErrInvalid, fmt.Sprintf("%d inputs: at most %d", len(args), MaxCustomArgs), args...)
 	}

@@ -118,6 +118,16 @@ func (c *Context) upstreamOnly(op, what string, inputs ...*Tensor) *Tensor {
 		what, Provider()), inputs...)
 }
 
+// invalidType records that op was given type t, which is not Valid: an
+// ErrUnsupported error naming -tags ggml_system for a type only upstream
+// ggml has, else an ErrType error. It returns a poisoned tensor.
+func (c *Context) invalidType(op string, t Type, inputs ...*Tensor) *Tensor {
+	if upstreamOnlyType(t) {
+		return c.upstreamOnly(op, "type "+upstreamTypeNames[t], inputs...)
+	}
+	return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), inputs...)
+}
+
 // ensure checks that the context's pool has room for a result of type t and
 // shape ne (with data unless the context is NoAlloc or the result is a view
 // of viewOf). It returns a poisoned tensor when it has not.

@@ -315,6 +315,12 @@ var opTable = []opCase{
 	{180, "HCCombine", func(o opIn) *ggml.Tensor { return o.c.HCCombine(o.a, o.b, o.pick(), 1e-6, 1+o.n(3)) }},
 	{181, "HCPre", on2((*ggml.Context).HCPre)},
 	{182, "HCPost", func(o opIn) *ggml.Tensor { return o.c.HCPost(o.a, o.b, o.pick(), o.pick()) }},
+	// Upstream ggml's types reach the other ops' entries through this
+	// cast (the fuzzer's own tensors keep their types for the seeds'
+	// sake); rows of 64 or 128 take concats of its short ones.
+	{183, "Cast", func(o opIn) *ggml.Tensor {
+		return o.c.Cast(o.a, []ggml.Type{ggml.TypeNVFP4, ggml.TypeQ1_0, ggml.TypeQ2_0}[o.n(3)])
+	}},
 }
 
 // on1 builds an op of one tensor, on2 an op of two.

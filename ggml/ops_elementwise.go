@@ -64,7 +64,7 @@ func (c *Context) AddCast(a, b *Tensor, t Type) *Tensor {
 	}
 	at := a.Type()
 	if !t.Valid() {
-		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), a, b)
+		return c.invalidType(op, t, a, b)
 	}
 	if p := c.checkTypes(op, t, a, b); p != nil {
 		return p

@@ -617,6 +617,14 @@ func TestGatedDeltaNetMisuse(t *testing.T) {
 		"g heads":                  func(s *shapes) { s.g = []int64{1, 3, 3, 2} },
 		"beta":                     func(s *shapes) { s.beta = []int64{4, 4, 3, 2} },
 		"state":                    func(s *shapes) { s.state = []int64{4, 4, 4, 1} },
+		// ggml's kernel divides by q's head and sequence counts (a
+		// SIGFPE at 0, even with no sequences to run).
+		"no q heads":     func(s *shapes) { s.q, s.k = []int64{4, 0, 3, 1}, []int64{4, 0, 3, 1} },
+		"no q sequences": func(s *shapes) { s.q, s.k = []int64{4, 2, 3, 0}, []int64{4, 2, 3, 0} },
+		"no sequences at all": func(s *shapes) {
+			s.q, s.k, s.v = []int64{4, 2, 3, 0}, []int64{4, 2, 3, 0}, []int64{4, 4, 3, 0}
+			s.g, s.beta, s.state = []int64{1, 4, 3, 0}, []int64{1, 4, 3, 0}, []int64{4, 4, 4, 0}
+		},
 	} {
 		sh := good()
 		edit(&sh)

@@ -251,7 +251,7 @@ func (c *Context) Cast(a *Tensor, t Type) *Tensor {
 		return p
 	}
 	if !t.Valid() {
-		return c.fail(op, ErrType, fmt.Sprintf("%v is not a type of this ggml", t), a)
+		return c.invalidType(op, t, a)
 	}
 	if p := c.copyRules(op, a, t, nil, a); p != nil {
 		return p

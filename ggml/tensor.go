@@ -79,10 +79,7 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 		return p
 	}
 	if !t.Valid() {
-		if upstreamOnlyType(t) {
-			return c.upstreamOnly(op, "type "+upstreamTypeNames[t])
-		}
-		return c.fail(op, ErrType, fmt.Sprintf("%v is not a ggml type", t))
+		return c.invalidType(op, t)
 	}
 	if len(ne) < 1 || len(ne) > MaxDims {
 		return c.fail(op, ErrShape, fmt.Sprintf("%d dimensions given, ggml takes 1 to %d", len(ne), MaxDims))

@@ -142,6 +142,24 @@ func TestUpstreamTypes(t *testing.T) {
 				require.NoError(t, err)
 				defer c.Close()
 				require.ErrorIs(t, c.NewTensor(ut.t, int64(ut.values)).Err(), ggml.ErrUnsupported)
+				// The ops that take a type as a parameter say the same, each
+				// on a fresh context (a context's first error is sticky).
+				for name, op := range map[string]func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor{
+					"Cast":    func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.Cast(x, ut.t) },
+					"AddCast": func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor { return c.AddCast(x, x, ut.t) },
+					"Custom4D": func(c *ggml.Context, x *ggml.Tensor) *ggml.Tensor {
+						return c.Custom4D(ut.t, [4]int64{int64(ut.values), 1, 1, 1}, []*ggml.Tensor{x}, copyFirst, 1)
+					},
+				} {
+					c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, NoAlloc: true})
+					require.NoError(t, err)
+					defer c.Close()
+					x := c.NewTensor(ggml.TypeF32, int64(ut.values))
+					require.NoError(t, x.Err())
+					err = op(c, x).Err()
+					require.ErrorIs(t, err, ggml.ErrUnsupported, name)
+					require.ErrorContains(t, err, "-tags ggml_system", name)
+				}
 				return
 			}
 			rng := newRNG(t)
