@@ -1,6 +1,14 @@
 package bench
 
 /*
+// The peak FMA loop is compiled at the CPU level of the ggml it is read
+// against (third_party/ggml/embedded/cpu's flags, by the same tags): the
+// default build's x86-64-v3, ggml_native's native, ggml_portable's v2.
+#cgo amd64,!ggml_native,!ggml_portable CFLAGS: -march=x86-64-v3 -mtune=generic
+#cgo amd64,ggml_portable CFLAGS: -march=x86-64-v2 -mtune=generic
+#cgo amd64,ggml_native CFLAGS: -march=native
+#cgo arm64,linux,!ggml_native,!ggml_portable CFLAGS: -march=armv8.2-a+fp16+dotprod
+#cgo arm64,ggml_native CFLAGS: -mcpu=native
 #cgo noescape cb_nbytes_noescape
 #cgo nocallback cb_nbytes_noescape
 #include "goggml.h"
