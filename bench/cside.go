@@ -3,7 +3,11 @@ package bench
 /*
 // The peak FMA loop is compiled at the CPU level of the ggml it is read
 // against (third_party/ggml/embedded/cpu's flags, by the same tags): the
-// default build's x86-64-v3, ggml_native's native, ggml_portable's v2.
+// default build's x86-64-v3, ggml_native's native, ggml_portable's v2;
+// -O3, so that the chains' accumulators live in registers (at cgo's
+// default -O2 gcc keeps the array in memory, and the loop measures
+// store forwarding, a quarter of the FMA units' rate).
+#cgo CFLAGS: -O3
 #cgo amd64,!ggml_native,!ggml_portable CFLAGS: -march=x86-64-v3 -mtune=generic
 #cgo amd64,ggml_portable CFLAGS: -march=x86-64-v2 -mtune=generic
 #cgo amd64,ggml_native CFLAGS: -march=native
