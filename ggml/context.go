@@ -53,7 +53,10 @@ type ContextParams struct {
 // ops pass along; Err reports the first such error, and BuildGraph,
 // allocation and compute refuse to run while it is set.
 //
-// A Context is used by one goroutine at a time. Close frees it; a Context
+// A Context is used by one goroutine at a time: an op, NewTensor or
+// NewGraph that overlaps another goroutine's on the same context returns
+// an ErrBusy result instead of running ggml's constructors on its pool
+// twice at once. Close frees it; a Context
 // that is no longer reachable (nor any of its tensors) is freed by the
 // garbage collector.
 type Context struct {

@@ -47,7 +47,9 @@
 // by the garbage collector. A tensor keeps its context, its inputs and the
 // buffer holding its data alive; after an explicit Close, methods report
 // ErrClosed or zero values instead of touching freed memory. A Context is
-// used by one goroutine at a time for building ops; computes and data
+// used by one goroutine at a time for building ops (an op that another
+// goroutine's op overlaps is refused with ErrBusy, not run on ggml's pool
+// twice at once); computes and data
 // transfers may read its tensors from other goroutines, and while they do,
 // Close returns ErrBusy (also when called from a custom op of that very
 // compute).
