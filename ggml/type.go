@@ -128,9 +128,13 @@ func Types() []Type {
 func (t Type) Valid() bool { return t >= 0 && t < TypeCount && types[t].blockSize > 0 }
 
 // String returns ggml's name of the type, e.g. "f32" or "q4_0"
-// (ggml_type_name).
+// (ggml_type_name); upstream ggml's own types have their names with either
+// provider.
 func (t Type) String() string {
 	if !t.Valid() {
+		if name, ok := upstreamTypeNames[t]; ok {
+			return name // a type of upstream ggml's, with the embedded provider
+		}
 		return fmt.Sprintf("Type(%d)", int32(t))
 	}
 	return types[t].name
