@@ -78,3 +78,30 @@ func TestContextUsedByTwoGoroutines(t *testing.T) {
 	require.NoError(t, y.Err())
 	assert.Equal(t, c.UsedMem(), ggml.GoUsedMem(c), "the Go count of the pool and ggml's")
 }
+
+// TestContextFailingOnTwoGoroutines: two goroutines whose ops fail on one
+// context at once both record the context's sticky error; the first
+// recorded wins whole (the race detector, under make test's -race, sees no
+// race), and every later op on the context is refused with it.
+func TestContextFailingOnTwoGoroutines(t *testing.T) {
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(ggml.TypeF32, 4, 3)
+	b := c.NewTensor(ggml.TypeF32, 5, 3) // a.ne0 != b.ne0: MulMat refuses
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 2000 {
+				r := c.MulMat(a, b)
+				assert.ErrorIs(t, r.Err(), ggml.ErrShape)
+			}
+		}()
+	}
+	wg.Wait()
+	require.ErrorIs(t, c.Err(), ggml.ErrShape)
+	assert.ErrorIs(t, c.Add(a, a).Err(), ggml.ErrShape, "the sticky error refuses what follows")
+}
+

@@ -64,7 +64,7 @@ type Context struct {
 	// Tensor).
 	contextKind
 	c   *C.struct_ggml_context
-	err error
+	err atomic.Pointer[error] // the sticky error; see stickyErr
 	// life counts the computes and transfers in flight that read the
 	// context's tensors: Close refuses (ErrBusy) while there are any.
 	life      *bridge.Life
@@ -217,7 +217,7 @@ func (c *Context) Err() error {
 	if c == nil {
 		return fmt.Errorf("%w: nil *Context", ErrInvalid)
 	}
-	return c.err
+	return c.stickyErr()
 }
 
 // UsedMem returns the bytes of the context's pool in use (ggml_used_mem).

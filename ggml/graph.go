@@ -63,8 +63,8 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	if c.c == nil {
 		return nil, fmt.Errorf("%w: the context is closed", ErrClosed)
 	}
-	if c.err != nil {
-		return nil, c.err
+	if err := c.stickyErr(); err != nil {
+		return nil, err
 	}
 	if c.borrowed {
 		return nil, fmt.Errorf("%w: this context belongs to a graph copy; make graphs in a context of your own", ErrInvalid)

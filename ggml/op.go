@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // The op machinery: what every op of Context shares.
@@ -71,8 +73,8 @@ func (c *Context) begin(op string, inputs ...*Tensor) *Tensor {
 	if c == nil {
 		return &Tensor{err: &OpError{Op: op, Rule: "nil *Context", Err: ErrInvalid}}
 	}
-	if c.err != nil {
-		return &Tensor{ctx: c, err: c.err}
+	if err := c.stickyErr(); err != nil {
+		return &Tensor{ctx: c, err: err}
 	}
 	if c.c == nil {
 		return c.fail(op, ErrClosed, "the context is closed")
@@ -86,7 +88,7 @@ func (c *Context) begin(op string, inputs ...*Tensor) *Tensor {
 			return c.fail(op, ErrInvalid, fmt.Sprintf("input %d is nil", i))
 		case t.err != nil:
 			e := &OpError{Op: op, Inputs: []string{"poisoned"}, Rule: fmt.Sprintf("input %d is the result of a failed op: %v", i, t.err), Err: t.err}
-			c.err = e
+			c.setErr(e)
 			return &Tensor{ctx: c, err: e}
 		case t.c == nil || t.ctx == nil || t.ctx.c == nil:
 			return c.fail(op, ErrClosed, fmt.Sprintf("input %d belongs to a closed context", i))
@@ -101,9 +103,7 @@ func (c *Context) fail(op string, kind error, rule string, inputs ...*Tensor) *T
 	for i, t := range inputs {
 		e.Inputs = append(e.Inputs, string(rune('a'+i))+" "+t.describe())
 	}
-	if c.err == nil {
-		c.err = e
-	}
+	c.setErr(e)
 	return &Tensor{ctx: c, err: e}
 }
 
@@ -197,6 +197,14 @@ func (c *Context) call(op string, f func() *C.struct_ggml_tensor, inputs ...*Ten
 	}()
 	return c.result(f(), inputs...)
 }
+
+// stickyErr returns the first error an op recorded on the context, or nil.
+// It and setErr are atomic: ops that two goroutines misuse one context
+// with may record at once, and the first whole error wins.
+func (c *Context) stickyErr() error { return bridge.ContextOf(c).Err() }
+
+// setErr records e as the sticky error unless one is recorded.
+func (c *Context) setErr(e error) { bridge.ContextOf(c).SetErr(e) }
 
 // enterC claims the context's pool for a call of ggml's constructors, and
 // reports false when another goroutine has it: a Context is used by one

@@ -32,8 +32,8 @@ func (g *Graph) Usable() error {
 		return fmt.Errorf("%w: nil *Graph", ErrInvalid)
 	case g.ctx.c == nil:
 		return fmt.Errorf("%w: the graph's context is closed", ErrClosed)
-	case g.ctx.err != nil:
-		return g.ctx.err
+	case g.ctx.Err() != nil:
+		return g.ctx.Err()
 	}
 	return nil
 }

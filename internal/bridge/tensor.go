@@ -319,7 +319,7 @@ func (t *Tensor) describe() string {
 type Context struct {
 	ContextKind
 	c   *C.struct_ggml_context // nil once closed
-	err error                  // the context's sticky error
+	err atomic.Pointer[error]  // the context's sticky error (Err)
 	// life counts the computes and transfers in flight that read the
 	// context's tensors; work that re-places them runs alone (Claim).
 	life *Life
@@ -333,11 +333,24 @@ func (c *Context) Ptr() (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("%w: nil *Context", ErrInvalid)
 	case c.c == nil:
 		return nil, fmt.Errorf("%w: the context is closed", ErrClosed)
-	case c.err != nil:
-		return nil, c.err
+	case c.Err() != nil:
+		return nil, c.Err()
 	}
 	return unsafe.Pointer(c.c), nil
 }
+
+// Err returns the context's sticky error: the first error an op recorded,
+// or nil. Ops on two goroutines may record at once (a Context's misuse
+// that ops refuse with ErrBusy): the first to record wins, whole.
+func (c *Context) Err() error {
+	if p := c.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// SetErr records e as the context's sticky error unless one is recorded.
+func (c *Context) SetErr(e error) { c.err.CompareAndSwap(nil, &e) }
 
 // Life returns the lifetime that computes and transfers reading the
 // context's tensors hold.
