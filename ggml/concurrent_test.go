@@ -104,4 +104,3 @@ func TestContextFailingOnTwoGoroutines(t *testing.T) {
 	require.ErrorIs(t, c.Err(), ggml.ErrShape)
 	assert.ErrorIs(t, c.Add(a, a).Err(), ggml.ErrShape, "the sticky error refuses what follows")
 }
-
