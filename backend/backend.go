@@ -519,18 +519,9 @@ func (b *Backend) SetTensorAsync(t *ggml.Tensor, data []byte, offset uint64) (er
 	if err != nil || len(data) == 0 {
 		return err
 	}
-	unlock, err := bridge.TensorOf(t).WriteLock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	p := unsafe.SliceData(data)
-	b.pins.Pin(p)
-	b.pending = append(b.pending, t)
-	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
-	C.ggml_backend_tensor_set_async(b.c, tc, unsafe.Pointer(p), C.size_t(offset), C.size_t(len(data)))
-	return nil
+	return b.queue(t, data, true, func(p unsafe.Pointer) {
+		C.ggml_backend_tensor_set_async(b.c, tc, p, C.size_t(offset), C.size_t(len(data)))
+	})
 }
 
 // GetTensorAsync queues a copy of len(dst) bytes of tensor t, offset bytes
@@ -545,12 +536,29 @@ func (b *Backend) GetTensorAsync(t *ggml.Tensor, dst []byte, offset uint64) (err
 	if err != nil || len(dst) == 0 {
 		return err
 	}
-	p := unsafe.SliceData(dst)
+	return b.queue(t, dst, false, func(p unsafe.Pointer) {
+		C.ggml_backend_tensor_get_async(b.c, tc, p, C.size_t(offset), C.size_t(len(dst)))
+	})
+}
+
+// queue runs call, which queues an async transfer between tensor t and the
+// memory of data (passed as p) on b's stream. A write into t (write) holds
+// t's write lock while it is queued; data is pinned, and t held, until
+// Synchronize. A ggml abort in call comes back as an error.
+func (b *Backend) queue(t *ggml.Tensor, data []byte, write bool, call func(p unsafe.Pointer)) (err error) {
+	if write {
+		unlock, err := bridge.TensorOf(t).WriteLock()
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
+	p := unsafe.SliceData(data)
 	b.pins.Pin(p)
 	b.pending = append(b.pending, t)
 	defer runtime.KeepAlive(b)
 	defer bridge.Catch(&err)
-	C.ggml_backend_tensor_get_async(b.c, tc, unsafe.Pointer(p), C.size_t(offset), C.size_t(len(dst)))
+	call(unsafe.Pointer(p))
 	return nil
 }
 

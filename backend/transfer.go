@@ -382,19 +382,10 @@ func (b *Backend) SetTensor2DAsync(t *ggml.Tensor, data []byte, r Rows2D) (err e
 	if err != nil || r.empty() {
 		return err
 	}
-	unlock, err := bridge.TensorOf(t).WriteLock()
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	p := unsafe.SliceData(data)
-	b.pins.Pin(p)
-	b.pending = append(b.pending, t)
-	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
-	C.goggml_tensor_set_2d_async(b.c, tc, unsafe.Pointer(p), C.size_t(r.Offset), C.size_t(r.Size),
-		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
-	return nil
+	return b.queue(t, data, true, func(p unsafe.Pointer) {
+		C.goggml_tensor_set_2d_async(b.c, tc, p, C.size_t(r.Offset), C.size_t(r.Size),
+			C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+	})
 }
 
 // GetTensor2DAsync queues TensorGet2D's copy of r's rows of tensor t into
@@ -415,14 +406,10 @@ func (b *Backend) GetTensor2DAsync(t *ggml.Tensor, dst []byte, r Rows2D) (err er
 	if err != nil || r.empty() {
 		return err
 	}
-	p := unsafe.SliceData(dst)
-	b.pins.Pin(p)
-	b.pending = append(b.pending, t)
-	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
-	C.goggml_tensor_get_2d_async(b.c, tc, unsafe.Pointer(p), C.size_t(r.Offset), C.size_t(r.Size),
-		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
-	return nil
+	return b.queue(t, dst, false, func(p unsafe.Pointer) {
+		C.goggml_tensor_get_2d_async(b.c, tc, p, C.size_t(r.Offset), C.size_t(r.Size),
+			C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+	})
 }
 
 // asyncTarget2D checks a 2-D async transfer of r between tensor t and a
