@@ -347,7 +347,9 @@ func (b *Backend) checkTensor(t *C.struct_ggml_tensor) error {
 // that can never be cancelled costs nothing. Cancellation acts between
 // nodes only: one long node (a large mul_mat) runs to its end first, and a
 // custom op runs until its function returns (it can poll
-// ggml.CustomView.Cancelled). Compute holds what the graph reads (contexts,
+// ggml.CustomView.Cancelled). A cancel reaches the compute through a
+// goroutine, a little later: a compute that ends in the meantime returns
+// nil, its work done. Compute holds what the graph reads (contexts,
 // buffers, allocations) until it returns: a Close of one of them in the
 // meantime waits for it or returns ggml.ErrBusy (see each Close).
 func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -142,10 +143,17 @@ func TestCancelStopsCompute(t *testing.T) {
 	defer cancel()
 	var cancelled atomic.Int32 // custom op calls that cancelled (thread 0 only)
 	y := c.MulMat(w, x)
-	y = c.MapCustom1InPlace(y, func(_ ggml.CustomView, _ []ggml.CustomView, ith, _ int) {
+	y = c.MapCustom1InPlace(y, func(dst ggml.CustomView, _ []ggml.CustomView, ith, _ int) {
 		if ith == 0 {
 			cancelled.Add(1)
 			cancel()
+			// The cancel reaches the compute through a goroutine: wait
+			// until it has (bounded), or a fast CPU finishes every
+			// product first and Compute rightly returns nil.
+			deadline := time.Now().Add(time.Minute)
+			for !dst.Cancelled() && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Microsecond)
+			}
 		}
 	}, 0)
 	products := make([]*ggml.Tensor, n)
