@@ -48,8 +48,12 @@ func checkSIMD() {
 		currentLogger().Warn(msg)
 	}
 	if cpu512 && !built512 && C.GOGGML_CPU_BUILT_BY_CGO != 0 {
-		currentLogger().Debug("go-ggml: this CPU has AVX-512, which ggml's CPU code of this build does not use " +
-			"(it is built for x86-64-v3, which runs on any AVX2 CPU); build with -tags ggml_native for code made for this machine's CPU only")
+		used := "does not use"
+		if v := CPUKernelVariant(); v != "" && v != "x86-64-v3" {
+			used = "uses in its matrix kernels only (" + v + ")"
+		}
+		currentLogger().Debug("go-ggml: this CPU has AVX-512, which ggml's CPU code of this build " + used +
+			" (it is built for x86-64-v3, which runs on any AVX2 CPU); build with -tags ggml_native for code made for this machine's CPU only")
 	}
 }
 

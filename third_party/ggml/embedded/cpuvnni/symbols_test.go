@@ -1,0 +1,74 @@
+//go:build !ggml_system && !(darwin && arm64) && amd64 && !ggml_native && !ggml_portable && linux
+
+package cpuvnni_test
+
+import (
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	// The objects this package's code calls into (ggml's core and CPU
+	// backend), so that the test binary links.
+	_ "github.com/go-ggml/ggml/third_party/ggml/embedded/cpu"
+)
+
+// This package's C++ code was compiled for AVX-512 and must never run on a
+// CPU without it: the linker may pick any copy of a symbol that two
+// objects both define (an inline function, a template instance), so the
+// package's objects must define, as global or weak symbols, nothing but
+// the renamed entry point that the dispatcher calls after checking the
+// CPU. Read from the package's archive in the build cache.
+func TestSgemmVariantSymbols(t *testing.T) {
+	out, err := exec.Command("go", "list", "-export", "-f", "{{.Export}}", "github.com/go-ggml/ggml/third_party/ggml/embedded/cpuvnni").Output()
+	require.NoError(t, err)
+	members := arMembers(t, strings.TrimSpace(string(out)))
+	var defined []string
+	objects := 0
+	for name, data := range members {
+		if !strings.HasSuffix(name, ".o") || !bytes.HasPrefix(data, []byte(elf.ELFMAG)) {
+			continue // the Go object and the package's export data
+		}
+		f, err := elf.NewFile(bytes.NewReader(data))
+		require.NoError(t, err, name)
+		syms, err := f.Symbols()
+		require.NoError(t, err, name)
+		objects++
+		for _, s := range syms {
+			bind := elf.ST_BIND(s.Info)
+			if s.Section == elf.SHN_UNDEF || (bind != elf.STB_GLOBAL && bind != elf.STB_WEAK && bind != elf.STB_LOOS) {
+				continue // STB_LOOS is STB_GNU_UNIQUE
+			}
+			defined = append(defined, name+": "+s.Name)
+		}
+	}
+	require.NotZero(t, objects, "no C objects in the archive")
+	require.Len(t, defined, 1, "symbols the linker could merge with the default level's: %v", defined)
+	require.True(t, strings.HasSuffix(defined[0], ": goggml_llamafile_sgemm_avx512vnni"), defined[0])
+}
+
+// arMembers reads the members of a Unix ar archive (what the go command
+// writes for a package).
+func arMembers(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.HasPrefix(data, []byte("!<arch>\n")), "%s is not an archive", path)
+	members := map[string][]byte{}
+	for p := 8; p+60 <= len(data); {
+		hdr := data[p : p+60]
+		name := strings.TrimRight(strings.TrimSpace(string(hdr[:16])), "/")
+		size, err := strconv.Atoi(strings.TrimSpace(string(hdr[48:58])))
+		require.NoError(t, err, "member header %q", hdr)
+		p += 60
+		require.LessOrEqual(t, p+size, len(data), "member %s runs past the end", name)
+		members[name] = data[p : p+size]
+		p += size + size%2
+	}
+	return members
+}
