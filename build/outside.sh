@@ -37,6 +37,7 @@ cat >>"$work/app/main.go" <<'GO'
 
 func init() {
 	fmt.Println("ggml CPU features:", ggml.CPUFeatures())
+	fmt.Printf("ggml CPU matrix kernels: %q\n", ggml.CPUKernelVariant())
 }
 GO
 cd "$work/app"
