@@ -3,8 +3,8 @@
 package ggml
 
 /*
-extern const char *goggml_sgemm_variant;
-static const char *goggml_cpu_kernel_variant(void) { return goggml_sgemm_variant; }
+extern const char *goggml_cpu_variant;
+static const char *goggml_cpu_kernel_variant(void) { return goggml_cpu_variant; }
 */
 import "C"
 

@@ -1,11 +1,15 @@
 package ggml_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -35,76 +39,122 @@ func TestCPUKernelVariantChoice(t *testing.T) {
 }
 
 // The matrix kernels compute the products of f32, f16, bf16, q8_0 and q4_0
-// weights against the float64 reference, with whichever copy the CPU
-// picked; on a CPU that picks the AVX-512 VNNI copy, the test runs again
-// in a child process held to the build's own copy, so both are checked.
-// The shapes are ones llamafile's sgemm takes (rows a multiple of its
-// tiles, k whole blocks, more than one column).
+// weights, by a matrix (sgemm's kernels) and by a vector (the dot products
+// of arch/x86/quants.c), against the float64 reference, with whichever
+// copy the CPU picked. On a CPU that picks the AVX-512 VNNI copy, the test
+// runs again in a child process held to the build's own copy, which also
+// computes the products of every other weight type the CPU multiplies;
+// those must agree between the two copies (both sum the same integer
+// blocks, so closely).
 func TestMulMatKernelVariants(t *testing.T) {
-	rng := newRNG(t)
-	const k, m, n = 256, 96, 40
-	for _, ty := range []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16, ggml.TypeQ8_0, ggml.TypeQ4_0} {
-		t.Run(ty.String(), func(t *testing.T) {
-			e := newEnv(t)
-			var w *ggml.Tensor
-			var wv []float32 // the weights as ggml reads them
-			if ty == ggml.TypeF32 {
-				wv = randF32(rng, k*m)
-				w = e.input(ty, wv, k, m)
-			} else {
-				var raw []byte
-				raw, wv = seqWeights(t, rng, ty, k, m)
-				w = e.seqRaw(ty, raw, k, m)
-			}
-			xv := randF32(rng, k*n)
-			x := e.input(ggml.TypeF32, xv, k, n)
-			out := e.ctx.MulMat(w, x)
-			e.compute(out)
-			got := seqOutF32(t, out, m, n)
-			// What ggml multiplies x as: the weights' vec_dot type.
-			var xr []float64
-			switch ty {
-			case ggml.TypeF32:
-				xr = fromF32(xv, k*n).v
-			case ggml.TypeF16:
-				xr = fromF16Slice(toF16(xv))
-			case ggml.TypeBF16:
-				xr = make([]float64, len(xv))
-				for i, v := range xv {
-					xr[i] = bf16Round(v)
-				}
-			default:
-				xr = q8_0Ref(xv)
-			}
-			ref, mag := newND(m, n), newND(m, n)
-			for j := range n {
-				for i := range m {
-					s, a := 0.0, 0.0
-					for l := range k {
-						p := float64(wv[i*k+l]) * xr[j*k+l]
-						s += p
-						a += abs(p)
-					}
-					ref.v[ref.idx(i, j, 0, 0)], mag.v[mag.idx(i, j, 0, 0)] = s, a
-				}
-			}
-			// The kernels sum k products in f32 (the quantized ones
-			// scale exact integer block sums by a product of f16
-			// scales): a few times k roundings of the magnitude.
-			requireClose(t, ref, got, seqMagTol(mag, 4*k*seqU, 1e-6))
-		})
+	seed := newRNG(t).Uint64()
+	if s := os.Getenv("GOGGML_TEST_VARIANT_SEED"); s != "" { // the child
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+	}
+	got := variantProducts(t, rand.New(rand.NewPCG(seed, seed)))
+	if path := os.Getenv("GOGGML_TEST_VARIANT_OUT"); path != "" {
+		data, err := json.Marshal(got)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		return
 	}
 	if ggml.CPUKernelVariant() != "x86-64-v4+avx512vnni" {
 		return
 	}
-	t.Run("x86-64-v3 copy", func(t *testing.T) {
-		cmd := exec.Command(os.Args[0], "-test.run", "^(TestMulMatKernelVariants|TestCPUKernelVariantChoice)$", "-test.v", "-test.count=1")
-		cmd.Env = append(os.Environ(), "GOGGML_CPU_VARIANT=x86-64-v3", fmt.Sprintf("GGML_TEST_SEED=%d", rng.Uint64()))
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", out)
-		require.Contains(t, string(out), "kernels: x86-64-v3\n")
-		require.Contains(t, string(out), "--- PASS: TestMulMatKernelVariants/q4_0")
-	})
+	path := filepath.Join(t.TempDir(), "base.json")
+	cmd := exec.Command(os.Args[0], "-test.run", "^(TestMulMatKernelVariants|TestCPUKernelVariantChoice)$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), "GOGGML_CPU_VARIANT=x86-64-v3",
+		"GOGGML_TEST_VARIANT_OUT="+path, "GOGGML_TEST_VARIANT_SEED="+strconv.FormatUint(seed, 10))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "kernels: x86-64-v3\n")
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var base map[string][]float32
+	require.NoError(t, json.Unmarshal(data, &base))
+	require.Equal(t, len(got), len(base))
+	for name, v := range got {
+		b := base[name]
+		require.Len(t, b, len(v), name)
+		var scale float64
+		for _, x := range b {
+			scale = max(scale, abs(float64(x)))
+		}
+		for i := range v {
+			require.InDelta(t, b[i], v[i], 1e-5*scale, "%s: element %d, AVX-512 VNNI copy against x86-64-v3's", name, i)
+		}
+	}
+	t.Logf("%d products agree between the two copies", len(got))
+}
+
+// variantProducts computes y = w·x for weights of every type the CPU
+// multiplies, x of 40 columns and of one, and checks the types of the
+// issue's rows against the float64 reference. The results by "type/n".
+func variantProducts(t *testing.T, rng *rand.Rand) map[string][]float32 {
+	const k, m = 256, 96
+	res := map[string][]float32{}
+	for _, ty := range []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16, ggml.TypeQ8_0, ggml.TypeQ4_0,
+		ggml.TypeQ4_1, ggml.TypeQ5_0, ggml.TypeQ5_1, ggml.TypeQ2_K, ggml.TypeQ3_K, ggml.TypeQ4_K, ggml.TypeQ5_K,
+		ggml.TypeQ6_K, ggml.TypeIQ4_NL, ggml.TypeIQ4_XS, ggml.TypeTQ1_0, ggml.TypeTQ2_0, ggml.TypeMXFP4} {
+		for _, n := range []int{40, 1} {
+			name := fmt.Sprintf("%v/%d", ty, n)
+			t.Run(name, func(t *testing.T) {
+				e := newEnv(t)
+				var w *ggml.Tensor
+				var wv []float32 // the weights as ggml reads them
+				if ty == ggml.TypeF32 {
+					wv = randF32(rng, k*m)
+					w = e.input(ty, wv, k, m)
+				} else {
+					var raw []byte
+					raw, wv = seqWeights(t, rng, ty, k, m)
+					w = e.seqRaw(ty, raw, k, m)
+				}
+				xv := randF32(rng, k*n)
+				x := e.input(ggml.TypeF32, xv, k, int64(n))
+				out := e.ctx.MulMat(w, x)
+				e.compute(out)
+				got := seqOutF32(t, out, m, int64(n))
+				res[name] = got
+				// What ggml multiplies x as: the weights' vec_dot type.
+				var xr []float64
+				switch ty {
+				case ggml.TypeF32:
+					xr = fromF32(xv, k*n).v
+				case ggml.TypeF16:
+					xr = fromF16Slice(toF16(xv))
+				case ggml.TypeBF16:
+					xr = make([]float64, len(xv))
+					for i, v := range xv {
+						xr[i] = bf16Round(v)
+					}
+				case ggml.TypeQ8_0, ggml.TypeQ4_0:
+					xr = q8_0Ref(xv)
+				default:
+					return // checked against the other copy only
+				}
+				ref, mag := newND(m, n), newND(m, n)
+				for j := range n {
+					for i := range m {
+						s, a := 0.0, 0.0
+						for l := range k {
+							p := float64(wv[i*k+l]) * xr[j*k+l]
+							s += p
+							a += abs(p)
+						}
+						ref.v[ref.idx(i, j, 0, 0)], mag.v[mag.idx(i, j, 0, 0)] = s, a
+					}
+				}
+				// The kernels sum k products in f32 (the quantized ones
+				// scale exact integer block sums by a product of f16
+				// scales): a few times k roundings of the magnitude.
+				requireClose(t, ref, got, seqMagTol(mag, 4*k*seqU, 1e-6))
+			})
+		}
+	}
+	return res
 }
 
 func abs(v float64) float64 { return math.Abs(v) }

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -25,22 +28,28 @@ type srcGroup struct {
 	Globs   []string // provider files, relative to ggml/src
 	Include []string // include directories, relative to ggml/ (the -I lines)
 	Build   string   // extra build constraint of the package's files, or ""
-	// Prelude holds C lines written before the #include of a provider
-	// file, by the file's path relative to ggml/src.
-	Prelude map[string]string
+	// Rename is the prefix that the external functions of the variant
+	// sources (variantSources) get in this package: in the base package
+	// when it is built with GOGGML_CPU_VARIANTS, in a variant package
+	// always. "" for none.
+	Rename string
 }
 
-// The matrix kernels of llamafile's sgemm (tinyBLAS) at a second CPU level,
-// chosen at run time (see third_party/ggml/embedded/cpu/sgemm_variants.c):
-// the default level's copy of sgemm.cpp gets the name
-// goggml_llamafile_sgemm_base when its package is built with
-// GOGGML_SGEMM_VARIANTS, the AVX-512 VNNI copy the name
-// goggml_llamafile_sgemm_avx512vnni, and the dispatcher defines
-// llamafile_sgemm, which ggml-cpu.c calls.
-const (
-	sgemmSource   = "ggml-cpu/llamafile/sgemm.cpp"
-	sgemmVariants = "amd64 && !ggml_native && !ggml_portable"
-)
+// The CPU variants. Two provider files keep every function of theirs
+// internal but their entry points: llamafile's sgemm (tinyBLAS, the matrix
+// kernels for f32, f16, bf16, q8_0 and q4_0 products; C++ in an anonymous
+// namespace) and the x86 quantized dot products and row quantizers (C,
+// static inline helpers). Those two are compiled a second time, for
+// x86-64-v4 with AVX-512 VNNI, in package cpuvnni. Each copy's entry
+// points get a prefix (goggml_base_, goggml_avx512vnni_), and
+// embedded/cpu/variants.c defines the unprefixed functions that the rest
+// of ggml-cpu calls: each calls the copy chosen at start by what the CPU
+// has. variants_gen.h lists the entry points.
+var variantSources = []string{"ggml-cpu/llamafile/sgemm.cpp", "ggml-cpu/arch/x86/quants.c"}
+
+// variantBuild is the constraint of the variant packages: the default
+// level on amd64.
+const variantBuild = " && amd64 && !ggml_native && !ggml_portable"
 
 var srcGroups = []srcGroup{
 	{
@@ -54,17 +63,76 @@ var srcGroups = []srcGroup{
 			"ggml-cpu/arch/x86/*.c", "ggml-cpu/arch/x86/*.cpp",
 			"ggml-cpu/arch/arm/*.c", "ggml-cpu/arch/arm/*.cpp"},
 		Include: []string{"include", "src", "src/ggml-cpu", "src/ggml-cpu/amx", "src/ggml-cpu/llamafile"},
-		Prelude: map[string]string{sgemmSource: "#if defined(GOGGML_SGEMM_VARIANTS)\n" +
-			"#define llamafile_sgemm goggml_llamafile_sgemm_base\n#endif"},
+		Rename:  "goggml_base_",
 	},
 	{
 		Dir:     "embedded/cpuvnni",
-		Globs:   []string{sgemmSource},
+		Globs:   variantSources,
 		Include: []string{"include", "src", "src/ggml-cpu", "src/ggml-cpu/llamafile"},
-		Build:   " && " + sgemmVariants,
-		Prelude: map[string]string{sgemmSource: "#define llamafile_sgemm goggml_llamafile_sgemm_avx512vnni"},
+		Build:   variantBuild,
+		Rename:  "goggml_avx512vnni_",
 	},
 }
+
+// entryPoint is an external function of a variant source, with the kind
+// of its signature (the X-macro of variants_gen.h that declares it).
+type entryPoint struct{ Kind, Name string }
+
+// entryPoints returns the external functions that the provider's file rel
+// (a variant source) defines: sgemm's one, or every non-static function
+// defined at the start of a line. A signature of another kind is an error:
+// the dispatcher (variants.c) knows three.
+func entryPoints(src, rel string) ([]entryPoint, error) {
+	if strings.HasSuffix(rel, "sgemm.cpp") {
+		return []entryPoint{{"GOGGML_SGEMM", "llamafile_sgemm"}}, nil
+	}
+	data, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, err
+	}
+	var eps []entryPoint
+	def := regexp.MustCompile(`^(?:void|size_t|float|int|bool|int64_t)\s+\**(\w+)\s*\((.*)$`)
+	for _, line := range strings.Split(string(data), "\n") {
+		m := def.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "void ggml_vec_dot_") && strings.HasPrefix(m[2], "int n, float * GGML_RESTRICT s, size_t bs,"):
+			eps = append(eps, entryPoint{"GOGGML_VEC_DOT", m[1]})
+		case strings.HasPrefix(line, "void quantize_row_") && strings.HasPrefix(m[2], "const float * GGML_RESTRICT x, void * GGML_RESTRICT"):
+			eps = append(eps, entryPoint{"GOGGML_QUANTIZE_ROW", m[1]})
+		default:
+			return nil, fmt.Errorf("%s: an external function of a kind variants.c does not dispatch: %s", rel, line)
+		}
+	}
+	if len(eps) == 0 {
+		return nil, fmt.Errorf("%s: no external functions found", rel)
+	}
+	return eps, nil
+}
+
+// renames returns the #define lines that give rel's entry points prefix.
+func renames(eps []entryPoint, prefix string) string {
+	var b strings.Builder
+	for i, ep := range eps {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "#define %s %s%s", ep.Name, prefix, ep.Name)
+	}
+	return b.String()
+}
+
+var variantsTmpl = template.Must(template.New("h").Parse(`// Code generated by go generate ./third_party/ggml; DO NOT EDIT.
+//
+// The entry points of the provider files compiled once per CPU variant
+// (see variants.c), as X-macros: GOGGML_SGEMM(name), GOGGML_VEC_DOT(name),
+// GOGGML_QUANTIZE_ROW(name). Names only: no ggml code.
+{{range .}}
+{{.Kind}}({{.Name}})
+{{- end}}
+`))
 
 // embeddedBuild is the build constraint of every file of the embedded
 // packages: the embedded provider everywhere but darwin/arm64, where the
@@ -110,15 +178,20 @@ package {{.Package}}
 import "C"
 `))
 
-// archBuild returns the extra build constraint of a provider source.
-func archBuild(rel string) string {
+// archBuild returns the extra build constraint of a provider source in a
+// package whose files have the constraint build.
+func archBuild(build, rel string) string {
+	arch := ""
 	switch {
 	case strings.Contains(rel, "/arch/x86/"):
-		return " && amd64"
+		arch = "amd64"
 	case strings.Contains(rel, "/arch/arm/"):
-		return " && arm64"
+		arch = "arm64"
 	}
-	return ""
+	if arch == "" || strings.Contains(build, arch) {
+		return ""
+	}
+	return " && " + arch
 }
 
 func forwardSources(files map[string][]byte, version string) error {
@@ -135,6 +208,7 @@ func forwardSources(files map[string][]byte, version string) error {
 	// six levels up is <modcache>/github.com.
 	cache := "../../../../../../" + strings.TrimPrefix(providerModule, "github.com/") + "@" + version + "/ml/backend/ggml/ggml/"
 	link := "../../provider-ggml/"
+	var all []entryPoint // of the variant sources
 	for _, g := range srcGroups {
 		var rels []string
 		for _, glob := range g.Globs {
@@ -155,10 +229,23 @@ func forwardSources(files map[string][]byte, version string) error {
 		}
 		sort.Strings(rels)
 		for _, rel := range rels {
+			prelude := ""
+			if g.Rename != "" && slices.Contains(variantSources, rel) {
+				eps, err := entryPoints(src, rel)
+				if err != nil {
+					return err
+				}
+				prelude = renames(eps, g.Rename)
+				if g.Build == "" {
+					// The base copy is renamed only where variants exist.
+					prelude = "#if defined(GOGGML_CPU_VARIANTS)\n" + prelude + "\n#endif"
+					all = append(all, eps...)
+				}
+			}
 			var buf bytes.Buffer
 			err := srcTmpl.Execute(&buf, map[string]string{
-				"Build": embeddedBuild + g.Build + archBuild(rel), "Name": rel,
-				"Prelude": g.Prelude[rel],
+				"Build": embeddedBuild + g.Build + archBuild(g.Build, rel), "Name": rel,
+				"Prelude": prelude,
 				"Module":  providerModule, "Version": version,
 				"CachePath": cache + "src/" + rel, "LinkPath": link + "src/" + rel,
 			})
@@ -184,5 +271,10 @@ func forwardSources(files map[string][]byte, version string) error {
 		}
 		files[filepath.Join(filepath.FromSlash(g.Dir), "paths_gen.go")] = buf.Bytes()
 	}
+	var buf bytes.Buffer
+	if err := variantsTmpl.Execute(&buf, all); err != nil {
+		return err
+	}
+	files[filepath.Join("embedded", "cpu", "variants_gen.h")] = buf.Bytes()
 	return nil
 }

@@ -32,19 +32,21 @@
 // by the linker, so code built for one level can run on the CPU of
 // another.
 //
-// One file is the exception: llamafile's sgemm (tinyBLAS, the kernels of
-// the f32, f16, bf16, q8_0 and q4_0 matrix products), whose code has
-// internal linkage only. On amd64 at the default level, package cpuvnni
-// compiles a second copy of it for x86-64-v4 with AVX-512 VNNI, this
-// package's copy is named goggml_llamafile_sgemm_base, and
-// sgemm_variants.c defines the llamafile_sgemm that ggml-cpu.c calls: it
-// picks the VNNI copy at start on a CPU that has it (ggml.CPUKernelVariant
-// says which; GOGGML_CPU_VARIANT=x86-64-v3 keeps this package's). Without
-// vpdpbusd the quantized products of x86-64-v3 ran at 80-87 % of
-// -march=native on this project's machine (AMD EPYC with AVX-512); with
-// the variant they run as fast as native (bench/README.md). A test
-// (third_party/ggml/embedded/cpuvnni) checks that the copy exports nothing
-// but its entry point.
+// Two files are the exception: llamafile's sgemm (tinyBLAS, the kernels
+// of the f32, f16, bf16, q8_0 and q4_0 matrix products) and the x86
+// quantized dot products and row quantizers (arch/x86/quants.c, the
+// kernels of matrix-vector products), whose code has internal linkage but
+// for their entry points. On amd64 at the default level, package cpuvnni
+// compiles a second copy of both for x86-64-v4 with AVX-512 VNNI; each
+// copy's entry points get a prefix (this package's goggml_base_), and
+// variants.c defines the names that the rest of ggml-cpu calls, each
+// calling the copy picked at start by what the CPU has
+// (ggml.CPUKernelVariant says which; GOGGML_CPU_VARIANT=x86-64-v3 keeps
+// this package's). Without vpdpbusd the quantized products of x86-64-v3
+// ran at 80-87 % of -march=native on this project's machine (AMD EPYC
+// with AVX-512); with the variant they run as fast as native
+// (bench/README.md). A test (third_party/ggml/embedded/cpuvnni) checks
+// that the copy exports nothing but its prefixed entry points.
 package cpu
 
 /*
@@ -62,9 +64,10 @@ package cpu
 #cgo CXXFLAGS: -Wno-stringop-overflow
 
 // The default level's matrix kernels have a second copy chosen at run time
-// (package cpuvnni, sgemm_variants.c): this names the default level's copy
-// goggml_llamafile_sgemm_base (see fwd_llamafile_sgemm.cpp).
-#cgo amd64,!ggml_native,!ggml_portable CPPFLAGS: -DGOGGML_SGEMM_VARIANTS
+// (package cpuvnni, variants.c): this prefixes the entry points of this
+// package's copy with goggml_base_ (see fwd_llamafile_sgemm.cpp and
+// fwd_arch_x86_quants.c).
+#cgo amd64,!ggml_native,!ggml_portable CPPFLAGS: -DGOGGML_CPU_VARIANTS
 
 // The CPU level (see the package doc). The same lines in package core.
 #cgo amd64,!ggml_native,!ggml_portable CFLAGS: -march=x86-64-v3 -mtune=generic

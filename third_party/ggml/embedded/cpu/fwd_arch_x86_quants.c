@@ -5,6 +5,33 @@
 // Forwarding source: go-ggml carries no ggml source. This file compiles
 // the embedded provider's src/ggml-cpu/arch/x86/quants.c (github.com/ollama/ollama@v0.17.4)
 // with the flags of this package.
+#if defined(GOGGML_CPU_VARIANTS)
+#define quantize_row_q8_0 goggml_base_quantize_row_q8_0
+#define quantize_row_q8_1 goggml_base_quantize_row_q8_1
+#define quantize_row_q8_K goggml_base_quantize_row_q8_K
+#define ggml_vec_dot_q4_0_q8_0 goggml_base_ggml_vec_dot_q4_0_q8_0
+#define ggml_vec_dot_q4_1_q8_1 goggml_base_ggml_vec_dot_q4_1_q8_1
+#define ggml_vec_dot_mxfp4_q8_0 goggml_base_ggml_vec_dot_mxfp4_q8_0
+#define ggml_vec_dot_q5_0_q8_0 goggml_base_ggml_vec_dot_q5_0_q8_0
+#define ggml_vec_dot_q5_1_q8_1 goggml_base_ggml_vec_dot_q5_1_q8_1
+#define ggml_vec_dot_q8_0_q8_0 goggml_base_ggml_vec_dot_q8_0_q8_0
+#define ggml_vec_dot_tq1_0_q8_K goggml_base_ggml_vec_dot_tq1_0_q8_K
+#define ggml_vec_dot_tq2_0_q8_K goggml_base_ggml_vec_dot_tq2_0_q8_K
+#define ggml_vec_dot_q2_K_q8_K goggml_base_ggml_vec_dot_q2_K_q8_K
+#define ggml_vec_dot_q3_K_q8_K goggml_base_ggml_vec_dot_q3_K_q8_K
+#define ggml_vec_dot_q4_K_q8_K goggml_base_ggml_vec_dot_q4_K_q8_K
+#define ggml_vec_dot_q5_K_q8_K goggml_base_ggml_vec_dot_q5_K_q8_K
+#define ggml_vec_dot_q6_K_q8_K goggml_base_ggml_vec_dot_q6_K_q8_K
+#define ggml_vec_dot_iq2_xxs_q8_K goggml_base_ggml_vec_dot_iq2_xxs_q8_K
+#define ggml_vec_dot_iq2_xs_q8_K goggml_base_ggml_vec_dot_iq2_xs_q8_K
+#define ggml_vec_dot_iq2_s_q8_K goggml_base_ggml_vec_dot_iq2_s_q8_K
+#define ggml_vec_dot_iq3_xxs_q8_K goggml_base_ggml_vec_dot_iq3_xxs_q8_K
+#define ggml_vec_dot_iq3_s_q8_K goggml_base_ggml_vec_dot_iq3_s_q8_K
+#define ggml_vec_dot_iq1_s_q8_K goggml_base_ggml_vec_dot_iq1_s_q8_K
+#define ggml_vec_dot_iq1_m_q8_K goggml_base_ggml_vec_dot_iq1_m_q8_K
+#define ggml_vec_dot_iq4_nl_q8_0 goggml_base_ggml_vec_dot_iq4_nl_q8_0
+#define ggml_vec_dot_iq4_xs_q8_K goggml_base_ggml_vec_dot_iq4_xs_q8_K
+#endif
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/arch/x86/quants.c")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/arch/x86/quants.c"
 #elif __has_include("../../provider-ggml/src/ggml-cpu/arch/x86/quants.c")

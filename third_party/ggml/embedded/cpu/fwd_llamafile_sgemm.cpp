@@ -5,8 +5,8 @@
 // Forwarding source: go-ggml carries no ggml source. This file compiles
 // the embedded provider's src/ggml-cpu/llamafile/sgemm.cpp (github.com/ollama/ollama@v0.17.4)
 // with the flags of this package.
-#if defined(GOGGML_SGEMM_VARIANTS)
-#define llamafile_sgemm goggml_llamafile_sgemm_base
+#if defined(GOGGML_CPU_VARIANTS)
+#define llamafile_sgemm goggml_base_llamafile_sgemm
 #endif
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile/sgemm.cpp")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile/sgemm.cpp"

@@ -5,7 +5,7 @@
 // Forwarding source: go-ggml carries no ggml source. This file compiles
 // the embedded provider's src/ggml-cpu/llamafile/sgemm.cpp (github.com/ollama/ollama@v0.17.4)
 // with the flags of this package.
-#define llamafile_sgemm goggml_llamafile_sgemm_avx512vnni
+#define llamafile_sgemm goggml_avx512vnni_llamafile_sgemm
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile/sgemm.cpp")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile/sgemm.cpp"
 #elif __has_include("../../provider-ggml/src/ggml-cpu/llamafile/sgemm.cpp")

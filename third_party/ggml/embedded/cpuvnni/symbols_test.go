@@ -7,6 +7,8 @@ import (
 	"debug/elf"
 	"os"
 	"os/exec"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,9 +24,10 @@ import (
 // CPU without it: the linker may pick any copy of a symbol that two
 // objects both define (an inline function, a template instance), so the
 // package's objects must define, as global or weak symbols, nothing but
-// the renamed entry point that the dispatcher calls after checking the
-// CPU. Read from the package's archive in the build cache.
-func TestSgemmVariantSymbols(t *testing.T) {
+// the prefixed entry points that the dispatcher calls after checking the
+// CPU, each of them listed in variants_gen.h. Read from the package's
+// archive in the build cache.
+func TestVariantSymbols(t *testing.T) {
 	out, err := exec.Command("go", "list", "-export", "-f", "{{.Export}}", "github.com/go-ggml/ggml/third_party/ggml/embedded/cpuvnni").Output()
 	require.NoError(t, err)
 	members := arMembers(t, strings.TrimSpace(string(out)))
@@ -44,12 +47,20 @@ func TestSgemmVariantSymbols(t *testing.T) {
 			if s.Section == elf.SHN_UNDEF || (bind != elf.STB_GLOBAL && bind != elf.STB_WEAK && bind != elf.STB_LOOS) {
 				continue // STB_LOOS is STB_GNU_UNIQUE
 			}
-			defined = append(defined, name+": "+s.Name)
+			defined = append(defined, s.Name)
 		}
 	}
 	require.NotZero(t, objects, "no C objects in the archive")
-	require.Len(t, defined, 1, "symbols the linker could merge with the default level's: %v", defined)
-	require.True(t, strings.HasSuffix(defined[0], ": goggml_llamafile_sgemm_avx512vnni"), defined[0])
+	list, err := os.ReadFile("../cpu/variants_gen.h")
+	require.NoError(t, err)
+	var want []string
+	for _, m := range regexp.MustCompile(`(?m)^GOGGML_\w+\((\w+)\)$`).FindAllStringSubmatch(string(list), -1) {
+		want = append(want, "goggml_avx512vnni_"+m[1])
+	}
+	require.NotEmpty(t, want)
+	sort.Strings(want)
+	sort.Strings(defined)
+	require.Equal(t, want, defined, "the symbols the linker could merge with the default level's")
 }
 
 // arMembers reads the members of a Unix ar archive (what the go command
