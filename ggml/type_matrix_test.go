@@ -70,6 +70,29 @@ func newMatrix(t *testing.T) *matrix {
 	return m
 }
 
+// cpuQuantize converts vals (whole rows of row values) to ty with the CPU
+// backend's quantizer (a Cpy from f32, ggml's from_float), which the ops
+// that write ty use.
+func (m *matrix) cpuQuantize(t *testing.T, ty ggml.Type, vals []float32) []byte {
+	t.Helper()
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	n := int64(len(vals))
+	src := c.NewTensor(ggml.TypeF32, row, n/row)
+	dst := c.Cpy(src, c.NewTensor(ty, row, n/row))
+	g, err := c.BuildGraph(dst)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, m.be)
+	require.NoError(t, err)
+	defer buf.Close()
+	require.NoError(t, ggml.SetData(src, vals))
+	require.NoError(t, m.be.Compute(context.Background(), g))
+	out, err := ggml.Bytes(dst)
+	require.NoError(t, err)
+	return out
+}
+
 // in adds an input of type ty and shape ne.
 func (c *tcase) in(ty ggml.Type, ne ...int64) *ggml.Tensor {
 	x := c.ctx.NewTensor(ty, ne...).SetInput()
@@ -629,9 +652,9 @@ func (m *matrix) run(t *testing.T, op typeOp, ts []ggml.Type) (ran, compared boo
 // want, first rounded as ggml's kernels round it (they compute in f32): for
 // f16 and bf16 to the type (Quantize's conversion), within a unit of the
 // last place; for integers truncated, within 1; for a quantized type the
-// CPU writes, within three times the largest error that quantizing want in
-// Go (ggml_quantize_chunk) makes in the same row, since ggml's CPU
-// quantizers may pick other scales than the reference ones; for the other
+// CPU writes, within three times the largest error that quantizing want
+// (with ggml_quantize_chunk, or with the CPU's own quantizer) makes in the
+// same row, since the two may pick other scales; for the other
 // quantized types, which only byte copies produce, exactly.
 func (m *matrix) compare(t *testing.T, name string, ty ggml.Type, want, got []float64, slack func(int) float64) {
 	t.Helper()
@@ -670,12 +693,15 @@ func (m *matrix) compare(t *testing.T, name string, ty ggml.Type, want, got []fl
 		t.Logf("%s: no reference quantizer for %v, values not compared", name, ty)
 		return
 	case ty.IsQuantized():
+		// Two quantizers: ggml_quantize_chunk's, and the CPU's from_float
+		// (what the ops write with), which may search less (iq4_nl's
+		// tries no scales: ntry -1 against the chunk's 7).
 		q, err := ggml.Quantize(ty, w32(), row, nil)
 		require.NoError(t, err, name)
-		rq := decode(ty, q)
+		rq, cq := decode(ty, q), decode(ty, m.cpuQuantize(t, ty, w32()))
 		rowErr := make([]float64, len(want)/row)
 		for i := range want {
-			rowErr[i/row] = math.Max(rowErr[i/row], math.Abs(rq[i]-want[i]))
+			rowErr[i/row] = math.Max(rowErr[i/row], math.Max(math.Abs(rq[i]-want[i]), math.Abs(cq[i]-want[i])))
 		}
 		prev := slack
 		slack = func(i int) float64 { return prev(i) + 3*rowErr[i/row] }
