@@ -125,17 +125,23 @@ bench-llama: setup
 	$(GO) test -run '^$$' -bench Llama -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./examples/llama/llama | $(GO) run ./bench/table
 
 # The CPU level of a plain build against -tags ggml_native on this machine:
-# the compute figures' Go side from both builds, run alternately, as pairs.
+# the compute figures' Go side from both builds, and from the plain build
+# held to its x86-64-v3 kernels (GOGGML_CPU_VARIANT, side "base"), run in
+# turn, as pairs against native.
 bench-level: setup
 	@mkdir -p bin
 	$(GO) test -c -o bin/bench-default.test ./bench
 	$(GO) test -c -tags ggml_native -o bin/bench-native.test ./bench
 	@for i in $$(seq $(BENCH_COUNT)); do \
-		for b in $$( [ $$((i % 2)) = 1 ] && echo "default native" || echo "native default"); do \
-			(cd bench && ../bin/bench-$$b.test -test.run '^$$' -test.bench 'Compute/.*/go' -test.benchtime $(BENCH_TIME)) | \
+		case $$((i % 3)) in 1) order="default base native";; 2) order="native default base";; *) order="base native default";; esac; \
+		for b in $$order; do \
+			bin=$$b; env=; [ $$b = base ] && bin=default && env=GOGGML_CPU_VARIANT=x86-64-v3; \
+			(cd bench && env $$env ../bin/bench-$$bin.test -test.run '^$$' -test.bench 'Compute/.*/go' -test.benchtime $(BENCH_TIME)) | \
 				sed -E "s|/go(-[0-9]+)? |/$$b |"; \
 		done; \
-	done | $(GO) run ./bench/table -sides default,native
+	done >bin/bench-level.txt
+	@$(GO) run ./bench/table -sides default,native <bin/bench-level.txt
+	@$(GO) run ./bench/table -sides base,native <bin/bench-level.txt 2>/dev/null
 
 generate:
 	$(GO) generate ./third_party/ggml

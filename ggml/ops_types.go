@@ -75,7 +75,11 @@ func plainElement(t Type, sizes ...uint64) bool {
 // typeRule reports why ggml's CPU kernel of an op cannot run on inputs of
 // types in (the op's typed inputs in order) with a result of type out, or
 // "" when it can.
-type typeRule func(out Type, in ...Type) string
+type typeRule func(out Type, in typeArgs) string
+
+// typeArgs are the types of an op's first inputs, by value: a slice passed
+// to a rule (a function value) would escape, one allocation per op.
+type typeArgs [4]Type
 
 // elementwise is binary_op's rule (sub, mul, div, and add of float a): a,
 // b and the result f32, f16 or bf16, b of a's type or f32, the result of
@@ -91,7 +95,7 @@ func elementwise(out Type, a, b Type) string {
 // quantized a is dequantized a row at a time (to_float), b (f32) added, and
 // the sum converted to the result's type (from_float: without it ggml
 // copies floats over the blocks, out of bounds).
-func addRule(out Type, in ...Type) string {
+func addRule(out Type, in typeArgs) string {
 	a, b := in[0], in[1]
 	if !a.IsQuantized() {
 		return elementwise(out, a, b)
@@ -114,7 +118,7 @@ func addRule(out Type, in ...Type) string {
 // from_float (dup_to_q), in a work buffer that ggml_graph_plan sizes only
 // for quantized destinations: f16 or bf16 to i32 overflows it (a
 // segfault).
-func copyRule(to Type, in ...Type) string {
+func copyRule(to Type, in typeArgs) string {
 	from := in[0]
 	switch {
 	case from == to, isFloat(from) && isFloat(to),
@@ -137,16 +141,16 @@ func copyRule(to Type, in ...Type) string {
 // cpyRule is copyRule for GGML_OP_CPY (cpy, cast), where the CPU backend
 // also refuses a destination of a quantized type without from_float, even
 // of a's type (ggml_backend_cpu_device_supports_op).
-func cpyRule(to Type, in ...Type) string {
+func cpyRule(to Type, in typeArgs) string {
 	if to.IsQuantized() && !writesRows(to) {
 		return fmt.Sprintf("ggml's CPU backend refuses copies into %v, which it cannot convert f32 to (no from_float)", to)
 	}
-	return copyRule(to, in...)
+	return copyRule(to, in)
 }
 
 // mulMatRule is mul_mat's and mul_mat_id's: a needs a dot product; b is of
 // the type that dot product takes, or f32 converted to it (from_float).
-func mulMatRule(_ Type, in ...Type) string {
+func mulMatRule(_ Type, in typeArgs) string {
 	a, b := in[0], in[1]
 	if !a.Valid() || !cpuTypes[a].vecDot {
 		return fmt.Sprintf("ggml's CPU has no dot product for a of type %v", a)
@@ -171,12 +175,12 @@ func mulMatRule(_ Type, in ...Type) string {
 var opTypes = map[string]typeRule{
 	"add":      addRule,
 	"add_cast": addRule,
-	"sub":      func(out Type, in ...Type) string { return elementwise(out, in[0], in[1]) },
-	"mul":      func(out Type, in ...Type) string { return elementwise(out, in[0], in[1]) },
-	"div":      func(out Type, in ...Type) string { return elementwise(out, in[0], in[1]) },
+	"sub":      func(out Type, in typeArgs) string { return elementwise(out, in[0], in[1]) },
+	"mul":      func(out Type, in typeArgs) string { return elementwise(out, in[0], in[1]) },
+	"div":      func(out Type, in typeArgs) string { return elementwise(out, in[0], in[1]) },
 	// add1: f32 a with f32 b, f16 and bf16 a with b of a's type or f32;
 	// a quantized a is dequantized, b added and requantized into a's type.
-	"add1": func(_ Type, in ...Type) string {
+	"add1": func(_ Type, in typeArgs) string {
 		a, b := in[0], in[1]
 		switch {
 		case a == TypeF32 && b == TypeF32, (a == TypeF16 || a == TypeBF16) && (b == a || b == TypeF32):
@@ -190,7 +194,7 @@ var opTypes = map[string]typeRule{
 	},
 	// get_rows converts rows to f32: float and quantized types with
 	// to_float; i32 rows are copied as they are.
-	"get_rows": func(_ Type, in ...Type) string {
+	"get_rows": func(_ Type, in typeArgs) string {
 		if a := in[0]; !readsRows(a) && a != TypeI32 {
 			return fmt.Sprintf("ggml's CPU cannot convert rows of %v to f32 (no to_float)", a)
 		}
@@ -200,7 +204,7 @@ var opTypes = map[string]typeRule{
 		return ""
 	},
 	// set_rows converts f32 rows of b into a's type.
-	"set_rows": func(_ Type, in ...Type) string {
+	"set_rows": func(_ Type, in typeArgs) string {
 		a, b, idx := in[0], in[1], in[2]
 		switch {
 		case !writesRows(a):
@@ -218,7 +222,7 @@ var opTypes = map[string]typeRule{
 	"mul_mat_id": mulMatRule,
 	// out_prod: f32 a, or a quantized a dequantized a row at a time; b f32
 	// (f16 a aborts: "todo").
-	"out_prod": func(_ Type, in ...Type) string {
+	"out_prod": func(_ Type, in typeArgs) string {
 		a, b := in[0], in[1]
 		if a != TypeF32 && !dequantizes(a) {
 			return fmt.Sprintf("ggml's kernel takes a of f32 or a quantized type with to_float, not %v", a)
@@ -230,7 +234,7 @@ var opTypes = map[string]typeRule{
 	},
 	// concat copies elements of 1, 2 or 4 bytes, or any type's by its
 	// size (concat_any), which is wrong for blocks.
-	"concat": func(_ Type, in ...Type) string {
+	"concat": func(_ Type, in typeArgs) string {
 		a, b := in[0], in[1]
 		if a != b {
 			return fmt.Sprintf("a is %v, b %v: they must be the same type", a, b)
@@ -243,7 +247,7 @@ var opTypes = map[string]typeRule{
 	// flash_attn_ext converts q (f32) to the type k's dot product takes
 	// (from_float of vec_dot_type, asserted on a worker thread) and reads v
 	// as f16, f32 or through to_float.
-	"flash_attn_ext": func(_ Type, in ...Type) string {
+	"flash_attn_ext": func(_ Type, in typeArgs) string {
 		q, k, v := in[0], in[1], in[2]
 		switch {
 		case q != TypeF32:
@@ -256,7 +260,7 @@ var opTypes = map[string]typeRule{
 		return ""
 	},
 	// col2im_1d has kernels for f32, f16 and bf16 (the result of a's type).
-	"col2im_1d": func(_ Type, in ...Type) string {
+	"col2im_1d": func(_ Type, in typeArgs) string {
 		if !isFloat(in[0]) {
 			return fmt.Sprintf("ggml's kernel takes a of f32, f16 or bf16, not %v", in[0])
 		}
@@ -264,7 +268,7 @@ var opTypes = map[string]typeRule{
 	},
 	// lightning_indexer: q, weights f32, mask f16; k f32 or any type
 	// whose rows convert to f32 (to_float).
-	"lightning_indexer": func(_ Type, in ...Type) string {
+	"lightning_indexer": func(_ Type, in typeArgs) string {
 		q, k, w, m := in[0], in[1], in[2], in[3]
 		switch {
 		case q != TypeF32 || w != TypeF32:
@@ -277,7 +281,7 @@ var opTypes = map[string]typeRule{
 		return ""
 	},
 	// repeat has kernels for elements of 2 and 4 bytes.
-	"repeat": func(_ Type, in ...Type) string {
+	"repeat": func(_ Type, in typeArgs) string {
 		if !plainElement(in[0], 2, 4) {
 			return fmt.Sprintf("ggml's kernel repeats elements of 2 or 4 bytes (f32, f16, bf16, i16, i32), not %v", in[0])
 		}
@@ -292,22 +296,28 @@ func init() {
 // checkTypes applies op's type rule to the types of inputs and the result
 // type out, and records an ErrType error when it is broken.
 func (c *Context) checkTypes(op string, out Type, inputs ...*Tensor) *Tensor {
-	var buf [4]Type
-	in := buf[:0]
-	for _, t := range inputs {
-		in = append(in, t.Type())
+	var in typeArgs
+	for i, t := range inputs[:min(len(inputs), len(in))] {
+		in[i] = t.Type()
 	}
-	return c.checkTypeList(op, out, in, inputs...)
+	return c.checkRule(op, out, in, inputs...)
 }
 
 // checkTypeList is checkTypes with the types given: in are the types the
 // rule judges, inputs what the error describes.
 func (c *Context) checkTypeList(op string, out Type, in []Type, inputs ...*Tensor) *Tensor {
+	var args typeArgs
+	copy(args[:], in)
+	return c.checkRule(op, out, args, inputs...)
+}
+
+// checkRule is checkTypes with the types given.
+func (c *Context) checkRule(op string, out Type, in typeArgs, inputs ...*Tensor) *Tensor {
 	rule, ok := opTypes[op]
 	if !ok {
 		panic("ggml: no type rule for " + op) // a missing table entry is a bug here
 	}
-	if why := rule(out, in...); why != "" {
+	if why := rule(out, in); why != "" {
 		return c.fail(op, ErrType, why, inputs...)
 	}
 	return nil
