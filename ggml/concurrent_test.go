@@ -35,9 +35,11 @@ func TestContextUsedByTwoGoroutines(t *testing.T) {
 			nBusy := 0
 			for i := range perG {
 				var r *ggml.Tensor
-				switch (g + i) % 3 {
+				switch (g + i) % 4 {
 				case 0:
 					r = c.Add(x, x)
+				case 3: // an in-place op sets what the others' room checks read
+					r = c.AddInPlace(x, x)
 				case 1:
 					r = c.MulMat(w, x)
 				default:

@@ -83,8 +83,11 @@ type Context struct {
 	borrowed bool // owned by ggml (a graph copy): no ops, no Close
 	cleanup  runtime.Cleanup
 	// inPlaceOf is set while an in-place op is built: its result is a
-	// view of this tensor and takes no data of its own.
-	inPlaceOf *Tensor
+	// view of this tensor and takes no data of its own. Atomic: two
+	// goroutines that misuse one context read and write it at once (the
+	// worst a stale value does is a room check off by one tensor's data,
+	// which ggml's own check, recovered in call, still catches).
+	inPlaceOf atomic.Pointer[Tensor]
 	// custom holds the Go functions of custom ops (see custom.go).
 	custom        *customSet
 	customCleanup runtime.Cleanup

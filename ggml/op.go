@@ -133,7 +133,7 @@ func (c *Context) invalidType(op string, t Type, inputs ...*Tensor) *Tensor {
 // of viewOf). It returns a poisoned tensor when it has not.
 func (c *Context) ensure(op string, t Type, ne [MaxDims]int64, viewOf *Tensor, inputs ...*Tensor) *Tensor {
 	if viewOf == nil {
-		viewOf = c.inPlaceOf // an _inplace constructor: the result is a view
+		viewOf = c.inPlaceOf.Load() // an _inplace constructor: the result is a view
 	}
 	size, err := dataSize(t, ne)
 	if err != nil {
@@ -353,8 +353,8 @@ func (c *Context) inPlace(a *Tensor, build func() *Tensor) *Tensor {
 	if c == nil {
 		return build()
 	}
-	c.inPlaceOf = a
-	defer func() { c.inPlaceOf = nil }()
+	c.inPlaceOf.Store(a)
+	defer c.inPlaceOf.Store(nil)
 	return build()
 }
 
