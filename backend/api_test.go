@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -677,4 +678,37 @@ func TestAsyncCopyBetweenDevices(t *testing.T) {
 	require.NoError(t, gpu.GetTensorAsync(dx, got, 0))
 	require.NoError(t, gpu.Synchronize())
 	require.Equal(t, data, got)
+}
+
+// An event and the backends whose queued work uses it (one records it and
+// waits on it, one waits on it), dropped together: the garbage collector finds them at
+// once and runs their cleanups in any order. The event must outlive the
+// queued work (a backend's last synchronize reads it; on lavapipe, a wait
+// on a destroyed event hung it), so each backend holds a reference to the
+// event until it has synchronized or been freed. Every backend's cleanup
+// must finish: the count of live backends returns to where it was.
+func TestEventDroppedWithItsWaiter(t *testing.T) {
+	d := deviceWithEvents(t)
+	before := backend.LiveBackends()
+	for range 8 {
+		func() {
+			rec, err := d.Init("")
+			require.NoError(t, err)
+			wait, err := d.Init("")
+			require.NoError(t, err)
+			e, err := d.NewEvent()
+			require.NoError(t, err)
+			require.NoError(t, e.Record(rec))
+			require.NoError(t, e.Wait(rec))
+			require.NoError(t, e.Wait(wait))
+			require.NoError(t, e.Wait(wait)) // one reference per backend however often
+		}()
+		runtime.GC()
+	}
+	deadline := time.Now().Add(time.Minute)
+	for backend.LiveBackends() > before && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, before, backend.LiveBackends(), "a dropped backend was never freed: its cleanup hangs")
 }

@@ -59,6 +59,7 @@ type Backend struct {
 	pins    *runtime.Pinner
 	pending []any
 	held    bridge.Holds // what queued work reads and writes, kept alive
+	events  *waitedEvents
 }
 
 // backendKind marks Backend for bridge.BackendOf; it has no size, and
@@ -66,18 +67,20 @@ type Backend struct {
 type backendKind = bridge.BackendKind
 
 type backendRes struct {
-	c     C.ggml_backend_t
-	abort *C.int
-	plans *planSet
-	pool  *bridge.PoolSlot
-	pins  *runtime.Pinner
-	reg   *Reg // counts its live backends, for Unload
+	c      C.ggml_backend_t
+	abort  *C.int
+	plans  *planSet
+	pool   *bridge.PoolSlot
+	pins   *runtime.Pinner
+	reg    *Reg          // counts its live backends, for Unload
+	events *waitedEvents // released once the backend is freed
 }
 
 func freeBackend(r backendRes) {
 	C.ggml_backend_synchronize(r.c) // async transfers may still read pinned memory
 	r.plans.freeAll(r.c)
 	C.ggml_backend_free(r.c)
+	r.events.releaseAll()
 	r.pins.Unpin()
 	r.pool.Release()
 	if r.reg != nil {
@@ -95,7 +98,7 @@ func freeBackend(r backendRes) {
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
 	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
-		pool: &bridge.PoolSlot{}, pins: new(runtime.Pinner)}
+		pool: &bridge.PoolSlot{}, pins: new(runtime.Pinner), events: &waitedEvents{}}
 	b.lavapipe = isLavapipe(b.dev)
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
@@ -107,7 +110,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 			C.goggml_call_set_abort(fn, c, b.abort)
 		}
 	}
-	res := backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool, pins: b.pins}
+	res := backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool, pins: b.pins, events: b.events}
 	if b.dev != nil && b.dev.reg != nil {
 		res.reg = b.dev.reg
 		regs.Lock()
@@ -199,6 +202,7 @@ func (b *Backend) Close() error {
 
 // release drops what queued work needed, once it is done.
 func (b *Backend) release() {
+	b.events.releaseAll()
 	b.pins.Unpin()
 	clear(b.pending)
 	b.pending = b.pending[:0]

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -21,11 +22,12 @@ import (
 type Event struct {
 	_       bridge.NoCopy
 	c       C.ggml_backend_event_t
+	res     *eventRes // c's references: this Event's and its waiters'
 	dev     *Device
 	cleanup runtime.Cleanup
 
-	// waiters: the backends whose queued work waits on the event (Wait),
-	// which Close synchronizes before it frees the event: upstream's
+	// waiters: the backends whose queued work uses the event (Record,
+	// Wait), which Close synchronizes before it frees the event: upstream's
 	// Vulkan backend queues a wait on the VkEvent itself, and a command
 	// buffer naming a destroyed event hung the backend's next synchronize
 	// (lavapipe).
@@ -50,17 +52,64 @@ func (d *Device) NewEvent() (*Event, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: device %s could not create an event", ErrUnsupported, d.Name())
 	}
-	e := &Event{c: c, dev: d}
-	e.cleanup = runtime.AddCleanup(e, func(c C.ggml_backend_event_t) { C.ggml_backend_event_free(c) }, c)
+	res := &eventRes{c: c}
+	res.refs.Store(1)
+	e := &Event{c: c, res: res, dev: d}
+	e.cleanup = runtime.AddCleanup(e, (*eventRes).release, res)
 	return e, nil
 }
 
+// eventRes is an event's C handle, freed (ggml_backend_event_free) when
+// its last reference goes: the Event's (dropped by Close or the garbage
+// collector) and one for each backend whose queued work waits on it
+// (dropped once that backend has synchronized or been freed). An Event
+// and its waiting backend that become unreachable together are collected
+// in any order; the event must outlive the queued wait, or the backend's
+// last synchronize hangs (lavapipe) or reads freed memory.
+type eventRes struct {
+	c    C.ggml_backend_event_t
+	refs atomic.Int32
+}
+
+func (r *eventRes) release() {
+	if r.refs.Add(-1) == 0 {
+		C.ggml_backend_event_free(r.c)
+	}
+}
+
+// waitedEvents holds a backend's references to the events its queued work
+// waits on (Event.Wait), until it synchronizes or is freed.
+type waitedEvents struct {
+	mu   sync.Mutex
+	list []*eventRes
+}
+
+// add takes a reference to r, one per backend until it synchronizes.
+func (w *waitedEvents) add(r *eventRes) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if slices.Contains(w.list, r) {
+		return
+	}
+	r.refs.Add(1)
+	w.list = append(w.list, r)
+}
+
+// releaseAll drops the references; the backend's queued work is done.
+func (w *waitedEvents) releaseAll() {
+	w.mu.Lock()
+	list := w.list
+	w.list = nil
+	w.mu.Unlock()
+	for _, r := range list {
+		r.release()
+	}
+}
+
+// usable refuses a nil Event; a closed one is refused under e.mu (lock).
 func (e *Event) usable() error {
 	if e == nil {
 		return fmt.Errorf("%w: nil *Event", ggml.ErrInvalid)
-	}
-	if e.c == nil {
-		return fmt.Errorf("%w: the event is closed", ggml.ErrClosed)
 	}
 	return nil
 }
@@ -86,10 +135,40 @@ func (e *Event) Record(b *Backend) error {
 	if err := e.sameDevice(b); err != nil {
 		return err
 	}
+	if err := b.enter(); err != nil { // it queues work on b's stream
+		return err
+	}
+	defer b.leave()
+	if err := e.lock(); err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
 	C.ggml_backend_event_record(e.c, b.c)
+	// The queued record writes the event (Vulkan's set event) until b
+	// synchronizes: as for Wait, b holds a reference until then.
+	e.queuedOn(b)
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(b)
 	return nil
+}
+
+// lock takes e.mu, or returns ErrClosed (and holds nothing) when the event
+// is closed: Close may run on another goroutine.
+func (e *Event) lock() error {
+	e.mu.Lock()
+	if e.c == nil {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: the event is closed", ggml.ErrClosed)
+	}
+	return nil
+}
+
+// queuedOn notes that b's queued work uses the event (with e.mu held).
+func (e *Event) queuedOn(b *Backend) {
+	b.events.add(e.res)
+	if !slices.Contains(e.waiters, b) {
+		e.waiters = append(e.waiters, b)
+	}
 }
 
 // Synchronize waits on the host until the recorded work is done
@@ -98,6 +177,10 @@ func (e *Event) Synchronize() error {
 	if err := e.usable(); err != nil {
 		return err
 	}
+	if err := e.lock(); err != nil {
+		return err
+	}
+	defer e.mu.Unlock()
 	C.ggml_backend_event_synchronize(e.c)
 	runtime.KeepAlive(e)
 	return nil
@@ -120,26 +203,25 @@ func (e *Event) Wait(b *Backend) error {
 		return err
 	}
 	defer b.leave()
-	e.mu.Lock()
+	if err := e.lock(); err != nil {
+		return err
+	}
 	defer e.mu.Unlock()
-	if e.c == nil { // closed meanwhile
-		return fmt.Errorf("%w: the event is closed", ggml.ErrClosed)
-	}
 	C.ggml_backend_event_wait(b.c, e.c)
-	// The queued wait reads the event until b synchronizes.
-	b.pending = append(b.pending, e)
-	if !slices.Contains(e.waiters, b) {
-		e.waiters = append(e.waiters, b)
-	}
+	// The queued wait reads the event until b synchronizes: b holds a
+	// reference to it until then (or until b is freed).
+	e.queuedOn(b)
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(b)
 	return nil
 }
 
 // Close frees the event (ggml_backend_event_free). It first synchronizes
-// the backends that Wait made wait on it and that are still open, as their
-// queued work reads the event; while one of them computes it changes
-// nothing and returns ggml.ErrBusy. It is idempotent and safe on nil.
+// the backends whose queued work uses it (Record, Wait) and that are still
+// open; while one of them computes it changes nothing and returns
+// ggml.ErrBusy. A backend that Close cannot reach (one already collected
+// with the event) keeps the event's C handle until it has synchronized or
+// been freed. It is idempotent and safe on nil.
 func (e *Event) Close() error {
 	if e == nil {
 		return nil
@@ -157,7 +239,7 @@ func (e *Event) Close() error {
 		e.waiters = e.waiters[:len(e.waiters)-1]
 	}
 	e.cleanup.Stop()
-	C.ggml_backend_event_free(e.c)
+	e.res.release()
 	e.c = nil
 	return nil
 }
