@@ -1,4 +1,4 @@
-//go:build !(!ggml_system && !(darwin && arm64) && amd64 && !ggml_native && !ggml_portable)
+//go:build !(!ggml_system && !(darwin && arm64) && linux && amd64 && !ggml_native && !ggml_portable)
 
 package ggml
 
@@ -6,3 +6,5 @@ package ggml
 // this process runs, where a build holds several; this build holds one,
 // and it returns "". See the amd64 default level's documentation.
 func CPUKernelVariant() string { return "" }
+
+func cpuVariantEntries() (total, vnni int) { return 0, 0 }

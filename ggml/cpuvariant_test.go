@@ -3,6 +3,7 @@ package ggml_test
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -24,18 +25,35 @@ import (
 // build's own copy when GOGGML_CPU_VARIANT=x86-64-v3 says so.
 func TestCPUKernelVariantChoice(t *testing.T) {
 	got := ggml.CPUKernelVariant()
-	if runtime.GOARCH != "amd64" || cpuLevelTag != "" || !strings.HasPrefix(ggml.Provider(), "embedded") {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" || cpuLevelTag != "" || !strings.HasPrefix(ggml.Provider(), "embedded") {
 		require.Empty(t, got, "a build with one copy of the kernels")
-		t.Skip("the default level of amd64 with the embedded provider only")
+		t.Skip("the default level of linux/amd64 with the embedded provider only")
 	}
 	x := cpu.X86
 	vnni := x.HasAVX512F && x.HasAVX512BW && x.HasAVX512CD && x.HasAVX512DQ && x.HasAVX512VL && x.HasAVX512VNNI
 	want := "x86-64-v3"
-	if vnni && os.Getenv("GOGGML_CPU_VARIANT") != "x86-64-v3" {
+	if vnni && os.Getenv("GOGGML_CPU_VARIANT") != "x86-64-v3" { // another value is ignored
 		want = "x86-64-v4+avx512vnni"
 	}
 	require.Equal(t, want, got)
-	t.Logf("kernels: %s", got)
+	// Every entry point calls the chosen copy.
+	total, onVNNI := ggml.CPUVariantEntries()
+	require.Greater(t, total, 2, "sgemm, the dot products and the quantizers")
+	if want == "x86-64-v3" {
+		require.Zero(t, onVNNI, "entry points that call the AVX-512 VNNI copy")
+	} else {
+		require.Equal(t, total, onVNNI, "entry points that call the AVX-512 VNNI copy")
+	}
+	t.Logf("kernels: %s (%d entry points)", got, total)
+	if want != "x86-64-v3" && os.Getenv("GOGGML_TEST_VARIANT_CHILD") == "" {
+		// Another value is ignored, with a message: the best copy runs.
+		cmd := exec.Command(os.Args[0], "-test.run", "^TestCPUKernelVariantChoice$", "-test.v", "-test.count=1")
+		cmd.Env = append(os.Environ(), "GOGGML_CPU_VARIANT=avx512", "GOGGML_TEST_VARIANT_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "GOGGML_CPU_VARIANT takes x86-64-v3")
+		require.Contains(t, string(out), "kernels: "+want+" (")
+	}
 }
 
 // The matrix kernels compute the products of f32, f16, bf16, q8_0 and q4_0
@@ -53,7 +71,7 @@ func TestMulMatKernelVariants(t *testing.T) {
 		seed, err = strconv.ParseUint(s, 10, 64)
 		require.NoError(t, err)
 	}
-	got := variantProducts(t, rand.New(rand.NewPCG(seed, seed)))
+	got := variantProducts(t, seed)
 	if path := os.Getenv("GOGGML_TEST_VARIANT_OUT"); path != "" {
 		data, err := json.Marshal(got)
 		require.NoError(t, err)
@@ -69,7 +87,7 @@ func TestMulMatKernelVariants(t *testing.T) {
 		"GOGGML_TEST_VARIANT_OUT="+path, "GOGGML_TEST_VARIANT_SEED="+strconv.FormatUint(seed, 10))
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, string(out), "kernels: x86-64-v3\n")
+	require.Contains(t, string(out), "kernels: x86-64-v3 (")
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	var base map[string][]float32
@@ -92,7 +110,9 @@ func TestMulMatKernelVariants(t *testing.T) {
 // variantProducts computes y = w·x for weights of every type the CPU
 // multiplies, x of 40 columns and of one, and checks the types of the
 // issue's rows against the float64 reference. The results by "type/n".
-func variantProducts(t *testing.T, rng *rand.Rand) map[string][]float32 {
+// Each product draws from a generator of its own, seeded from seed and its
+// name, so that a run of some subtests (-run) draws what a whole run does.
+func variantProducts(t *testing.T, seed uint64) map[string][]float32 {
 	const k, m = 256, 96
 	res := map[string][]float32{}
 	for _, ty := range []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeBF16, ggml.TypeQ8_0, ggml.TypeQ4_0,
@@ -101,6 +121,9 @@ func variantProducts(t *testing.T, rng *rand.Rand) map[string][]float32 {
 		for _, n := range []int{40, 1} {
 			name := fmt.Sprintf("%v/%d", ty, n)
 			t.Run(name, func(t *testing.T) {
+				h := fnv.New64a()
+				h.Write([]byte(name))
+				rng := rand.New(rand.NewPCG(seed, h.Sum64()))
 				e := newEnv(t)
 				var w *ggml.Tensor
 				var wv []float32 // the weights as ggml reads them

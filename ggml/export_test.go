@@ -8,6 +8,10 @@ func LiveCustomOps() int {
 	return n
 }
 
+// CPUVariantEntries counts the CPU kernels' dispatched entry points and
+// those that call the AVX-512 VNNI copy (0, 0 where there is one copy).
+func CPUVariantEntries() (total, vnni int) { return cpuVariantEntries() }
+
 // SetAvailableMemory makes NewContext see n bytes of memory available
 // until the test ends.
 func SetAvailableMemory(t interface{ Cleanup(func()) }, n uint64) {

@@ -48,8 +48,10 @@ type srcGroup struct {
 var variantSources = []string{"ggml-cpu/llamafile/sgemm.cpp", "ggml-cpu/arch/x86/quants.c"}
 
 // variantBuild is the constraint of the variant packages: the default
-// level on amd64.
-const variantBuild = " && amd64 && !ggml_native && !ggml_portable"
+// level on linux/amd64. Linux only: TestVariantSymbols reads ELF objects,
+// and no other platform's objects (Mach-O, Apple's libc++) were checked
+// for symbols the linker could merge between the copies.
+const variantBuild = " && linux && amd64 && !ggml_native && !ggml_portable"
 
 var srcGroups = []srcGroup{
 	{

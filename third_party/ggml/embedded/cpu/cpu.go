@@ -36,7 +36,7 @@
 // of the f32, f16, bf16, q8_0 and q4_0 matrix products) and the x86
 // quantized dot products and row quantizers (arch/x86/quants.c, the
 // kernels of matrix-vector products), whose code has internal linkage but
-// for their entry points. On amd64 at the default level, package cpuvnni
+// for their entry points. On linux/amd64 at the default level, package cpuvnni
 // compiles a second copy of both for x86-64-v4 with AVX-512 VNNI; each
 // copy's entry points get a prefix (this package's goggml_base_), and
 // variants.c defines the names that the rest of ggml-cpu calls, each
@@ -67,7 +67,7 @@ package cpu
 // (package cpuvnni, variants.c): this prefixes the entry points of this
 // package's copy with goggml_base_ (see fwd_llamafile_sgemm.cpp and
 // fwd_arch_x86_quants.c).
-#cgo amd64,!ggml_native,!ggml_portable CPPFLAGS: -DGOGGML_CPU_VARIANTS
+#cgo linux,amd64,!ggml_native,!ggml_portable CPPFLAGS: -DGOGGML_CPU_VARIANTS
 
 // The CPU level (see the package doc). The same lines in package core.
 #cgo amd64,!ggml_native,!ggml_portable CFLAGS: -march=x86-64-v3 -mtune=generic

@@ -1,4 +1,4 @@
-//go:build !ggml_system && !(darwin && arm64) && amd64 && !ggml_native && !ggml_portable
+//go:build !ggml_system && !(darwin && arm64) && linux && amd64 && !ggml_native && !ggml_portable
 
 // variants.c: the CPU variants' dispatcher. Two provider files are
 // compiled twice, at the default level (x86-64-v3, this package; entry
@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct ggml_compute_params;
 
@@ -68,15 +69,45 @@ static bool goggml_has_avx512vnni(void) {
 // Chosen once, before the Go runtime and any ggml code start (priority 102:
 // after the level check of third_party/ggml/cpucheck.c), so the pointers
 // never change while ggml runs. GOGGML_CPU_VARIANT=x86-64-v3 keeps the
-// default level's copies (to compare the two, or to rule the variant out).
+// default level's copies (to compare the two, or to rule the variant out);
+// another value is ignored with a message.
 __attribute__((constructor(102))) static void goggml_cpu_variant_pick(void) {
 	const char *want = getenv("GOGGML_CPU_VARIANT");
-	if ((want != NULL && strcmp(want, "x86-64-v3") == 0) || !goggml_has_avx512vnni()) {
+	if (want != NULL && *want != 0 && strcmp(want, "x86-64-v3") != 0) {
+		static const char msg[] = "go-ggml: GOGGML_CPU_VARIANT takes x86-64-v3 (the build's own kernels) "
+					  "or nothing (the best copy for this CPU); ignoring its value\n";
+		ssize_t n = write(2, msg, sizeof msg - 1);
+		(void)n;
+		want = NULL;
+	}
+	if (want != NULL && *want != 0) {
+		return; // x86-64-v3
+	}
+	if (!goggml_has_avx512vnni()) {
 		return;
 	}
 #define GOGGML_SGEMM(name) goggml_p_##name = goggml_avx512vnni_##name;
 #define GOGGML_VEC_DOT(name) goggml_p_##name = goggml_avx512vnni_##name;
 #define GOGGML_QUANTIZE_ROW(name) goggml_p_##name = goggml_avx512vnni_##name;
 #include "variants_gen.h"
+#undef GOGGML_SGEMM
+#undef GOGGML_VEC_DOT
+#undef GOGGML_QUANTIZE_ROW
 	goggml_cpu_variant = "x86-64-v4+avx512vnni";
+}
+
+// goggml_cpu_variant_entries returns the number of entry points and sets
+// *vnni to the number of them that call the AVX-512 VNNI copy: for a test
+// that the choice reached every pointer.
+int goggml_cpu_variant_entries(int *vnni) {
+	int n = 0;
+	*vnni = 0;
+#define GOGGML_SGEMM(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
+#define GOGGML_VEC_DOT(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
+#define GOGGML_QUANTIZE_ROW(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
+#include "variants_gen.h"
+#undef GOGGML_SGEMM
+#undef GOGGML_VEC_DOT
+#undef GOGGML_QUANTIZE_ROW
+	return n;
 }

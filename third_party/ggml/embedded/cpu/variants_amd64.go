@@ -1,4 +1,4 @@
-//go:build !ggml_system && !(darwin && arm64) && amd64 && !ggml_native && !ggml_portable && cgo
+//go:build !ggml_system && !(darwin && arm64) && linux && amd64 && !ggml_native && !ggml_portable && cgo
 
 package cpu
 

@@ -1,4 +1,4 @@
-//go:build !ggml_system && !(darwin && arm64) && amd64 && !ggml_native && !ggml_portable
+//go:build !ggml_system && !(darwin && arm64) && linux && amd64 && !ggml_native && !ggml_portable
 
 // Package cpuvnni compiles a second copy of two of the embedded provider's
 // CPU sources for x86-64-v4 with AVX-512 VNNI, through the forwarding
@@ -11,7 +11,8 @@
 // -march=native adds on this project's machine: without it the q8_0 and
 // q4_0 matrix products ran at 80-87 % of a native build (bench/README.md).
 //
-// Package cpu imports this package at the default level only, and its
+// Package cpu imports this package at the default level on linux/amd64
+// only (the objects of no other platform were checked), and its
 // dispatcher (cpu/variants.c) calls this copy when the CPU has every
 // extension it was compiled for; on other CPUs none of this code runs.
 //

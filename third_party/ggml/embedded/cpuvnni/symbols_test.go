@@ -1,4 +1,4 @@
-//go:build !ggml_system && !(darwin && arm64) && amd64 && !ggml_native && !ggml_portable && linux
+//go:build !ggml_system && !(darwin && arm64) && linux && amd64 && !ggml_native && !ggml_portable
 
 package cpuvnni_test
 
@@ -20,13 +20,14 @@ import (
 	_ "github.com/go-ggml/ggml/third_party/ggml/embedded/cpu"
 )
 
-// This package's C++ code was compiled for AVX-512 and must never run on a
+// This package's code was compiled for AVX-512 and must never run on a
 // CPU without it: the linker may pick any copy of a symbol that two
 // objects both define (an inline function, a template instance), so the
 // package's objects must define, as global or weak symbols, nothing but
 // the prefixed entry points that the dispatcher calls after checking the
-// CPU, each of them listed in variants_gen.h. Read from the package's
-// archive in the build cache.
+// CPU, each of them listed in variants_gen.h; and they must hold no code
+// that runs at start (constructors, static initializers). Read from the
+// package's archive in the build cache.
 func TestVariantSymbols(t *testing.T) {
 	out, err := exec.Command("go", "list", "-export", "-f", "{{.Export}}", "github.com/go-ggml/ggml/third_party/ggml/embedded/cpuvnni").Output()
 	require.NoError(t, err)
@@ -39,6 +40,17 @@ func TestVariantSymbols(t *testing.T) {
 		}
 		f, err := elf.NewFile(bytes.NewReader(data))
 		require.NoError(t, err, name)
+		// Code that runs at start (a static initializer, a constructor)
+		// or per thread would run on every CPU, before any check.
+		for _, sec := range f.Sections {
+			switch {
+			case sec.Name == ".init_array" || sec.Name == ".preinit_array" || sec.Name == ".ctors" ||
+				strings.HasPrefix(sec.Name, ".init_array.") || strings.HasPrefix(sec.Name, ".ctors."):
+				t.Errorf("%s has a %s section: code of this copy would run at start on any CPU", name, sec.Name)
+			case sec.Name == ".tdata" || sec.Name == ".tbss":
+				t.Errorf("%s has thread-local data (%s)", name, sec.Name)
+			}
+		}
 		syms, err := f.Symbols()
 		require.NoError(t, err, name)
 		objects++
