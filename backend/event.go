@@ -135,7 +135,15 @@ func (e *Event) Record(b *Backend) error {
 	if err := e.sameDevice(b); err != nil {
 		return err
 	}
-	if err := b.enter(); err != nil { // it queues work on b's stream
+	// The queued record writes the event (Vulkan's set event).
+	return e.queue(b, func() { C.ggml_backend_event_record(e.c, b.c) })
+}
+
+// queue runs f, which queues work on b's stream that uses the event, with
+// b entered and the event locked (and open). b then holds a reference to
+// the event until it synchronizes or is freed, and Close synchronizes b.
+func (e *Event) queue(b *Backend, f func()) error {
+	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.leave()
@@ -143,10 +151,11 @@ func (e *Event) Record(b *Backend) error {
 		return err
 	}
 	defer e.mu.Unlock()
-	C.ggml_backend_event_record(e.c, b.c)
-	// The queued record writes the event (Vulkan's set event) until b
-	// synchronizes: as for Wait, b holds a reference until then.
-	e.queuedOn(b)
+	f()
+	b.events.add(e.res)
+	if !slices.Contains(e.waiters, b) {
+		e.waiters = append(e.waiters, b)
+	}
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(b)
 	return nil
@@ -161,14 +170,6 @@ func (e *Event) lock() error {
 		return fmt.Errorf("%w: the event is closed", ggml.ErrClosed)
 	}
 	return nil
-}
-
-// queuedOn notes that b's queued work uses the event (with e.mu held).
-func (e *Event) queuedOn(b *Backend) {
-	b.events.add(e.res)
-	if !slices.Contains(e.waiters, b) {
-		e.waiters = append(e.waiters, b)
-	}
 }
 
 // Synchronize waits on the host until the recorded work is done
@@ -199,21 +200,8 @@ func (e *Event) Wait(b *Backend) error {
 	if b.dev == nil || b.dev.reg != e.dev.reg {
 		return fmt.Errorf("%w: an event of %s cannot make a %s backend wait", ggml.ErrInvalid, e.dev.reg.Name(), b.Name())
 	}
-	if err := b.enter(); err != nil { // it queues work on b's stream
-		return err
-	}
-	defer b.leave()
-	if err := e.lock(); err != nil {
-		return err
-	}
-	defer e.mu.Unlock()
-	C.ggml_backend_event_wait(b.c, e.c)
-	// The queued wait reads the event until b synchronizes: b holds a
-	// reference to it until then (or until b is freed).
-	e.queuedOn(b)
-	runtime.KeepAlive(e)
-	runtime.KeepAlive(b)
-	return nil
+	// The queued wait reads the event.
+	return e.queue(b, func() { C.ggml_backend_event_wait(b.c, e.c) })
 }
 
 // Close frees the event (ggml_backend_event_free). It first synchronizes

@@ -207,30 +207,6 @@ func variantProducts(t *testing.T, seed uint64) map[string][]float32 {
 
 func abs(v float64) float64 { return math.Abs(v) }
 
-// q8_0CPU rounds x (whole blocks of 32) to q8_0 as ggml's CPU backend does
-// for the b of a product (x86's quantize_row_q8_0, not the reference
-// quantizer of q8_0Ref): per block, with a the largest magnitude in
-// float32, d = a/127 kept in f16 and q = round(v·(127/a)) in float32,
-// half to even.
-func q8_0CPU(x []float32) []float64 {
-	out := make([]float64, len(x))
-	for b := 0; b < len(x); b += 32 {
-		var amax float32
-		for _, v := range x[b : b+32] {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		if amax == 0 {
-			continue
-		}
-		d, id := amax/127, 127/amax
-		dh := f16ToF64(f32ToF16(d))
-		for i, v := range x[b : b+32] {
-			out[b+i] = dh * math.RoundToEven(float64(v*id))
-		}
-	}
-	return out
-}
-
 // bf16Round is ggml's f32 to bf16 conversion (round to nearest even) of a
 // finite v, back in float64.
 func bf16Round(v float32) float64 {

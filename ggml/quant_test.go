@@ -13,7 +13,15 @@ import (
 
 // q8_0Ref quantizes and dequantizes x (whole blocks of 32) as q8_0 does,
 // in Go: d = max|x|/127 stored as f16, q = round(x/d) half away from zero.
-func q8_0Ref(x []float32) []float64 {
+func q8_0Ref(x []float32) []float64 { return q8_0Round(x, false) }
+
+// q8_0CPU rounds x (whole blocks of 32) to q8_0 as ggml's CPU backend does
+// for the b of a product (x86's quantize_row_q8_0, not the reference
+// quantizer): per block, with a the largest magnitude in float32, d = a/127
+// kept in f16 and q = round(v·(127/a)) in float32, half to even.
+func q8_0CPU(x []float32) []float64 { return q8_0Round(x, true) }
+
+func q8_0Round(x []float32, cpu bool) []float64 {
 	out := make([]float64, len(x))
 	for b := 0; b < len(x); b += 32 {
 		var amax float32
@@ -22,12 +30,20 @@ func q8_0Ref(x []float32) []float64 {
 		}
 		d := amax / 127
 		var id float32
-		if d != 0 {
+		switch {
+		case d == 0:
+		case cpu:
+			id = 127 / amax
+		default:
 			id = 1 / d
 		}
 		dh := f16ToF64(f32ToF16(d))
 		for i, v := range x[b : b+32] {
-			out[b+i] = dh * math.Round(float64(v*id))
+			if cpu {
+				out[b+i] = dh * math.RoundToEven(float64(v*id))
+			} else {
+				out[b+i] = dh * math.Round(float64(v*id))
+			}
 		}
 	}
 	return out
