@@ -61,8 +61,8 @@ func (d *Device) NewEvent() (*Event, error) {
 
 // eventRes is an event's C handle, freed (ggml_backend_event_free) when
 // its last reference goes: the Event's (dropped by Close or the garbage
-// collector) and one for each backend whose queued work waits on it
-// (dropped once that backend has synchronized or been freed). An Event
+// collector) and one for each backend whose queued work records or waits
+// on it (dropped once that backend has synchronized or been freed). An Event
 // and its waiting backend that become unreachable together are collected
 // in any order; the event must outlive the queued wait, or the backend's
 // last synchronize hangs (lavapipe) or reads freed memory.
@@ -78,7 +78,8 @@ func (r *eventRes) release() {
 }
 
 // waitedEvents holds a backend's references to the events its queued work
-// waits on (Event.Wait), until it synchronizes or is freed.
+// records or waits on (Event.Record, Event.Wait), until it synchronizes or
+// is freed.
 type waitedEvents struct {
 	mu   sync.Mutex
 	list []*eventRes
