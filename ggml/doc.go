@@ -39,7 +39,11 @@
 // SSMScanK with more than one state kept, and the types TypeNVFP4,
 // TypeQ1_0 and TypeQ2_0 (not Valid there; NewTensor, RowSize, Quantize,
 // Dequantize and ValidateRowData refuse them). Conv2D and Conv3D round an
-// f32 b to f16 with the system provider (see Conv2D).
+// f32 b to f16 with the system provider (see Conv2D). The embedded
+// provider's CPU code is compiled by go-ggml at a level chosen by build
+// tag (CPUFeatures reports it), and on linux/amd64 its matrix kernels come
+// in two copies chosen at start (CPUKernelVariant); the system provider's
+// CPU code is whatever the installed libggml-cpu was built for.
 //
 // # Lifetimes
 //
