@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/cpu"
 )
@@ -92,9 +93,11 @@ func TestMulMatKernelVariants(t *testing.T) {
 	require.NoError(t, err)
 	var base map[string][]float32
 	require.NoError(t, json.Unmarshal(data, &base))
-	require.Equal(t, len(got), len(base))
+	// The child computes every product; the parent those its -run picks.
+	require.GreaterOrEqual(t, len(base), len(got))
 	for name, v := range got {
-		b := base[name]
+		b, ok := base[name]
+		require.True(t, ok, "%s: not computed by the base copy", name)
 		require.Len(t, b, len(v), name)
 		var scale float64
 		for _, x := range b {
@@ -198,6 +201,14 @@ func variantProducts(t *testing.T, seed uint64) map[string][]float32 {
 					}
 				}
 				tol := seqMagTol(mag, 4*k*seqU, 1e-6)
+				if ty == ggml.TypeF16 && testutil.F16HalfAccumulation(t) {
+					// Sums in f16 (upstream's AVX512-FP16 build): k/128
+					// additions in each of 128 lanes, 8 in the reduction,
+					// and the products' rounding, each up to 2^-11 of the
+					// magnitude.
+					tol = seqMagTol(mag, float64(k/128+9)*0x1p-11, 1e-6)
+					t.Log("this ggml sums f16 products in f16: the bound is half precision's")
+				}
 				requireClose(t, ref, got, func(i int) float64 { return tol(i) + flip[i] })
 			})
 		}

@@ -152,9 +152,28 @@ func TestEvalMatchesReferenceCPU(t *testing.T) {
 			seq := randomTokens(t, 12, m.Config.VocabSize)
 			ref := openRef(t, path)
 			ref.emulateCPU()
-			checkAgainstReference(t, m, ref, seq, 7, tolerance[typ])
+			tl := tolerance[typ]
+			if typ == ggml.TypeF16 {
+				tl = halfSums(t, tl, tol{1e-2, 3e-2})
+			}
+			checkAgainstReference(t, m, ref, seq, 7, tl)
 		})
 	}
+}
+
+// halfSums returns wide (or tl where it is wider) when this ggml sums f16
+// products in f16 (testutil.F16HalfAccumulation: upstream ggml built for
+// AVX512-FP16), for a model that multiplies f16 matrices or an f16 cache:
+// its every token then carries half precision's sums, ~2^-11 of their
+// magnitude per addition, which the float64 reference does not emulate
+// (the order depends on the SIMD lanes), so no token is at float32
+// precision. Elsewhere it returns tl.
+func halfSums(t *testing.T, tl, wide tol) tol {
+	if !testutil.F16HalfAccumulation(t) {
+		return tl
+	}
+	t.Log("this ggml sums f16 products in f16: half precision's tolerances")
+	return tol{best: max(tl.best, wide.best), worst: max(tl.worst, wide.worst)}
 }
 
 // TestEvalVariants covers the parts the plain run does not: an f16 KV
@@ -169,7 +188,7 @@ func TestEvalVariants(t *testing.T) {
 		ref.roundCacheToHalf = true
 		// ggml also rounds the queries and the attention weights to f16
 		// to multiply them with the f16 cache; the reference does not.
-		checkAgainstReference(t, m, ref, randomTokens(t, 10, m.Config.VocabSize), 6, tolerance[ggml.TypeF16])
+		checkAgainstReference(t, m, ref, randomTokens(t, 10, m.Config.VocabSize), 6, halfSums(t, tolerance[ggml.TypeF16], tol{1e-2, 3e-2}))
 	})
 	t.Run("tied output", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeQ8_0, true, rng.Uint64())
@@ -441,7 +460,11 @@ func TestEvalMixedTypes(t *testing.T) {
 			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 5})
 			ref := openRef(t, path)
 			ref.emulateCPU()
-			checkAgainstReference(t, m, ref, randomTokens(t, 12, m.Config.VocabSize), 7, mixedTolerance)
+			tl := mixedTolerance
+			if types[ggml.TypeF16] > 0 {
+				tl = halfSums(t, tl, tol{0.15, 0.15})
+			}
+			checkAgainstReference(t, m, ref, randomTokens(t, 12, m.Config.VocabSize), 7, tl)
 		})
 	}
 }
