@@ -24,12 +24,15 @@ func SetAvailableMemory(t interface{ Cleanup(func()) }, n uint64) {
 // kernel too (upstream ggml).
 const ConvIm2ColF16 = convIm2ColF16
 
-// Nbytes and IsContiguous are the Go versions of ggml_nbytes and
-// ggml_is_contiguous; CNbytes and CIsContiguous are ggml's, for comparing.
-func Nbytes(t *Tensor) uint64      { return nbytesOf(t.c) }
-func IsContiguous(t *Tensor) bool  { return isContiguousOf(t.c) }
-func CNbytes(t *Tensor) uint64     { return cNbytes(t) }
-func CIsContiguous(t *Tensor) bool { return cIsContiguous(t) }
+// Nbytes, IsContiguous and IsContiguous1 are the Go versions of
+// ggml_nbytes, ggml_is_contiguous and ggml_is_contiguous_1; the C-prefixed
+// ones are ggml's, for comparing.
+func Nbytes(t *Tensor) uint64       { return nbytesOf(t.c) }
+func IsContiguous(t *Tensor) bool   { return isContiguousOf(t.c) }
+func IsContiguous1(t *Tensor) bool  { return isContiguous1Of(t.c) }
+func CNbytes(t *Tensor) uint64      { return cNbytes(t) }
+func CIsContiguous(t *Tensor) bool  { return cIsContiguous(t) }
+func CIsContiguous1(t *Tensor) bool { return cIsContiguous1(t) }
 
 // PtrSet exposes ptrSet (Graph's mirror of ggml's hash set) to its test.
 type PtrSet struct{ s ptrSet }

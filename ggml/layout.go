@@ -5,11 +5,13 @@ package ggml
 // #include "goggml.h"
 import "C"
 
-// nbytesOf and isContiguousOf are ggml_nbytes and ggml_is_contiguous
-// computed in Go from the C struct's type, ne and nb: the same rules as
-// ggml's, without a cgo call (~30 ns) each. SetData, Data and Bytes ask
-// both on every call. TestLayoutMatchesGGML compares them with ggml's
-// functions over views, permutations and every type.
+// nbytesOf, isContiguousOf and isContiguous1Of are ggml_nbytes,
+// ggml_is_contiguous and ggml_is_contiguous_1 computed in Go from the C
+// struct's type, ne and nb: the same rules as ggml's, without a cgo call
+// (~30 ns) each. SetData, Data and Bytes ask the first two on every call,
+// the row-walking ops (the unary ops among them) the third.
+// TestLayoutMatchesGGML compares them with ggml's functions over views,
+// permutations and every type, on each provider.
 
 // nbytesOf returns ggml_nbytes of c: 0 for an empty tensor, else the
 // bytes from its first to past its last element.
@@ -61,6 +63,37 @@ func isContiguousOf(c *C.struct_ggml_tensor) bool {
 	return true
 }
 
-// cNbytes and cIsContiguous are ggml's own, for the test.
-func cNbytes(t *Tensor) uint64     { return uint64(C.ggml_nbytes(t.c)) }
-func cIsContiguous(t *Tensor) bool { return bool(C.ggml_is_contiguous(t.c)) }
+// isContiguous1Of returns ggml_is_contiguous_1 of c: dimension 0 as for
+// ggml_is_contiguous, dimension 1 free, and every dimension above it right
+// after the ones below. The two providers differ where dimension 1 has one
+// element: the embedded ggml then measures dimension 2 from the row's size,
+// upstream's (ggml_is_contiguous_m_n) from nb1.
+func isContiguous1Of(c *C.struct_ggml_tensor) bool {
+	ty := Type(c._type)
+	if !ty.Valid() {
+		return false
+	}
+	next, blck := types[ty].size, types[ty].blockSize
+	ne0 := int64(c.ne[0])
+	if ne0 != blck && uint64(c.nb[0]) != next {
+		return false
+	}
+	next *= uint64(ne0 / blck)
+	if ne1 := int64(c.ne[1]); ne1 != 1 || haveUpstream {
+		next = uint64(ne1) * uint64(c.nb[1])
+	}
+	for i := 2; i < MaxDims; i++ {
+		if n := int64(c.ne[i]); n != 1 {
+			if uint64(c.nb[i]) != next {
+				return false
+			}
+			next *= uint64(n)
+		}
+	}
+	return true
+}
+
+// cNbytes, cIsContiguous and cIsContiguous1 are ggml's own, for the test.
+func cNbytes(t *Tensor) uint64      { return uint64(C.ggml_nbytes(t.c)) }
+func cIsContiguous(t *Tensor) bool  { return bool(C.ggml_is_contiguous(t.c)) }
+func cIsContiguous1(t *Tensor) bool { return bool(C.ggml_is_contiguous_1(t.c)) }

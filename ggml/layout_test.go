@@ -9,22 +9,26 @@ import (
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
-// The Go layout functions agree with ggml_is_contiguous and ggml_nbytes
-// (C) on random shapes of every type, their views, permutations,
-// transposes and slices.
+// The Go layout functions agree with ggml_is_contiguous,
+// ggml_is_contiguous_1 and ggml_nbytes (C) on random shapes of every type,
+// their views, permutations, transposes and slices.
 func TestLayoutMatchesGGML(t *testing.T) {
 	rng := testutil.NewRNG(t)
-	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4096, NoAlloc: true})
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8192, NoAlloc: true})
 	require.NoError(t, err)
 	defer c.Close()
-	checked, contiguous := 0, 0
+	checked, contiguous, rows := 0, 0, 0
 	check := func(x *ggml.Tensor) {
 		t.Helper()
 		require.NoError(t, c.Err())
 		require.Equal(t, ggml.CIsContiguous(x), ggml.IsContiguous(x), "%v nb %v", x, x.Nb())
+		require.Equal(t, ggml.CIsContiguous1(x), ggml.IsContiguous1(x), "contiguous_1: %v nb %v", x, x.Nb())
 		require.Equal(t, ggml.CNbytes(x), ggml.Nbytes(x), "%v nb %v", x, x.Nb())
 		if ggml.IsContiguous(x) {
 			contiguous++
+		}
+		if ggml.IsContiguous1(x) && !ggml.IsContiguous(x) {
+			rows++
 		}
 		checked++
 	}
@@ -52,8 +56,13 @@ func TestLayoutMatchesGGML(t *testing.T) {
 			if blck == 1 && ne[0] > 1 {
 				check(c.View4D(x, ne[0]-1, ne[1], ne[2], ne[3], nb[1], nb[2], nb[3], 0))
 			}
+			// One row per matrix, its nb1 free: where the providers'
+			// ggml_is_contiguous_1 differ (nb1 = nb2 passes upstream's).
+			check(c.View4D(x, ne[0], 1, ne[2], ne[3], nb[2], nb[2], nb[3], 0))
+			check(c.View4D(x, ne[0], 1, ne[2], ne[3], nb[1], nb[2], nb[3], 0))
 		}
 	}
 	require.Greater(t, contiguous, 0)
 	require.Greater(t, checked-contiguous, 0, "some were not contiguous")
+	require.Greater(t, rows, 0, "some were contiguous_1 only")
 }

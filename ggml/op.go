@@ -511,7 +511,7 @@ func flatRows(a *Tensor) bool {
 // rowsContiguous is what the row-walking kernels need: ggml_is_contiguous_1,
 // adjacent elements, and flatRows.
 func rowsContiguous(a *Tensor) bool {
-	return bool(C.ggml_is_contiguous_1(a.c)) && adjacent(a) && flatRows(a)
+	return a.live() && isContiguous1Of(a.c) && adjacent(a) && flatRows(a)
 }
 
 // rowsApart reports whether a's rows do not overlap: nb1 is at least a
