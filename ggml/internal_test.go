@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -164,4 +165,11 @@ func TestGraphOverhead(t *testing.T) {
 		_, err := GraphOverhead(s)
 		require.ErrorIs(t, err, ErrInvalid, "size %d", s)
 	}
+}
+
+// A slab of tensor handles is a small object for the runtime (at most
+// 32 KiB): larger ones are allocated under the heap lock and zeroed page
+// by page, which graph building paid every 512 tensors.
+func TestTensorSlabIsSmall(t *testing.T) {
+	require.LessOrEqual(t, tensorSlab*unsafe.Sizeof(Tensor{}), uintptr(32<<10))
 }

@@ -38,8 +38,10 @@ type Tensor struct {
 // see neither it nor a method of it.
 type tensorKind = bridge.TensorKind
 
-// tensorSlab is the most tensor handles a context allocates at a time.
-const tensorSlab = 512
+// tensorSlab is the most tensor handles a context allocates at a time:
+// 256 handles stay under the runtime's 32 KiB limit of a small object,
+// whose allocation takes no heap lock and is not zeroed page by page.
+const tensorSlab = 256
 
 // wrap makes the Go handle of a tensor that this context's C code created.
 // It also counts the object in the context's pool as ggml_new_object does,
@@ -94,17 +96,28 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 	if n := shape[0]; n%t.BlockSize() != 0 {
 		return c.fail(op, ErrShape, fmt.Sprintf("ne0 (%d) of a %v tensor must be a multiple of its block size %d", n, t, t.BlockSize()))
 	}
-	if p := c.ensure(op, t, shape, nil); p != nil {
-		return p
-	}
 	var cne [MaxDims]C.int64_t
 	for i := range shape {
 		cne[i] = C.int64_t(shape[i])
 	}
+	// The pool is claimed before its room is checked: another goroutine
+	// (a misused context) must not take the last room in between, or
+	// ggml_new_object would assert.
 	if !c.enterC() {
 		return c.busy(op)
 	}
 	defer c.leaveC()
+	size, err := dataSize(t, shape)
+	if err != nil {
+		return c.fail(op, ErrShape, err.Error())
+	}
+	payload := uint64(C.sizeof_struct_ggml_tensor)
+	if !c.noAlloc {
+		payload += size
+	}
+	if err := c.room(payload); err != nil {
+		return c.fail(op, ErrNoMemory, err.Error())
+	}
 	return c.wrap(C.ggml_new_tensor(c.c, C.enum_ggml_type(t), C.int(len(ne)), &cne[0]), nil, nil)
 }
 
