@@ -86,11 +86,9 @@ func (b *Backend) Enter() error {
 	if b == nil {
 		return fmt.Errorf("%w: nil *Backend", ErrInvalid)
 	}
-	name := ""
-	if dev := C.ggml_backend_get_device(b.c); dev != nil {
-		name = C.GoString(C.ggml_backend_dev_name(dev))
-	}
-	return b.life.Enter("backend " + name)
+	// Nothing of b.c is read here: a closed backend's C object is freed
+	// (Close frees at once), and Enter is how callers find that out.
+	return b.life.Enter("the backend")
 }
 
 // Leave ends what Enter started.
