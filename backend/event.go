@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -30,9 +31,11 @@ type Event struct {
 	// Wait), which Close synchronizes before it frees the event: upstream's
 	// Vulkan backend queues a wait on the VkEvent itself, and a command
 	// buffer naming a destroyed event hung the backend's next synchronize
-	// (lavapipe).
+	// (lavapipe). Weak: a long-lived event must not keep dropped backends
+	// alive; one collected synchronizes in its cleanup, and holds its own
+	// reference to the event's C handle until then.
 	mu      sync.Mutex
-	waiters []*Backend
+	waiters []weak.Pointer[Backend]
 }
 
 // NewEvent creates an event on the device (ggml_backend_event_new), or an
@@ -52,8 +55,16 @@ func (d *Device) NewEvent() (*Event, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: device %s could not create an event", ErrUnsupported, d.Name())
 	}
-	res := &eventRes{c: c}
+	// The registry entry of the device counts its live events: Unload
+	// refuses while one is alive (ggml_backend_event_free runs the
+	// library's code).
+	res := &eventRes{c: c, reg: d.reg}
 	res.refs.Store(1)
+	if res.reg != nil {
+		regs.Lock()
+		res.reg.events++
+		regs.Unlock()
+	}
 	e := &Event{c: c, res: res, dev: d}
 	e.cleanup = runtime.AddCleanup(e, (*eventRes).release, res)
 	return e, nil
@@ -68,12 +79,18 @@ func (d *Device) NewEvent() (*Event, error) {
 // last synchronize hangs (lavapipe) or reads freed memory.
 type eventRes struct {
 	c    C.ggml_backend_event_t
+	reg  *Reg // the device's registry entry, which counts its live events
 	refs atomic.Int32
 }
 
 func (r *eventRes) release() {
 	if r.refs.Add(-1) == 0 {
 		C.ggml_backend_event_free(r.c)
+		if r.reg != nil {
+			regs.Lock()
+			r.reg.events--
+			regs.Unlock()
+		}
 	}
 }
 
@@ -154,8 +171,8 @@ func (e *Event) queue(b *Backend, f func()) error {
 	defer e.mu.Unlock()
 	f()
 	b.events.add(e.res)
-	if !slices.Contains(e.waiters, b) {
-		e.waiters = append(e.waiters, b)
+	if w := weak.Make(b); !slices.Contains(e.waiters, w) {
+		e.waiters = append(e.waiters, w)
 	}
 	runtime.KeepAlive(e)
 	runtime.KeepAlive(b)
@@ -208,9 +225,9 @@ func (e *Event) Wait(b *Backend) error {
 // Close frees the event (ggml_backend_event_free). It first synchronizes
 // the backends whose queued work uses it (Record, Wait) and that are still
 // open; while one of them computes it changes nothing and returns
-// ggml.ErrBusy. A backend that Close cannot reach (one already collected
-// with the event) keeps the event's C handle until it has synchronized or
-// been freed. It is idempotent and safe on nil.
+// ggml.ErrBusy. A backend that Close cannot reach (one dropped, or
+// collected with the event) keeps the event's C handle until it has
+// synchronized or been freed. It is idempotent and safe on nil.
 func (e *Event) Close() error {
 	if e == nil {
 		return nil
@@ -221,9 +238,10 @@ func (e *Event) Close() error {
 		return nil
 	}
 	for len(e.waiters) > 0 {
-		w := e.waiters[len(e.waiters)-1]
-		if err := w.Synchronize(); err != nil && !errors.Is(err, ggml.ErrClosed) {
-			return fmt.Errorf("closing an event that backend %s waits on: %w", w.Name(), err)
+		if w := e.waiters[len(e.waiters)-1].Value(); w != nil {
+			if err := w.Synchronize(); err != nil && !errors.Is(err, ggml.ErrClosed) {
+				return fmt.Errorf("closing an event that backend %s waits on: %w", w.Name(), err)
+			}
 		}
 		e.waiters = e.waiters[:len(e.waiters)-1]
 	}

@@ -30,6 +30,7 @@ type Reg struct {
 	unloaded bool
 	backends int // live backends on its devices
 	buffers  int // live buffers of its devices' buffer types
+	events   int // live events of its devices (their C handles)
 }
 
 // registryMu guards ggml's registry, a plain std::vector: loading and
@@ -216,18 +217,20 @@ func Load(path string) (*Reg, error) {
 }
 
 // Unload removes a backend that Load registered, with its devices, and
-// unloads its library (ggml_backend_unload). Close every backend and buffer
-// made from it first: their code goes with the library. Devices and the Reg
+// unloads its library (ggml_backend_unload). Close every backend, buffer
+// and event made from it first: their code goes with the library (an
+// event's C handle lives until the backends that queued work on it have
+// synchronized). Devices and the Reg
 // report ggml.ErrClosed afterwards.
 func Unload(r *Reg) error {
 	if err := r.usable(); err != nil {
 		return err
 	}
 	regs.Lock()
-	loaded, live, bufs := r.loaded, r.backends, r.buffers
+	loaded, live, bufs, evs := r.loaded, r.backends, r.buffers, r.events
 	regs.Unlock()
-	if live > 0 || bufs > 0 {
-		return fmt.Errorf("%w: %d backend(s) and %d buffer(s) of %s are still open: close them first (their code goes with the library)", ggml.ErrInvalid, live, bufs, r.Name())
+	if live > 0 || bufs > 0 || evs > 0 {
+		return fmt.Errorf("%w: %d backend(s), %d buffer(s) and %d event(s) of %s are still open: close them first (their code goes with the library)", ggml.ErrInvalid, live, bufs, evs, r.Name())
 	}
 	if !loaded {
 		return fmt.Errorf("%w: backend %s was not loaded with Load; built-in backends stay", ggml.ErrInvalid, r.Name())
