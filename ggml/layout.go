@@ -38,10 +38,21 @@ func nbytesOf(c *C.struct_ggml_tensor) uint64 {
 	return n
 }
 
-// isContiguousOf returns ggml_is_contiguous of c (ggml_is_contiguous_n(c,
-// 0)): every dimension of more than one element lies right after the
-// previous ones.
-func isContiguousOf(c *C.struct_ggml_tensor) bool {
+// isContiguousOf returns ggml_is_contiguous of c: every dimension of more
+// than one element lies right after the previous ones.
+func isContiguousOf(c *C.struct_ggml_tensor) bool { return isContiguousN(c, 0) }
+
+// isContiguous1Of returns ggml_is_contiguous_1 of c: dimension 0 as for
+// ggml_is_contiguous, dimension 1 free, and every dimension above it right
+// after the ones below.
+func isContiguous1Of(c *C.struct_ggml_tensor) bool { return isContiguousN(c, 1) }
+
+// isContiguousN is the embedded ggml's ggml_is_contiguous_n(c, n) and
+// upstream's ggml_is_contiguous_m_n(c, n, 4): dimensions 1 to n need not
+// follow the ones below. The two differ where such a dimension has one
+// element: the embedded ggml then measures the next from the row's size,
+// upstream's from the free dimension's stride.
+func isContiguousN(c *C.struct_ggml_tensor, n int) bool {
 	ty := Type(c._type)
 	if !ty.Valid() {
 		return false
@@ -53,41 +64,17 @@ func isContiguousOf(c *C.struct_ggml_tensor) bool {
 	}
 	next *= uint64(ne0 / blck)
 	for i := 1; i < MaxDims; i++ {
-		if n := int64(c.ne[i]); n != 1 {
+		ne := int64(c.ne[i])
+		switch {
+		case i <= n:
+			if ne != 1 || haveUpstream {
+				next = uint64(ne) * uint64(c.nb[i])
+			}
+		case ne != 1:
 			if uint64(c.nb[i]) != next {
 				return false
 			}
-			next *= uint64(n)
-		}
-	}
-	return true
-}
-
-// isContiguous1Of returns ggml_is_contiguous_1 of c: dimension 0 as for
-// ggml_is_contiguous, dimension 1 free, and every dimension above it right
-// after the ones below. The two providers differ where dimension 1 has one
-// element: the embedded ggml then measures dimension 2 from the row's size,
-// upstream's (ggml_is_contiguous_m_n) from nb1.
-func isContiguous1Of(c *C.struct_ggml_tensor) bool {
-	ty := Type(c._type)
-	if !ty.Valid() {
-		return false
-	}
-	next, blck := types[ty].size, types[ty].blockSize
-	ne0 := int64(c.ne[0])
-	if ne0 != blck && uint64(c.nb[0]) != next {
-		return false
-	}
-	next *= uint64(ne0 / blck)
-	if ne1 := int64(c.ne[1]); ne1 != 1 || haveUpstream {
-		next = uint64(ne1) * uint64(c.nb[1])
-	}
-	for i := 2; i < MaxDims; i++ {
-		if n := int64(c.ne[i]); n != 1 {
-			if uint64(c.nb[i]) != next {
-				return false
-			}
-			next *= uint64(n)
+			next *= uint64(ne)
 		}
 	}
 	return true
