@@ -220,8 +220,7 @@ func Load(path string) (*Reg, error) {
 // unloads its library (ggml_backend_unload). Close every backend, buffer
 // and event made from it first: their code goes with the library (an
 // event's C handle lives until the backends that queued work on it have
-// synchronized). Devices and the Reg
-// report ggml.ErrClosed afterwards.
+// synchronized). Devices and the Reg report ggml.ErrClosed afterwards.
 func Unload(r *Reg) error {
 	if err := r.usable(); err != nil {
 		return err
