@@ -135,12 +135,18 @@ func (c *Context) ensure(op string, t Type, ne [MaxDims]int64, viewOf *Tensor, i
 	if viewOf == nil {
 		viewOf = c.inPlaceOf.Load() // an _inplace constructor: the result is a view
 	}
+	return c.ensureRoom(op, t, ne, viewOf != nil, inputs...)
+}
+
+// ensureRoom is ensure with whether the result is a view (no data of its
+// own) given.
+func (c *Context) ensureRoom(op string, t Type, ne [MaxDims]int64, view bool, inputs ...*Tensor) *Tensor {
 	size, err := dataSize(t, ne)
 	if err != nil {
 		return c.fail(op, ErrShape, err.Error(), inputs...)
 	}
 	payload := uint64(C.sizeof_struct_ggml_tensor)
-	if viewOf == nil && !c.noAlloc {
+	if !view && !c.noAlloc {
 		payload += size
 	}
 	if err := c.room(payload); err != nil {

@@ -107,16 +107,8 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 		return c.busy(op)
 	}
 	defer c.leaveC()
-	size, err := dataSize(t, shape)
-	if err != nil {
-		return c.fail(op, ErrShape, err.Error())
-	}
-	payload := uint64(C.sizeof_struct_ggml_tensor)
-	if !c.noAlloc {
-		payload += size
-	}
-	if err := c.room(payload); err != nil {
-		return c.fail(op, ErrNoMemory, err.Error())
+	if p := c.ensureRoom(op, t, shape, false); p != nil {
+		return p
 	}
 	return c.wrap(C.ggml_new_tensor(c.c, C.enum_ggml_type(t), C.int(len(ne)), &cne[0]), nil, nil)
 }
