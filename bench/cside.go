@@ -71,8 +71,22 @@ static int cb_build_graph(struct cb_weights w, int64_t d, int64_t T, int layers,
 	return n;
 }
 
-// Transfer baseline: memcpy of the same bytes.
+// Transfer baselines: memcpy of the same bytes through one cgo call each
+// (what any Go caller of C pays), and ggml_backend_tensor_set/_get in a C
+// loop (ggml driven from C: no cgo call per transfer).
 static void cb_memcpy(void *dst, const void *src, size_t n) { memcpy(dst, src, n); }
+static void cb_tensor_set_loop(struct ggml_tensor *t, const void *src, size_t n, int64_t iters) {
+	for (int64_t i = 0; i < iters; i++) {
+		ggml_backend_tensor_set(t, src, 0, n);
+		__asm__ volatile("" ::: "memory");
+	}
+}
+static void cb_tensor_get_loop(struct ggml_tensor *t, void *dst, size_t n, int64_t iters) {
+	for (int64_t i = 0; i < iters; i++) {
+		ggml_backend_tensor_get(t, dst, 0, n);
+		__asm__ volatile("" ::: "memory");
+	}
+}
 
 // Compute baseline: the same graph on the same backend, straight from C.
 static int cb_compute(ggml_backend_t be, struct ggml_cgraph *g) { return (int)ggml_backend_graph_compute(be, g); }
@@ -233,6 +247,18 @@ func cgoBuildGraph(ws []*ggml.Tensor, d, T int64, layers, graphSize int) int {
 }
 
 func cMemcpy(dst, src unsafe.Pointer, n int) { C.cb_memcpy(dst, src, C.size_t(n)) }
+
+// cTensorSetLoop calls ggml_backend_tensor_set(t, src, 0, n) iters times
+// from C; cTensorGetLoop the same with ggml_backend_tensor_get.
+func cTensorSetLoop(t *ggml.Tensor, src unsafe.Pointer, n, iters int) {
+	C.cb_tensor_set_loop(cTensorPtr(t), src, C.size_t(n), C.int64_t(iters))
+	runtime.KeepAlive(t)
+}
+
+func cTensorGetLoop(t *ggml.Tensor, dst unsafe.Pointer, n, iters int) {
+	C.cb_tensor_get_loop(cTensorPtr(t), dst, C.size_t(n), C.int64_t(iters))
+	runtime.KeepAlive(t)
+}
 
 func cCompute(be, g unsafe.Pointer) int {
 	return int(C.cb_compute(C.ggml_backend_t(be), (*C.struct_ggml_cgraph)(g)))
