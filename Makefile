@@ -83,7 +83,7 @@ vet-system-cuda:
 # make bench against the upstream install (bench/README.md has a table for each provider).
 bench-system:
 	@$(SYSTEM_ENV) && \
-	$(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
+	GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
 
 # The quick start built as a user builds it: a module of its own, go-ggml
 # from a fresh module cache, no environment (see build/outside.sh).
@@ -118,7 +118,7 @@ fuzz: setup
 	done
 
 bench: setup
-	$(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./bench | $(GO) run ./bench/table
+	GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
 
 # The Llama example's rows: prompt processing and generation in tokens/s and
 # the share of the time outside ggml's compute (go-%), on a generated model
@@ -135,14 +135,10 @@ bench-level: setup
 	@mkdir -p bin
 	$(GO) test -c -o bin/bench-default.test ./bench
 	$(GO) test -c -tags ggml_native -o bin/bench-native.test ./bench
-	@for i in $$(seq $(BENCH_COUNT)); do \
-		case $$((i % 3)) in 1) order="default base native";; 2) order="native default base";; *) order="base native default";; esac; \
-		for b in $$order; do \
-			bin=$$b; env=; [ $$b = base ] && bin=default && env=GOGGML_CPU_VARIANT=x86-64-v3; \
-			(cd bench && env $$env ../bin/bench-$$bin.test -test.run '^$$' -test.bench 'Compute/.*/go' -test.benchtime $(BENCH_TIME)) | \
-				sed -E "s|/go(-[0-9]+)? |/$$b |"; \
-		done; \
-	done >bin/bench-level.txt
+	@bash -c '. build/alternate.sh && alternate "$$@"' alternate $(BENCH_COUNT) $(BENCH_TIME) bench \
+		default=$(CURDIR)/bin/bench-default.test \
+		base=$(CURDIR)/bin/bench-default.test=GOGGML_CPU_VARIANT=x86-64-v3 \
+		native=$(CURDIR)/bin/bench-native.test >bin/bench-level.txt
 	@$(GO) run ./bench/table -sides default,native <bin/bench-level.txt
 	@$(GO) run ./bench/table -sides base,native <bin/bench-level.txt 2>/dev/null
 

@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,32 +25,49 @@ import (
 
 var sink int64
 
-// runs counts the pairs run per figure, to alternate their order.
-var runs = map[string]int{}
-
 // pair runs the Go and the C side of one figure back to back, as
-// sub-benchmarks name/go and name/c (just go and c for name ""), the C side
-// first on every other run (make bench repeats each benchmark with -count):
-// the two sides of a pair see the same machine, and neither always gets
-// the warm caches or the boosted clock. bench/table divides each Go sample
-// by the C sample of its pair.
+// sub-benchmarks name/go and name/c (just go and c for name ""), pairs()
+// times, the C side first in every other pair: the two sides of a pair see
+// the same machine, and neither always gets the warm caches or the boosted
+// clock. bench/table divides each Go sample by the C sample of its pair.
+//
+// The pairs are made here, not with go test's -count: -count repeats each
+// sub-benchmark in a row (go, go, go, c, c, c), so that the "pairs" it
+// gives are samples taken seconds apart, with Go always first. pair
+// refuses -count above 1; GGML_BENCH_PAIRS sets the number of pairs
+// (make bench sets it to BENCH_COUNT). Repeated sub-benchmarks are named
+// go#01, c#01 and so on; bench/table reads them as the same side.
 func pair(b *testing.B, name string, goSide, cSide func(*testing.B)) {
-	key := b.Name() + "/" + name
-	runs[key]++
-	sides := []struct {
-		who string
-		f   func(*testing.B)
-	}{{"go", goSide}, {"c", cSide}}
-	if runs[key]%2 == 0 {
-		sides[0], sides[1] = sides[1], sides[0]
+	if f := flag.Lookup("test.count"); f != nil && f.Value.String() != "1" {
+		b.Fatalf("pair: -count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS=%s instead (make bench does)", f.Value, f.Value)
 	}
-	for _, sd := range sides {
-		sub := sd.who
-		if name != "" {
-			sub = name + "/" + sd.who
+	prefix := ""
+	if name != "" {
+		prefix = name + "/"
+	}
+	for i := range pairs(b) {
+		first, second := goSide, cSide
+		firstName, secondName := "go", "c"
+		if i%2 == 1 {
+			first, second = cSide, goSide
+			firstName, secondName = "c", "go"
 		}
-		b.Run(sub, sd.f)
+		b.Run(prefix+firstName, first)
+		b.Run(prefix+secondName, second)
 	}
+}
+
+// pairs returns GGML_BENCH_PAIRS, 1 when unset.
+func pairs(b *testing.B) int {
+	v := os.Getenv("GGML_BENCH_PAIRS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("GGML_BENCH_PAIRS=%q: want a count of pairs, 1 or more", v)
+	}
+	return n
 }
 
 func cpuBackend(tb testing.TB) *backend.Backend {
@@ -63,31 +83,42 @@ func BenchmarkCall(b *testing.B) {
 	t := c.NewTensor(ggml.TypeF32, 64, 64)
 	ct := cTensorPtr(t)
 	pair(b, "Elements",
+		// The Go loops sum into a local, as the C loops sum in a register:
+		// a sum into the global sink would make each Go iteration wait on
+		// the last one's store.
 		func(b *testing.B) { // the binding reads the C struct: no cgo call
-			for range b.N {
-				sink += t.Elements()
+			var s int64
+			for i := range b.N {
+				s += t.Elements() ^ int64(i)
 			}
+			sink += s
 		},
 		func(b *testing.B) { sink += cNelementsLoop(t, b.N) })
 	pair(b, "Bytes",
 		func(b *testing.B) { // ggml_nbytes computed in Go from the C struct: no cgo call
+			var s int64
 			for range b.N {
-				sink += int64(t.Bytes())
+				s += int64(t.Bytes())
 			}
+			sink += s
 		},
 		func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
 	pair(b, "Bytes-cgo",
 		func(b *testing.B) {
+			var s int64
 			for range b.N {
-				sink += int64(cgoNbytes(ct))
+				s += int64(cgoNbytes(ct))
 			}
+			sink += s
 		},
 		func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
 	pair(b, "Bytes-cgo-noescape",
 		func(b *testing.B) {
+			var s int64
 			for range b.N {
-				sink += int64(cgoNbytesNoescape(ct))
+				s += int64(cgoNbytesNoescape(ct))
 			}
+			sink += s
 		},
 		func(b *testing.B) { sink += cNbytesLoop(t, b.N) })
 }
@@ -350,30 +381,35 @@ func BenchmarkCompute(b *testing.B) {
 		{"mul_vec-q4_0-4096", ggml.TypeQ4_0, 4096, 4096, 1},
 	}
 	for _, cs := range cases {
-		g, _, done := mulMatGraph(b, be, cs.ty, cs.k, cs.m, cs.n)
-		flops := 2 * float64(cs.k*cs.m*cs.n)
-		gflops := func(b *testing.B) {
-			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
-		}
-		pair(b, cs.name,
-			func(b *testing.B) {
-				for range b.N {
-					if err := be.Compute(context.Background(), g); err != nil {
-						b.Fatal(err)
+		// Each case makes its graph inside its own sub-benchmark, so that
+		// a run of one figure (make bench-level runs them one at a time)
+		// quantizes no other figure's weights.
+		b.Run(cs.name, func(b *testing.B) {
+			g, _, done := mulMatGraph(b, be, cs.ty, cs.k, cs.m, cs.n)
+			defer done()
+			flops := 2 * float64(cs.k*cs.m*cs.n)
+			gflops := func(b *testing.B) {
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+			}
+			pair(b, "",
+				func(b *testing.B) {
+					for range b.N {
+						if err := be.Compute(context.Background(), g); err != nil {
+							b.Fatal(err)
+						}
 					}
-				}
-				gflops(b)
-			},
-			func(b *testing.B) {
-				bp, gp := backendPtr(be), graphPtr(g)
-				for range b.N {
-					if st := cCompute(bp, gp); st != 0 {
-						b.Fatal(st)
+					gflops(b)
+				},
+				func(b *testing.B) {
+					bp, gp := backendPtr(be), graphPtr(g)
+					for range b.N {
+						if st := cCompute(bp, gp); st != 0 {
+							b.Fatal(st)
+						}
 					}
-				}
-				gflops(b)
-			})
-		done()
+					gflops(b)
+				})
+		})
 	}
 }
 

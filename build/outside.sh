@@ -62,11 +62,7 @@ echo "outside: building the quick start against github.com/go-ggml/ggml@$version
 dir=$("$go" list -f '{{.Dir}}' github.com/go-ggml/ggml/bench)
 count=${BENCH_COUNT:-5}
 echo "outside: the default level against ggml_native, compute rows, $count pairs (bench from $dir)"
-for i in $(seq "$count"); do
-  order="default native"
-  [ $((i % 2)) = 1 ] || order="native default"
-  for b in $order; do
-    (cd "$dir" && "$work/app/bench-$b.test" -test.run '^$' -test.bench 'Compute/.*/go' -test.benchtime "${BENCH_TIME:-300ms}") |
-      sed -E "s|/go(-[0-9]+)? |/$b |"
-  done
-done | (cd "$repo" && "$go" run ./bench/table -sides default,native)
+. "$repo/build/alternate.sh"
+alternate "$count" "${BENCH_TIME:-300ms}" "$dir" \
+  default="$work/app/bench-default.test" native="$work/app/bench-native.test" |
+  (cd "$repo" && "$go" run ./bench/table -sides default,native)

@@ -5,7 +5,13 @@
 // when too wide to trust, and the figure's own unit (GFLOPS, GB/s,
 // ns/node) where the benchmark reports one.
 //
-//	go test -run '^$' -bench . -count 5 ./bench | go run ./bench/table
+//	GGML_BENCH_PAIRS=5 go test -run '^$' -bench . ./bench | go run ./bench/table
+//
+// The k-th sample of one side is paired with the k-th of the other. A pair
+// whose two samples were not measured one right after the other (among
+// the figure's samples, in the order they were printed) flags the row
+// UNPAIRED: its ratios compare samples taken apart, as go test's -count
+// gives them (each side repeated in a row).
 package main
 
 import (
@@ -23,8 +29,13 @@ var line = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
 
 type side struct {
 	ns    []float64
+	seq   []int // the position of each sample among its figure's samples
 	extra map[string][]float64
 }
+
+// repeat is the suffix go test gives a sub-benchmark run again under the
+// same name (go#01): the same side.
+var repeat = regexp.MustCompile(`#\d+$`)
 
 func median(v []float64) float64 {
 	if len(v) == 0 {
@@ -40,33 +51,46 @@ func median(v []float64) float64 {
 
 // noisy is the spread of a row's pair ratios (largest less smallest,
 // relative to their median) above which the row is flagged: its ratio is
-// not to be trusted.
+// not to be trusted. From 5 pairs on, the largest and the smallest ratio
+// are left out of the spread that is judged (the printed range keeps
+// them): one pair hit by a burst of load moves the median little, and
+// should not flag a row that more pairs would make steadier, not noisier.
 const noisy = 0.15
 
 // pairRatios divides each Go sample by the C sample measured beside it
 // (the i-th of each side: bench runs the two sides of a figure back to
 // back, see pair in bench_test.go) and returns the median of these ratios
 // and their range, flagged NOISY when wider than noisy.
-func pairRatios(g, c []float64) (ratio, spread string) {
+func pairRatios(gs, cs *side) (ratio, spread string) {
+	g, c := gs.ns, cs.ns
 	n := min(len(g), len(c))
 	var r []float64
+	adjacent := len(g) == len(c)
 	for i := range n {
 		if c[i] > 0 {
 			r = append(r, g[i]/c[i])
+		}
+		if d := gs.seq[i] - cs.seq[i]; d != 1 && d != -1 {
+			adjacent = false
 		}
 	}
 	if len(r) == 0 {
 		return "-", ""
 	}
 	m := median(r)
-	lo, hi := r[0], r[0]
-	for _, v := range r {
-		lo, hi = min(lo, v), max(hi, v)
+	sorted := append([]float64(nil), r...)
+	sort.Float64s(sorted)
+	spread = fmt.Sprintf("%.2f-%.2f", sorted[0], sorted[len(sorted)-1])
+	judged := sorted
+	if len(judged) >= 5 {
+		judged = judged[1 : len(judged)-1]
 	}
-	spread = fmt.Sprintf("%.2f-%.2f", lo, hi)
-	if len(r) < 3 {
+	switch {
+	case !adjacent:
+		spread += " UNPAIRED"
+	case len(r) < 3:
 		spread += " few"
-	} else if (hi-lo)/m > noisy {
+	case (judged[len(judged)-1]-judged[0])/m > noisy:
 		spread += " NOISY"
 	}
 	return fmt.Sprintf("%.3f", m), spread
@@ -82,6 +106,7 @@ func main() {
 	}
 	num, den := names[0], names[1]
 	rows := map[string]map[string]*side{} // figure -> side name -> values
+	seen := map[string]int{}              // figure -> samples read
 	var order []string
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
@@ -96,7 +121,7 @@ func main() {
 		if i < 0 {
 			continue
 		}
-		fig, who := name[:i], name[i+1:]
+		fig, who := name[:i], repeat.ReplaceAllString(name[i+1:], "")
 		if rows[fig] == nil {
 			rows[fig] = map[string]*side{}
 			order = append(order, fig)
@@ -105,6 +130,10 @@ func main() {
 		if s == nil {
 			s = &side{extra: map[string][]float64{}}
 			rows[fig][who] = s
+		}
+		if who == num || who == den { // the order among the two sides compared
+			s.seq = append(s.seq, seen[fig])
+			seen[fig]++
 		}
 		f := strings.Fields(m[2])
 		for j := 0; j+1 < len(f); j += 2 {
@@ -131,7 +160,7 @@ func main() {
 		}
 		ratio, spread := "-", ""
 		if g != nil && c != nil {
-			ratio, spread = pairRatios(g.ns, c.ns)
+			ratio, spread = pairRatios(g, c)
 		}
 		var units []string
 		for _, u := range []string{"GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel", "tokens/s", "go-%"} {
