@@ -121,11 +121,13 @@ bench: setup
 	GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
 
 # The Llama example's rows: prompt processing and generation in tokens/s and
-# the share of the time outside ggml's compute (go-%), on a generated model
+# the share of the time outside ggml's compute (go-%), on a generated model;
+# generation runs 496 tokens per sample, positions 16 to 511
 # (GGML_BENCH_LLAMA=small by default, 1b for the issue's size; see
 # examples/llama/llama/bench_test.go).
 bench-llama: setup
-	$(GO) test -run '^$$' -bench Llama -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./examples/llama/llama | $(GO) run ./bench/table
+	{ $(GO) test -run '^$$' -bench 'Llama/pp' -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./examples/llama/llama && \
+	  $(GO) test -run '^$$' -bench 'Llama/tg' -benchtime 496x -count $(BENCH_COUNT) ./examples/llama/llama; } | $(GO) run ./bench/table
 
 # The CPU level of a plain build against -tags ggml_native on this machine:
 # the compute figures' Go side from both builds, and from the plain build

@@ -265,13 +265,13 @@ func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor, before int) *Tensor {
 	}
 	buf := bufferOf(q)
 	lo := uintptr(q.data)
-	hi := lo + uintptr(C.ggml_nbytes(q))
+	hi := lo + uintptr(nbytesOf(q)) // ggml_nbytes, computed in Go: no cgo call per node
 	overlaps := func(p *C.struct_ggml_tensor) bool {
 		if p == nil || p == q || p.data == nil || bufferOf(p) != buf {
 			return false
 		}
 		plo := uintptr(p.data)
-		phi := plo + uintptr(C.ggml_nbytes(p))
+		phi := plo + uintptr(nbytesOf(p))
 		return plo < hi && lo < phi
 	}
 	base := memBase(q) // the node that computes q's memory, for a view

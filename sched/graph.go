@@ -17,6 +17,7 @@ import (
 	"runtime/cgo"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/backend"
@@ -521,11 +522,13 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	err = bridge.OnThread(isolate, func() (err error) {
 		defer bridge.Catch(&err)
 		var st C.enum_ggml_status
+		t0 := time.Now()
 		if wait {
 			st = C.ggml_backend_sched_graph_compute(s.c, gp)
 		} else {
 			st = C.ggml_backend_sched_graph_compute_async(s.c, gp)
 		}
+		s.inGGML.Add(int64(time.Since(t0)))
 		switch {
 		case ctx.Err() != nil && (st == C.GGML_STATUS_ABORTED || atomic.LoadInt32((*int32)(unsafe.Pointer(&s.state.cancel))) != 0):
 			return ctx.Err()
@@ -550,6 +553,19 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 		err = g.CustomError()
 	}
 	return err
+}
+
+// ComputeTime returns the total time the scheduler's Compute and
+// ComputeAsync calls have spent inside ggml's compute call
+// (ggml_backend_sched_graph_compute, _async), since the scheduler was
+// made: the rest of their time is go-ggml's own checks and bookkeeping.
+// For ComputeAsync it counts until ggml returned, not until the work
+// ended. It is safe to call from any goroutine.
+func (s *Scheduler) ComputeTime() time.Duration {
+	if s == nil {
+		return 0
+	}
+	return time.Duration(s.inGGML.Load())
 }
 
 // ErrStopped is returned by Compute when the eval callback returned false.

@@ -63,6 +63,7 @@ import (
 	"math"
 	"math/bits"
 	"runtime"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/backend"
@@ -170,6 +171,7 @@ type Scheduler struct {
 	touched   map[unsafe.Pointer]bool // tensors pinned or asked about since the last reset
 	limited   []threadLimit           // nodes of the allocated graph whose CPU kernel limits threads
 	refused   error                   // why the allocated graph must not be computed as placed, or nil
+	inGGML    atomic.Int64            // nanoseconds spent in ggml's compute calls (ComputeTime)
 	res       schedRes
 	cleanup   runtime.Cleanup
 }

@@ -152,9 +152,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		len(tokens), promptTime.Round(time.Microsecond), float64(len(tokens))/promptTime.Seconds(),
 		len(out), genTime.Round(time.Microsecond), float64(len(out))/genTime.Seconds())
 	total := st.Overhead() + st.Compute
-	fmt.Fprintf(stderr, "time outside ggml's compute: %.2f %% (graphs: %d built for %d computes, %v; inputs %v; logits %v)\n",
+	fmt.Fprintf(stderr, "time outside ggml's compute: %.2f %% (graphs: %d built for %d computes, %v; inputs %v; compute checks %v; logits %v)\n",
 		100*st.Overhead().Seconds()/total.Seconds(), st.Graphs, st.Computes, st.Build.Round(time.Microsecond),
-		st.Input.Round(time.Microsecond), st.Output.Round(time.Microsecond))
+		st.Input.Round(time.Microsecond), st.Checks.Round(time.Microsecond), st.Output.Round(time.Microsecond))
 	for _, u := range m.Memory() {
 		fmt.Fprintf(stderr, "memory on %s: weights %s, KV cache %s, compute %s reserved, %s at the most; device %s free of %s at load\n",
 			u.Backend, mib(u.Weights), mib(u.KVCache), mib(u.ComputeReserved), mib(u.ComputePeak), mib(u.Free), mib(u.Total))

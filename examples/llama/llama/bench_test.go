@@ -97,11 +97,14 @@ func TestMain(m *testing.M) {
 
 // BenchmarkLlama measures prompt processing (128 tokens in one batch from
 // position 0, the graph reused from iteration to iteration) and generation
-// (one token at a time after a 16-token prompt, positions 16 to 511: a new
-// graph when the attended cells pass 256) on the generated model, in
-// tokens/s, and go-%: the share of the time spent outside ggml's compute
-// (sched.Compute) — building and allocating graphs, filling inputs,
-// copying logits out, and, for generation, sampling (greedy).
+// (one token at a time after a 16-token prompt, from position 16: a new
+// graph when the attended cells pass 256, and back to 16 after 511) on the
+// generated model, in tokens/s, and go-%: the share of the time spent
+// outside ggml's compute call — building and allocating graphs, filling
+// inputs, sched.Compute's own checks, copying logits out, and, for
+// generation, sampling (greedy). Generation covers positions 16 to 511
+// only with -benchtime 496x (make bench-llama sets it); a run of a few
+// hundred milliseconds stops long before the second graph.
 func BenchmarkLlama(b *testing.B) {
 	preset, typ, threads, gpuLayers := benchSettings(b)
 	path := benchModel(b, preset, typ)

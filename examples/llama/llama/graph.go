@@ -269,10 +269,12 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 		return nil, err
 	}
 	t2 := time.Now()
+	inGGML := m.sched.ComputeTime()
 	if err := m.sched.Compute(ctx, s.g); err != nil {
 		return nil, err
 	}
 	t3 := time.Now()
+	inGGML = m.sched.ComputeTime() - inGGML
 	// Into a buffer of the model's, reused: a fresh slice of the
 	// vocabulary's size per token costs more than the copy (allocation,
 	// zeroing, garbage collection).
@@ -294,7 +296,8 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 	m.stats.Tokens += n
 	m.stats.Build += t1.Sub(t0)
 	m.stats.Input += t2.Sub(t1)
-	m.stats.Compute += t3.Sub(t2)
+	m.stats.Compute += inGGML
+	m.stats.Checks += t3.Sub(t2) - inGGML
 	m.stats.Output += t4.Sub(t3)
 	return logits, nil
 }

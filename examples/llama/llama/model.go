@@ -680,12 +680,13 @@ type Stats struct {
 
 	Build   time.Duration // building graphs in Go and allocating them (scheduler split and allocation)
 	Input   time.Duration // filling the inputs (tokens, positions, cache indices, mask) and copying them in
-	Compute time.Duration // ggml computing the graph (sched.Compute)
+	Compute time.Duration // ggml computing the graph: inside ggml's compute call (sched.Scheduler.ComputeTime)
+	Checks  time.Duration // the rest of sched.Compute: go-ggml's checks before and after ggml's call
 	Output  time.Duration // copying the logits out
 }
 
 // Overhead is the time spent outside ggml's compute.
-func (s Stats) Overhead() time.Duration { return s.Build + s.Input + s.Output }
+func (s Stats) Overhead() time.Duration { return s.Build + s.Input + s.Checks + s.Output }
 
 // Stats returns the cumulative timings.
 func (m *Model) Stats() Stats { return m.stats }
