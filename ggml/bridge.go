@@ -81,21 +81,12 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 			stack = append(stack, t.srcs...)
 		}
 	}
-	var writers map[*C.struct_ggml_tensor]int // built on the first index-reading node
-	for i, t := range g.nodes {
+	for _, t := range g.nodes {
 		if err := bridge.TensorOf(t).HoldAs("node", h); err != nil {
 			return nil, err
 		}
 		if err := holdCustom(t, h); err != nil {
 			return nil, err
-		}
-		if idx, rows, op := indexSource(t); idx != nil {
-			if writers == nil {
-				writers = g.writers()
-			}
-			if err := g.checkIndices(i, idx, rows, op, writers, h); err != nil {
-				return nil, err
-			}
 		}
 		if visit != nil {
 			if err := visit(unsafe.Pointer(t.c), true); err != nil {
@@ -106,34 +97,115 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 	if !bridge.GraphOf(g).SourcesIntact() {
 		return nil, fmt.Errorf("%w: a scheduler holds this graph (it split it across backends and redirected its inputs to its copies); compute it with that scheduler, or Reset the scheduler first", ErrInvalid)
 	}
+	if err := g.checkAllIndices(h); err != nil {
+		return nil, err
+	}
 	return unsafe.Pointer(g.c), nil
 }
 
-// checkAllIndices runs checkIndices for every node of g that reads indices,
+// checkAllIndices checks the indices that g's nodes read (checkIndices),
 // on the graph as built: a scheduler's split redirects node sources to its
-// own copies (filled from these at compute time), so the sources are put back
-// for the check and restored after.
+// own copies (filled from these at compute time), so the sources are put
+// back while the structure is examined, and restored after.
+//
+// What the structure and the placement decide (which tensor holds each
+// node's index data, whether another node writes it, which are bounded by
+// construction) is kept in an indexPlan for the next computes of the same
+// graph with the same placement; each compute still checks the data's
+// values and locks them against writes.
 func (g *Graph) checkAllIndices(h *bridge.Holds) error {
-	// Most graphs read no indices: then there is nothing to restore and
-	// check (and nothing to allocate on every compute).
+	plan := g.indexPlan.Load()
+	if ok, err := plan.holdsFor(g); err != nil {
+		return err
+	} else if !ok {
+		if plan, err = g.planIndices(); err != nil {
+			return err
+		}
+		if !g.partial {
+			g.indexPlan.Store(plan)
+		}
+	}
+	for i := range plan.data {
+		d := &plan.data[i]
+		refuse := func(rule string, kind error) error { return g.indexRefusal(d.at, d.op, rule, kind) }
+		if d.owner != nil && h != nil {
+			view := bridge.TensorOf(d.owner)
+			if !view.ReadIndices() {
+				return fmt.Errorf("%w: index tensor %q is being written on another goroutine", ErrBusy, C.GoString(&d.q.name[0]))
+			}
+			h.Defer(view.EndReadIndices)
+		}
+		if err := checkIndexData(d.q, d.rows, refuse); err != nil {
+			return err
+		}
+	}
+	return plan.err
+}
+
+// indexPlan is what checkAllIndices learned from a graph's structure and
+// placement: the index data to check at every compute, and the refusal
+// the structure earned (after the data of the nodes before it), if any.
+// It stays true while the graph's node list (version) and the data
+// address and buffer of each of its tensors (snap) stay the same: one
+// allocation computed many times. A graph with nodes added alone
+// (AddNode) has tensors outside its lists and gets no kept plan.
+type indexPlan struct {
+	version uint64
+	snap    []uintptr // data and buffer of each leaf, then each node
+	data    []indexData
+	err     error
+}
+
+// indexData is index data that a node reads, checked at every compute.
+type indexData struct {
+	at    int                   // the reading node's position in g.nodes
+	op    string                // its op
+	q     *C.struct_ggml_tensor // the data
+	rows  int64                 // the bound (exclusive)
+	owner *Tensor               // whose memory is locked while it is read; nil: not in the lists
+}
+
+// holdsFor reports whether p was made for g as it is now; ErrClosed when
+// a tensor of g belongs to a closed context.
+func (p *indexPlan) holdsFor(g *Graph) (bool, error) {
+	ok := p != nil && p.version == g.version && !g.partial
+	i := 0
+	for _, list := range [][]*Tensor{g.leafs, g.nodes} {
+		for _, t := range list {
+			c := t.c
+			if c == nil {
+				return false, fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
+			}
+			if ok {
+				ok = i+1 < len(p.snap) && p.snap[i] == uintptr(c.data) && p.snap[i+1] == uintptr(unsafe.Pointer(c.buffer))
+				i += 2
+			}
+		}
+	}
+	return ok && i == len(p.snap), nil
+}
+
+// planIndices examines g's structure and placement for checkAllIndices.
+func (g *Graph) planIndices() (*indexPlan, error) {
+	p := &indexPlan{version: g.version}
+	for _, list := range [][]*Tensor{g.leafs, g.nodes} {
+		for _, t := range list {
+			p.snap = append(p.snap, uintptr(t.c.data), uintptr(unsafe.Pointer(t.c.buffer)))
+		}
+	}
+	// Most graphs read no indices: then there is nothing to restore.
 	reads := false
 	for _, n := range g.nodes {
-		if n.c == nil {
-			return fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
-		}
 		if idx, _, _ := indexSource(n); idx != nil {
 			reads = true
 			break
 		}
 	}
 	if !reads {
-		return nil
+		return p, nil
 	}
 	saved := make([][len(C.struct_ggml_tensor{}.src)]*C.struct_ggml_tensor, len(g.nodes))
 	for i, n := range g.nodes {
-		if n.c == nil {
-			return fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
-		}
 		saved[i] = n.c.src
 	}
 	bridge.GraphOf(g).RestoreSources()
@@ -142,18 +214,20 @@ func (g *Graph) checkAllIndices(h *bridge.Holds) error {
 			n.c.src = saved[i]
 		}
 	}()
-	var writers map[*C.struct_ggml_tensor]int
+	writers := g.writers()
 	for i, t := range g.nodes {
 		if idx, rows, op := indexSource(t); idx != nil {
-			if writers == nil {
-				writers = g.writers()
+			d, err := g.checkIndices(i, idx, rows, op, writers)
+			if err != nil {
+				p.err = err
+				break
 			}
-			if err := g.checkIndices(i, idx, rows, op, writers, h); err != nil {
-				return err
+			if d != nil {
+				p.data = append(p.data, *d)
 			}
 		}
 	}
-	return nil
+	return p, nil
 }
 
 // indexSource returns, for a node whose kernel reads row or expert indices
@@ -207,17 +281,12 @@ func (g *Graph) writers() map[*C.struct_ggml_tensor]int {
 // graph writes the indices' memory between then and the point of use: such
 // graphs are refused. Nodes that run after the reader may write there (an
 // allocator reuses an input's memory once its last reader is done).
-func (g *Graph) checkIndices(at int, idx *C.struct_ggml_tensor, rows int64, op string, writers map[*C.struct_ggml_tensor]int, h *bridge.Holds) error {
-	t := g.nodes[at]
-	refuse := func(rule string, kind error) error {
-		var inputs []string
-		for i, s := range t.srcs {
-			if s != nil {
-				inputs = append(inputs, string(rune('a'+i))+" "+s.describe())
-			}
-		}
-		return &OpError{Op: op, Inputs: inputs, Rule: rule, Err: kind}
-	}
+//
+// It returns the index data to check (the values and the lock, at every
+// compute: see checkAllIndices), nil when the indices are bounded by
+// construction, or the refusal.
+func (g *Graph) checkIndices(at int, idx *C.struct_ggml_tensor, rows int64, op string, writers map[*C.struct_ggml_tensor]int) (*indexData, error) {
+	refuse := func(rule string, kind error) error { return g.indexRefusal(at, op, rule, kind) }
 	// Walk from the indices down the chain of views and copies that a
 	// bound was derived from, to the first tensor that this graph does not
 	// compute: that one's values are data.
@@ -230,27 +299,36 @@ func (g *Graph) checkIndices(at int, idx *C.struct_ggml_tensor, rows int64, op s
 			w = g.overlappingWriter(q, at)
 		}
 		if w != nil && w.c != q {
-			return refuse(fmt.Sprintf("node %s of the same graph writes into the memory of the index tensor %q, so its values cannot be checked before compute; compute the indices in a graph of their own", w.describe(), C.GoString(&q.name[0])), ErrInvalid)
+			return nil, refuse(fmt.Sprintf("node %s of the same graph writes into the memory of the index tensor %q, so its values cannot be checked before compute; compute the indices in a graph of their own", w.describe(), C.GoString(&q.name[0])), ErrInvalid)
 		}
 		if !g.seen.has(q) || q.op == C.GGML_OP_NONE || !g.computes(q) {
-			// Data: checked now, and locked against writes through the
-			// API (SetData, TensorSet, ... on any goroutine, or from a
-			// callback of this compute) until the compute is over.
-			if err := g.lockIndices(q, h); err != nil {
-				return err
-			}
-			return checkIndexData(q, rows, refuse)
+			// Data: checked at each compute, and locked against writes
+			// through the API (SetData, TensorSet, ... on any goroutine,
+			// or from a callback of this compute) until it is over.
+			return &indexData{at: at, op: op, q: q, rows: rows, owner: g.memOwner(q)}, nil
 		}
 		switch q.op {
 		case C.GGML_OP_ARGSORT, C.GGML_OP_TOP_K:
-			return nil // bounded by construction (checked when the op was built)
+			return nil, nil // bounded by construction (checked when the op was built)
 		case C.GGML_OP_VIEW, C.GGML_OP_RESHAPE, C.GGML_OP_PERMUTE, C.GGML_OP_TRANSPOSE, C.GGML_OP_CONT, C.GGML_OP_CPY, C.GGML_OP_GET_ROWS:
 			q = q.src[0]
 		default:
-			return refuse(fmt.Sprintf("the index tensor %q is computed by %s, whose values cannot be checked before compute", C.GoString(&q.name[0]), C.GoString(C.ggml_op_desc(q))), ErrInvalid)
+			return nil, refuse(fmt.Sprintf("the index tensor %q is computed by %s, whose values cannot be checked before compute", C.GoString(&q.name[0]), C.GoString(C.ggml_op_desc(q))), ErrInvalid)
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+// indexRefusal is the error of node g.nodes[at], an op op, whose indices
+// break rule.
+func (g *Graph) indexRefusal(at int, op, rule string, kind error) error {
+	var inputs []string
+	for i, s := range g.nodes[at].srcs {
+		if s != nil {
+			inputs = append(inputs, string(rune('a'+i))+" "+s.describe())
+		}
+	}
+	return &OpError{Op: op, Inputs: inputs, Rule: rule, Err: kind}
 }
 
 // overlappingWriter returns a node of g before position before that may
@@ -298,15 +376,12 @@ func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor, before int) *Tensor {
 	return nil
 }
 
-// lockIndices marks the Go handle of index tensor q's memory as read by a
-// running compute (bridge.Tensor.WriteLock refuses writes to it meanwhile) and adds the
-// unlock to h.
-func (g *Graph) lockIndices(q *C.struct_ggml_tensor, h *bridge.Holds) error {
-	if h == nil {
-		return nil
-	}
+// memOwner returns the Go handle, among g's leafs and nodes, of the tensor
+// whose memory index tensor q uses (bridge.Tensor.ReadIndices marks it
+// while a compute reads it, and WriteLock refuses writes meanwhile); nil
+// for an input of a node added alone, not in the lists.
+func (g *Graph) memOwner(q *C.struct_ggml_tensor) *Tensor {
 	base := memBase(q)
-	var owner *Tensor
 	for _, list := range [][]*Tensor{g.leafs, g.nodes} {
 		for _, t := range list {
 			b := t
@@ -314,22 +389,10 @@ func (g *Graph) lockIndices(q *C.struct_ggml_tensor, h *bridge.Holds) error {
 				b = t.viewSrc
 			}
 			if b.c == base {
-				owner = b
-				break
+				return b
 			}
 		}
-		if owner != nil {
-			break
-		}
 	}
-	if owner == nil {
-		return nil // an input of a node added alone: not in the lists
-	}
-	view := bridge.TensorOf(owner)
-	if !view.ReadIndices() {
-		return fmt.Errorf("%w: index tensor %q is being written on another goroutine", ErrBusy, C.GoString(&q.name[0]))
-	}
-	h.Defer(view.EndReadIndices)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/go-ggml/ggml/internal/bridge"
 )
@@ -33,6 +34,10 @@ type Graph struct {
 	stack []expandFrame // scratch for Expand, kept between calls
 	// partial: AddNode added nodes whose sources are not in the graph.
 	partial bool
+	// indexPlan: what the index checks learned of the graph's structure
+	// and placement (checkAllIndices); computes on several goroutines may
+	// read and replace it.
+	indexPlan atomic.Pointer[indexPlan]
 }
 
 // graphKind marks Graph for bridge.GraphOf (see tensorKind).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/hashsize"
 )
 
@@ -172,4 +173,59 @@ func TestGraphOverhead(t *testing.T) {
 // by page, which graph building paid every 512 tensors.
 func TestTensorSlabIsSmall(t *testing.T) {
 	require.LessOrEqual(t, tensorSlab*unsafe.Sizeof(Tensor{}), uintptr(32<<10))
+}
+
+// The index checks keep what the graph's structure and placement decided
+// (indexPlan) for the next computes of the same graph; every compute still
+// checks the values, and a new placement or a changed graph makes a new
+// plan.
+func TestIndexPlanKeptAndRenewed(t *testing.T) {
+	c, err := NewContext(ContextParams{MaxTensors: 16, MemSize: 1 << 16, Graph: true, GraphSize: 16})
+	require.NoError(t, err)
+	defer c.Close()
+	const rows = 16
+	a := c.NewTensor(TypeF32, 4, rows)
+	idx := c.NewTensor(TypeI32, rows)
+	spare := c.NewTensor(TypeI32, rows) // a second home for idx's data
+	g, err := c.BuildGraph(c.GetRows(a, idx))
+	require.NoError(t, err)
+	good, bad := make([]int32, rows), make([]int32, rows)
+	for i := range good {
+		good[i], bad[i] = int32(rows-1-i), int32(i)
+	}
+	bad[3] = rows // one past the end
+	check := func() error {
+		var h bridge.Holds
+		defer h.Release()
+		return g.checkAllIndices(&h)
+	}
+
+	require.NoError(t, SetData(idx, good))
+	require.NoError(t, check())
+	plan := g.indexPlan.Load()
+	require.NotNil(t, plan)
+	require.Len(t, plan.data, 1, "one node reads index data")
+	require.NoError(t, check())
+	require.Same(t, plan, g.indexPlan.Load(), "the same graph and placement keep the plan")
+
+	require.NoError(t, SetData(idx, bad))
+	err = check()
+	require.ErrorIs(t, err, ErrInvalid, "values are checked at every compute")
+	require.Contains(t, err.Error(), "outside")
+	require.Same(t, plan, g.indexPlan.Load())
+
+	// A new placement of idx: its data now lies where spare's does.
+	require.NoError(t, SetData(spare, good))
+	old := swapData(idx, dataPtr(spare))
+	require.NoError(t, check(), "the good values at idx's new address")
+	require.NotSame(t, plan, g.indexPlan.Load(), "a new placement makes a new plan")
+	require.Equal(t, dataPtr(spare), unsafe.Pointer(g.indexPlan.Load().data[0].q.data))
+	swapData(idx, old)
+	require.ErrorIs(t, check(), ErrInvalid, "back at the old address, with the bad values")
+
+	// A changed graph (another output) makes a new plan too.
+	plan = g.indexPlan.Load()
+	require.NoError(t, g.Expand(c.Sum(a)))
+	require.ErrorIs(t, check(), ErrInvalid)
+	require.NotSame(t, plan, g.indexPlan.Load(), "a new node list makes a new plan")
 }

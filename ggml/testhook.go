@@ -52,3 +52,15 @@ func feedLog(pieces []logPiece) {
 func cGraphOverhead(size uint64, grads bool) uint64 {
 	return uint64(C.ggml_graph_overhead_custom(C.size_t(size), C.bool(grads)))
 }
+
+// swapData points t's C struct at other data and returns the old address:
+// a new placement of t, as an allocator makes one, for the index plan's
+// tests.
+func swapData(t *Tensor, p unsafe.Pointer) unsafe.Pointer {
+	old := t.c.data
+	t.c.data = p
+	return old
+}
+
+// dataPtr returns t's data address.
+func dataPtr(t *Tensor) unsafe.Pointer { return t.c.data }

@@ -162,6 +162,10 @@ func TestSchedulerChecksIndices(t *testing.T) {
 	for i, r := range iv {
 		assert.Equal(t, av[int(r)*cols:int(r+1)*cols], got[i*cols:(i+1)*cols])
 	}
+	// The next compute of the same graph still checks the values.
+	iv[rows/2] = rows
+	require.NoError(t, ggml.SetData(idx, iv))
+	require.ErrorIs(t, s.Compute(context.Background(), g), ggml.ErrInvalid)
 }
 
 // Reset, Reserve and AllocGraph replace the memory of the tensors the
