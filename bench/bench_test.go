@@ -245,77 +245,51 @@ func BenchmarkTransfer(b *testing.B) {
 		gbs := func(b *testing.B) {
 			b.ReportMetric(float64(size)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GB/s")
 		}
-		pair(b, "SetData-"+name,
-			func(b *testing.B) {
+		goSet := func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for range b.N {
+				if err := ggml.SetData(t, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+			gbs(b)
+		}
+		goGet := func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for range b.N {
+				if err := ggml.DataInto(t, dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+			gbs(b)
+		}
+		memcpySide := func(to, from unsafe.Pointer) func(b *testing.B) {
+			return func(b *testing.B) {
 				b.SetBytes(int64(size))
 				for range b.N {
-					if err := ggml.SetData(t, src); err != nil {
-						b.Fatal(err)
-					}
+					cMemcpy(to, from, size)
 				}
 				gbs(b)
-			},
-			func(b *testing.B) {
-				b.SetBytes(int64(size))
-				for range b.N {
-					cMemcpy(base, unsafe.Pointer(&src[0]), size)
-				}
-				gbs(b)
-			})
-		pair(b, "Data-"+name,
-			func(b *testing.B) {
-				b.SetBytes(int64(size))
-				for range b.N {
-					if err := ggml.DataInto(t, dst); err != nil {
-						b.Fatal(err)
-					}
-				}
-				gbs(b)
-			},
-			func(b *testing.B) {
-				b.SetBytes(int64(size))
-				for range b.N {
-					cMemcpy(unsafe.Pointer(&dst[0]), base, size)
-				}
-				gbs(b)
-			})
-		// From 1 MiB up a cgo call is under 0.2 % of the copy: the memcpy
-		// rows above say the same.
+			}
+		}
+		pair(b, "SetData-"+name, goSet, memcpySide(base, unsafe.Pointer(&src[0])))
+		pair(b, "Data-"+name, goGet, memcpySide(unsafe.Pointer(&dst[0]), base))
+		// The same transfers against ggml driven from C: ggml_backend_tensor_set
+		// and _get in a C loop, no cgo call per transfer. The memcpy rows
+		// above pay one cgo call per copy on the C side (~35 ns), which is
+		// what a Go caller of C pays, not what a C program does. From 1 MiB
+		// up that call is under 0.2 % of the copy.
 		if size <= 1<<16 {
-			// The same transfers against ggml driven from C: ggml_backend_tensor_set
-			// and _get in a C loop, no cgo call per transfer. The memcpy rows
-			// above pay one cgo call per copy on the C side (~35 ns), which is
-			// what a Go caller of C pays, not what a C program does.
-			pair(b, "SetData-"+name+"-fromC",
-				func(b *testing.B) {
-					b.SetBytes(int64(size))
-					for range b.N {
-						if err := ggml.SetData(t, src); err != nil {
-							b.Fatal(err)
-						}
-					}
-					gbs(b)
-				},
-				func(b *testing.B) {
-					b.SetBytes(int64(size))
-					cTensorSetLoop(t, unsafe.Pointer(&src[0]), size, b.N)
-					gbs(b)
-				})
-			pair(b, "Data-"+name+"-fromC",
-				func(b *testing.B) {
-					b.SetBytes(int64(size))
-					for range b.N {
-						if err := ggml.DataInto(t, dst); err != nil {
-							b.Fatal(err)
-						}
-					}
-					gbs(b)
-				},
-				func(b *testing.B) {
-					b.SetBytes(int64(size))
-					cTensorGetLoop(t, unsafe.Pointer(&dst[0]), size, b.N)
-					gbs(b)
-				})
+			pair(b, "SetData-"+name+"-fromC", goSet, func(b *testing.B) {
+				b.SetBytes(int64(size))
+				cTensorSetLoop(t, unsafe.Pointer(&src[0]), size, b.N)
+				gbs(b)
+			})
+			pair(b, "Data-"+name+"-fromC", goGet, func(b *testing.B) {
+				b.SetBytes(int64(size))
+				cTensorGetLoop(t, unsafe.Pointer(&dst[0]), size, b.N)
+				gbs(b)
+			})
 		}
 		runtime.KeepAlive(buf)
 		buf.Close()
