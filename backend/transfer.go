@@ -56,7 +56,7 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 	}
 	defer runtime.KeepAlive(t)
 	if bridge.TensorOf(t).Buffer() == nil { // a context pool: host memory
-		copy(unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(data)), data)
+		bridge.HostCopy(unsafe.Add(tc.data, offset), unsafe.Pointer(unsafe.SliceData(data)), uint64(len(data)))
 		return nil
 	}
 	defer bridge.Catch(&err)
@@ -84,7 +84,7 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 	}
 	defer runtime.KeepAlive(t)
 	if bridge.TensorOf(t).Buffer() == nil {
-		copy(dst, unsafe.Slice((*byte)(unsafe.Add(tc.data, offset)), len(dst)))
+		bridge.HostCopy(unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Add(tc.data, offset), uint64(len(dst)))
 		return nil
 	}
 	defer bridge.Catch(&err)

@@ -173,24 +173,6 @@ func Bytes(t *Tensor) ([]byte, error) {
 	return out, nil
 }
 
-// cCopyFrom is the size from which hostCopy copies with C's memcpy.
-const cCopyFrom = 1 << 20
-
-// hostCopy copies size bytes from src to dst, host memory both: below
-// cCopyFrom with Go's copy, which saves the cgo call (~35 ns, the time of a
-// 1-2 KiB copy); from there with the C library's memcpy, as ggml does, for
-// the cgo call is then under 0.2 % of the copy and the two routines differ
-// by up to 2.4x either way (256 MiB on an Intel Sapphire Rapids: Go's
-// non-temporal stores 10 GB/s, glibc's 24 GB/s; 16 MiB on an AMD EPYC: the
-// reverse), so the binding copies as fast as ggml driven from C.
-func hostCopy(dst, src unsafe.Pointer, size uint64) {
-	if size < cCopyFrom {
-		copy(unsafe.Slice((*byte)(dst), size), unsafe.Slice((*byte)(src), size))
-		return
-	}
-	C.memcpy(dst, src, C.size_t(size))
-}
-
 func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 	defer runtime.KeepAlive(t)
 	if size == 0 {
@@ -199,7 +181,7 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
 		// A context's memory, or a buffer in host memory: copied here, as
 		// ggml_backend_tensor_set would (memcpy).
-		hostCopy(t.c.data, p, size)
+		bridge.HostCopy(t.c.data, p, size)
 		return nil
 	}
 	if err := bridge.MetaTransfer(unsafe.Pointer(t.c), 0, size, true); err != nil {
@@ -216,7 +198,7 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 		return nil
 	}
 	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
-		hostCopy(p, t.c.data, size)
+		bridge.HostCopy(p, t.c.data, size)
 		return nil
 	}
 	if err := bridge.MetaTransfer(unsafe.Pointer(t.c), 0, size, false); err != nil {
