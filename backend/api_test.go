@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	cpupkg "github.com/go-ggml/ggml/cpu"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
@@ -757,4 +758,79 @@ func TestEventKeepsNoDroppedWaiter(t *testing.T) {
 	require.LessOrEqual(t, backend.LiveBackends(), before, "the event kept a dropped backend alive")
 	require.NoError(t, e.Synchronize())
 	require.NoError(t, e.Close())
+}
+
+// A CPU backend computes on a thread pool of its own (its threads stay
+// from compute to compute), sized to its thread count: the pool follows
+// SetThreads, outlives it while a plan that captured it lives, gives way to
+// a pool the user attaches (and is not brought back when that one is
+// detached), and is freed with the backend.
+func TestOwnThreadPool(t *testing.T) {
+	be, err := backend.InitByName("CPU", "")
+	require.NoError(t, err)
+	first := backend.OwnPool(be)
+	require.NotNil(t, first, "a new CPU backend has its own pool")
+	assert.Equal(t, runtime.NumCPU(), be.Threads())
+	requireAddWorks(t, be)
+
+	require.NoError(t, be.SetThreads(3))
+	second := backend.OwnPool(be)
+	require.NotNil(t, second)
+	assert.NotSame(t, first, second)
+	assert.True(t, backend.OwnPoolFreed(first), "the pool of the old count is freed")
+	assert.Equal(t, 3, be.Threads(), "the new pool has 3 threads: no cap from the old one")
+	requireAddWorks(t, be)
+
+	// A plan captures the pool; it outlives the next SetThreads until the
+	// plan is closed, and the plan still computes on it.
+	c := noAllocCtx(t, 4)
+	a := c.NewTensor(ggml.TypeF32, 64)
+	y := c.Scale(a, 0.5)
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	p, err := be.NewPlan(g)
+	require.NoError(t, err)
+	require.NoError(t, be.SetThreads(2))
+	assert.False(t, backend.OwnPoolFreed(second), "the plan holds it")
+	av := testutil.RandF32(newRNG(t), 64)
+	require.NoError(t, ggml.SetData(a, av))
+	require.NoError(t, p.Compute(context.Background()))
+	got, err := ggml.Data[float32](y)
+	require.NoError(t, err)
+	for i := range av {
+		require.Equal(t, av[i]/2, got[i]) // exact: a power-of-two scale
+	}
+	require.NoError(t, p.Close())
+	assert.True(t, backend.OwnPoolFreed(second), "freed with its last plan")
+
+	// A pool the user attaches replaces it; once that one is detached, the
+	// backend starts threads per compute, as the user asked, even after
+	// SetThreads.
+	third := backend.OwnPool(be)
+	require.NotNil(t, third)
+	tp, err := cpupkg.NewThreadPool(cpupkg.DefaultThreadPoolParams(1))
+	require.NoError(t, err)
+	require.NoError(t, cpupkg.SetThreadPool(be, tp))
+	assert.Nil(t, backend.OwnPool(be))
+	assert.True(t, backend.OwnPoolFreed(third))
+	require.NoError(t, be.SetThreads(2))
+	assert.Equal(t, 1, be.Threads(), "capped by the user's pool of 1")
+	require.NoError(t, cpupkg.SetThreadPool(be, nil))
+	require.NoError(t, tp.Close())
+	require.NoError(t, be.SetThreads(3))
+	assert.Nil(t, backend.OwnPool(be))
+	assert.Equal(t, 3, be.Threads())
+	requireAddWorks(t, be)
+
+	// Closing the backend frees its own pool.
+	be2, err := backend.InitByName("CPU", "")
+	require.NoError(t, err)
+	own := backend.OwnPool(be2)
+	require.NotNil(t, own)
+	require.NoError(t, be2.Close())
+	assert.True(t, backend.OwnPoolFreed(own))
+	require.NoError(t, be.Close())
 }

@@ -94,7 +94,8 @@ func freeBackend(r backendRes) {
 }
 
 // newBackend wraps a backend that ggml created: it sets the thread count of
-// CPU-like backends to the number of CPUs (ggml's default is 4) and installs
+// CPU-like backends to the number of CPUs (ggml's default is 4), gives the
+// CPU backend a thread pool of its own (see the package doc), and installs
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
 	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
@@ -124,6 +125,11 @@ func newBackend(c C.ggml_backend_t) *Backend {
 	b.life = bridge.NewLife(b.link.Parent(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
 	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
 	bridge.Leaks.Opened("Backend", b.life)
+	// The linked CPU backend (not one of a loaded module, whose structs
+	// may not be this ggml's) computes on a thread pool of its own.
+	if b.dev != nil && C.ggml_backend_dev_backend_reg(b.dev.c) == C.ggml_backend_cpu_reg() {
+		b.attachOwnPool(int(b.threads.Load()))
+	}
 	return b
 }
 
@@ -251,8 +257,10 @@ const MaxThreads = 512
 
 // SetThreads sets the number of threads the backend computes with
 // (ggml_backend_set_n_threads, through the registry). Backends created by
-// this package start with one per CPU. ErrUnsupported when the backend has
-// no thread setting.
+// this package start with one per CPU. A CPU backend's own thread pool is
+// replaced by one of n threads; a pool the user attached stays, and caps
+// the count (Threads). ErrUnsupported when the backend has no thread
+// setting.
 func (b *Backend) SetThreads(n int) error {
 	if err := b.enter(); err != nil { // not while a compute plans with the old count
 		return err
@@ -268,6 +276,9 @@ func (b *Backend) SetThreads(n int) error {
 	C.goggml_call_set_n_threads(fn, b.c, C.int(n))
 	b.threads.Store(int64(n))
 	runtime.KeepAlive(b)
+	if b.hasOwnPool() && b.pool.Threads() != int64(n) {
+		b.attachOwnPool(n) // a pool the user attached stays
+	}
 	return nil
 }
 

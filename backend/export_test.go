@@ -44,3 +44,20 @@ func LiveBackends() int {
 // HaveUpstream reports whether the linked ggml is upstream's (2-D
 // transfers, the mmap capability).
 const HaveUpstream = haveUpstream
+
+// OwnPool returns the thread pool CPU backend b computes on if it is b's
+// own, else nil.
+func OwnPool(b *Backend) any {
+	if p, ok := b.pool.Ref().(*ownPool); ok {
+		return p
+	}
+	return nil
+}
+
+// OwnPoolFreed reports whether p, from OwnPool, was freed.
+func OwnPoolFreed(p any) bool {
+	op := p.(*ownPool)
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	return op.c == nil
+}

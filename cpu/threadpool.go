@@ -95,8 +95,6 @@ type ThreadPool struct {
 	cleanup    runtime.Cleanup
 }
 
-var poolIDs atomic.Uint64
-
 // NewThreadPool starts a pool (ggml_threadpool_new). The pool is created
 // paused and then resumed unless p.Paused, so that ggml does not change the
 // priority or affinity of the calling goroutine's thread.
@@ -113,7 +111,7 @@ func NewThreadPool(p ThreadPoolParams) (*ThreadPool, error) {
 	if !p.Paused {
 		C.ggml_threadpool_resume(c)
 	}
-	tp := &ThreadPool{c: c, id: poolIDs.Add(1), threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0,
+	tp := &ThreadPool{c: c, id: bridge.NewPoolID(), threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0,
 		running: make(chan struct{}, 1)}
 	tp.cleanup = runtime.AddCleanup(tp, freeLater, c)
 	return tp, nil
@@ -308,7 +306,9 @@ func (r poolRef) Release() {
 // per compute when pool is nil (ggml_backend_cpu_set_threadpool). The
 // backend keeps the pool alive and in use until it is detached or the
 // backend is closed; plans created meanwhile keep it in use too. ggml pauses
-// a pool that is replaced.
+// a pool that is replaced. A CPU backend starts with a pool of its own (see
+// package backend), which this replaces for good: after SetThreadPool(be,
+// nil) the backend starts threads per compute, whatever SetThreads says.
 func SetThreadPool(be *backend.Backend, pool *ThreadPool) error {
 	if pool == nil {
 		return bridge.BackendOf(be).AttachThreadPool(nil, nil, false)

@@ -176,6 +176,13 @@ func (b *Backend) AttachThreadPool(pool unsafe.Pointer, ref PoolRef, isolate boo
 	return nil
 }
 
+// poolIDs numbers the CPU thread pools of package cpu and package
+// backend's own, for the order of BeginPools.
+var poolIDs atomic.Uint64
+
+// NewPoolID returns a number no other pool has.
+func NewPoolID() uint64 { return poolIDs.Add(1) }
+
 // PoolSlot holds the CPU thread pool a backend computes on, where the
 // backend's cleanup can see it.
 type PoolSlot struct {
