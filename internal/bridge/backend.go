@@ -155,6 +155,12 @@ func (b *Backend) AttachThreadPool(pool unsafe.Pointer, ref PoolRef, isolate boo
 	if !bool(C.ggml_backend_is_cpu(b.c)) {
 		return fmt.Errorf("%w: thread pools are for the CPU backend, not %s", ErrUnsupported, b.Name())
 	}
+	// A CPU backend of a module loaded at run time is one too, but its
+	// structs are that module's ggml's, which this one's
+	// ggml_backend_cpu_set_threadpool may not know.
+	if C.ggml_backend_dev_backend_reg(C.ggml_backend_get_device(b.c)) != C.ggml_backend_cpu_reg() {
+		return fmt.Errorf("%w: thread pools attach to the linked ggml's CPU backend, not to one of a module loaded at run time (%s)", ErrUnsupported, b.Name())
+	}
 	if ref != nil {
 		if err := ref.Acquire(); err != nil {
 			return err
