@@ -761,25 +761,26 @@ func TestEventKeepsNoDroppedWaiter(t *testing.T) {
 }
 
 // A CPU backend computes on a thread pool of its own (its threads stay
-// from compute to compute), sized to its thread count: the pool follows
-// SetThreads, outlives it while a plan that captured it lives, gives way to
-// a pool the user attaches (and is not brought back when that one is
-// detached), and is freed with the backend.
+// from compute to compute), started by its first compute and sized to its
+// thread count: the pool follows SetThreads, outlives it while a plan that
+// captured it lives, gives way to a pool the user attaches (and is not
+// brought back when that one is detached), and is freed with the backend.
 func TestOwnThreadPool(t *testing.T) {
 	be, err := backend.InitByName("CPU", "")
 	require.NoError(t, err)
-	first := backend.OwnPool(be)
-	require.NotNil(t, first, "a new CPU backend has its own pool")
+	require.Nil(t, backend.OwnPool(be), "no threads before the first compute")
 	assert.Equal(t, runtime.NumCPU(), be.Threads())
 	requireAddWorks(t, be)
+	first := backend.OwnPool(be)
+	require.NotNil(t, first, "the first compute started the backend's own pool")
 
 	require.NoError(t, be.SetThreads(3))
-	second := backend.OwnPool(be)
-	require.NotNil(t, second)
-	assert.NotSame(t, first, second)
 	assert.True(t, backend.OwnPoolFreed(first), "the pool of the old count is freed")
-	assert.Equal(t, 3, be.Threads(), "the new pool has 3 threads: no cap from the old one")
+	assert.Equal(t, 3, be.Threads(), "no cap from the old pool")
 	requireAddWorks(t, be)
+	second := backend.OwnPool(be)
+	require.NotNil(t, second, "the next compute started a pool of 3")
+	assert.NotSame(t, first, second)
 
 	// A plan captures the pool; it outlives the next SetThreads until the
 	// plan is closed, and the plan still computes on it.
@@ -805,6 +806,7 @@ func TestOwnThreadPool(t *testing.T) {
 	}
 	require.NoError(t, p.Close())
 	assert.True(t, backend.OwnPoolFreed(second), "freed with its last plan")
+	requireAddWorks(t, be)
 
 	// A pool the user attaches replaces it; once that one is detached, the
 	// backend starts threads per compute, as the user asked, even after
@@ -828,6 +830,7 @@ func TestOwnThreadPool(t *testing.T) {
 	// Closing the backend frees its own pool.
 	be2, err := backend.InitByName("CPU", "")
 	require.NoError(t, err)
+	requireAddWorks(t, be2)
 	own := backend.OwnPool(be2)
 	require.NotNil(t, own)
 	require.NoError(t, be2.Close())

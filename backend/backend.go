@@ -128,7 +128,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 	// The linked CPU backend (not one of a loaded module, whose structs
 	// may not be this ggml's) computes on a thread pool of its own.
 	if b.dev != nil && C.ggml_backend_dev_backend_reg(b.dev.c) == C.ggml_backend_cpu_reg() {
-		b.attachOwnPool(int(b.threads.Load()))
+		bridge.BackendOf(b).WantOwnPool(int(b.threads.Load()))
 	}
 	return b
 }
@@ -276,10 +276,7 @@ func (b *Backend) SetThreads(n int) error {
 	C.goggml_call_set_n_threads(fn, b.c, C.int(n))
 	b.threads.Store(int64(n))
 	runtime.KeepAlive(b)
-	if b.hasOwnPool() && b.pool.Threads() != int64(n) {
-		b.attachOwnPool(n) // a pool the user attached stays
-	}
-	return nil
+	return bridge.BackendOf(b).ResizeOwnPool(n) // a pool the user attached stays
 }
 
 // Threads returns the number of threads the backend computes with: its
@@ -383,6 +380,9 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(b)
+	if err := bridge.BackendOf(b).EnsurePool(); err != nil {
+		return err
+	}
 	end, err := b.pool.Begin(ctx)
 	if err != nil {
 		return err
@@ -653,6 +653,9 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	}
 	if b.abort != nil {
 		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 0)
+	}
+	if err := bridge.BackendOf(b).EnsurePool(); err != nil {
+		return err
 	}
 	end, err := b.pool.Begin(context.Background()) // the CPU computes before returning
 	if err != nil {

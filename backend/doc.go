@@ -78,14 +78,18 @@
 //
 // A CPU backend started by this package (InitByName, InitBest, cpu.New,
 // ...) computes with one thread per CPU (SetThreads changes it), on a
-// thread pool of its own (ggml_threadpool_new, polling 0): its threads
-// stay from compute to compute and sleep in between. ggml alone starts and
+// thread pool of its own (ggml_threadpool_new, polling 0) that its first
+// compute or plan starts: its threads stay from compute to compute, sleep
+// in between, and end with Close (a backend dropped without Close keeps
+// them until the garbage collector frees it). ggml alone starts and
 // joins its worker threads in every compute, which on the development
 // machine made a 4096-wide matrix-vector product (~0.5 ms) 1.7x slower
 // and a generated token of the small Llama example ~15-25 % slower.
 // cpu.SetThreadPool replaces the pool with one of the user's, or, given
-// nil, goes back to threads started per compute. A CPU backend of a module
-// loaded at run time keeps ggml's default.
+// nil, goes back to threads started per compute (ErrBusy during a compute
+// of the backend). A CPU backend of a module loaded at run time keeps
+// ggml's default. Should the system give ggml no more threads, the compute
+// that starts the pool returns the error.
 //
 // # Errors
 //

@@ -84,6 +84,9 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	}
 	defer runtime.KeepAlive(b)
 	// The plan captures the backend's thread pool: it stays in use.
+	if err := bridge.BackendOf(b).EnsurePool(); err != nil {
+		return nil, err
+	}
 	pool := b.pool.Ref()
 	if pool != nil {
 		if err := pool.Acquire(); err != nil {

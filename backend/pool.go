@@ -32,7 +32,8 @@ import (
 
 // ownPool is the thread pool that a CPU backend made by this package
 // computes on unless the user attaches one of their own
-// (cpu.SetThreadPool): its threads stay from compute to compute. Without
+// (cpu.SetThreadPool): started by the backend's first compute or plan
+// (bridge.Backend.EnsurePool), its threads stay from compute to compute. Without
 // a pool ggml starts and joins the CPU's worker threads in every compute,
 // which made generating a token of the small Llama example ~25 % slower
 // and a 1 ms matrix-vector product twice as slow. Its threads sleep
@@ -51,30 +52,28 @@ type ownPool struct {
 	users int
 }
 
-// newOwnPool starts a pool of n threads, or returns nil if ggml could not.
-func newOwnPool(n int) *ownPool {
+func init() {
+	bridge.NewOwnPool = func(n int) (unsafe.Pointer, bridge.PoolRef, error) {
+		p, err := newOwnPool(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return unsafe.Pointer(p.c), p, nil
+	}
+}
+
+// newOwnPool starts a pool of n threads. ggml asserts when the system
+// gives it no more threads: that comes back as an error.
+func newOwnPool(n int) (p *ownPool, err error) {
+	defer bridge.Catch(&err)
 	c := C.goggml_own_pool(C.int(n))
 	if c == nil {
-		return nil
+		return nil, fmt.Errorf("%w: ggml could not start a thread pool of %d threads", ggml.ErrNoMemory, n)
 	}
-	return &ownPool{c: c, id: bridge.NewPoolID(), threads: n, running: make(chan struct{}, 1)}
+	return &ownPool{c: c, id: bridge.NewPoolID(), threads: n, running: make(chan struct{}, 1)}, nil
 }
 
-// attachOwnPool gives CPU backend b a pool of its own of n threads; one it
-// had is replaced (and freed once its plans are gone). Without a pool
-// (ggml could not start one) b computes on threads started per compute.
-func (b *Backend) attachOwnPool(n int) {
-	p := newOwnPool(n)
-	if p == nil {
-		return
-	}
-	if err := bridge.BackendOf(b).AttachThreadPool(unsafe.Pointer(p.c), p, false); err != nil {
-		p.free()
-	}
-}
-
-// hasOwnPool reports whether b computes on its own pool (not one the user
-// attached, nor threads started per compute).
+// hasOwnPool reports whether b computes on its own pool now.
 func (b *Backend) hasOwnPool() bool {
 	_, ok := b.pool.Ref().(*ownPool)
 	return ok

@@ -306,9 +306,11 @@ func (r poolRef) Release() {
 // per compute when pool is nil (ggml_backend_cpu_set_threadpool). The
 // backend keeps the pool alive and in use until it is detached or the
 // backend is closed; plans created meanwhile keep it in use too. ggml pauses
-// a pool that is replaced. A CPU backend starts with a pool of its own (see
+// a pool that is replaced. A CPU backend computes on a pool of its own (see
 // package backend), which this replaces for good: after SetThreadPool(be,
 // nil) the backend starts threads per compute, whatever SetThreads says.
+// ErrBusy while the backend computes (from a custom op or eval callback of
+// that compute, too).
 func SetThreadPool(be *backend.Backend, pool *ThreadPool) error {
 	if pool == nil {
 		return bridge.BackendOf(be).AttachThreadPool(nil, nil, false)

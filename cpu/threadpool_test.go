@@ -215,3 +215,45 @@ func TestNilThreadPool(t *testing.T) {
 	defer be.Close()
 	require.NoError(t, cpu.SetThreadPool(be, tp), "a nil pool detaches")
 }
+
+// Attaching or detaching a pool from a callback of the backend's own
+// compute (a custom op here) is ErrBusy, not a wait for the compute that
+// waits for the callback (a deadlock before: the backend's own pool is
+// held by the compute).
+func TestSetThreadPoolDuringComputeIsBusy(t *testing.T) {
+	be, err := cpu.New(2)
+	require.NoError(t, err)
+	defer be.Close()
+	tp, err := cpu.NewThreadPool(cpu.DefaultThreadPoolParams(2))
+	require.NoError(t, err)
+	defer tp.Close()
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	x := c.NewTensor(ggml.TypeF32, 8)
+	errs := make(chan error, 2)
+	y := c.MapCustom1(x, func(dst ggml.CustomView, srcs []ggml.CustomView, ith, nth int) {
+		if ith == 0 {
+			errs <- cpu.SetThreadPool(be, tp)
+			errs <- cpu.SetThreadPool(be, nil)
+		}
+	}, 1)
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	done := make(chan error, 1)
+	go func() { done <- be.Compute(context.Background(), g) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the compute did not return: SetThreadPool waited for it")
+	}
+	require.ErrorIs(t, <-errs, ggml.ErrBusy)
+	require.ErrorIs(t, <-errs, ggml.ErrBusy)
+	// After the compute, it attaches.
+	require.NoError(t, cpu.SetThreadPool(be, tp))
+	require.NoError(t, cpu.SetThreadPool(be, nil))
+}

@@ -204,16 +204,21 @@ func (g *Graph) planIndices() (*indexPlan, error) {
 	if !reads {
 		return p, nil
 	}
-	saved := make([][len(C.struct_ggml_tensor{}.src)]*C.struct_ggml_tensor, len(g.nodes))
-	for i, n := range g.nodes {
-		saved[i] = n.c.src
-	}
-	bridge.GraphOf(g).RestoreSources()
-	defer func() {
+	// Sources a scheduler redirected are put back while the structure is
+	// examined. Intact ones are left alone: a compute of the graph on
+	// another backend may be reading them.
+	if gv := bridge.GraphOf(g); !gv.SourcesIntact() {
+		saved := make([][len(C.struct_ggml_tensor{}.src)]*C.struct_ggml_tensor, len(g.nodes))
 		for i, n := range g.nodes {
-			n.c.src = saved[i]
+			saved[i] = n.c.src
 		}
-	}()
+		gv.RestoreSources()
+		defer func() {
+			for i, n := range g.nodes {
+				n.c.src = saved[i]
+			}
+		}()
+	}
 	writers := g.writers()
 	for i, t := range g.nodes {
 		if idx, rows, op := indexSource(t); idx != nil {

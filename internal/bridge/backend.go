@@ -146,8 +146,23 @@ func Refusal(device string, t unsafe.Pointer) error {
 // ggml_threadpool_t, nil to detach) (ggml_backend_cpu_set_threadpool); ref
 // counts the pool's users, isolate says the pool changes the priority or
 // affinity of the thread that computes, so computes must run on a thread
-// of their own.
+// of their own. It is the user's choice (cpu.SetThreadPool): b no longer
+// starts a pool of its own. ErrBusy while b computes (a custom op or eval
+// callback of b's own compute, or another goroutine).
 func (b *Backend) AttachThreadPool(pool unsafe.Pointer, ref PoolRef, isolate bool) error {
+	if err := b.Enter(); err != nil {
+		return err
+	}
+	defer b.Leave()
+	if err := b.attachPool(pool, ref, isolate); err != nil {
+		return err
+	}
+	b.pool.ownThreads = 0
+	return nil
+}
+
+// attachPool is AttachThreadPool for a caller that holds b (Enter).
+func (b *Backend) attachPool(pool unsafe.Pointer, ref PoolRef, isolate bool) error {
 	if err := b.Usable(); err != nil {
 		return err
 	}
@@ -182,6 +197,58 @@ func (b *Backend) AttachThreadPool(pool unsafe.Pointer, ref PoolRef, isolate boo
 	return nil
 }
 
+// NewOwnPool starts a CPU backend's own thread pool of n threads (package
+// backend installs it): the pool, its user count, or why ggml could not.
+var NewOwnPool func(n int) (pool unsafe.Pointer, ref PoolRef, err error)
+
+// WantOwnPool makes b start a thread pool of its own, of n threads, when a
+// compute or plan first needs one (EnsurePool); 0 never. Call it at b's
+// birth or while holding b (Enter).
+func (b *Backend) WantOwnPool(n int) { b.pool.ownThreads = n }
+
+// OwnPoolWanted returns the size of the pool b starts when it needs one
+// (WantOwnPool), 0 if none.
+func (b *Backend) OwnPoolWanted() int { return b.pool.ownThreads }
+
+// ResizeOwnPool makes the pool b starts of its own n threads, if b wants
+// one (WantOwnPool): a pool of its own already started, of another size,
+// is let go (freed when no plan holds it), and the next compute starts
+// the new one. The caller holds b (Enter).
+func (b *Backend) ResizeOwnPool(n int) error {
+	if b.pool.ownThreads == 0 {
+		return nil // the user's pool, or none, stays
+	}
+	b.pool.ownThreads = n
+	if b.pool.ref != nil && b.pool.ref.Threads() != n {
+		return b.attachPool(nil, nil, false)
+	}
+	return nil
+}
+
+// EnsurePool starts b's own thread pool if b wants one (WantOwnPool) and
+// has no pool: before a compute or a plan, while holding b (Enter). The
+// pool is made then, not at b's birth, so that a backend that never
+// computes holds no threads.
+func (b *Backend) EnsurePool() error {
+	n := b.pool.ownThreads
+	if n == 0 || b.pool.ref != nil || NewOwnPool == nil {
+		return nil
+	}
+	pool, ref, err := NewOwnPool(n)
+	if err != nil {
+		return err
+	}
+	if err := b.attachPool(pool, ref, false); err != nil {
+		// Not attached: no user holds it. A use taken and given back
+		// frees it (the last user of an own pool frees it).
+		if ref.Acquire() == nil {
+			ref.Release()
+		}
+		return err
+	}
+	return nil
+}
+
 // poolIDs numbers the CPU thread pools of package cpu and package
 // backend's own, for the order of BeginPools.
 var poolIDs atomic.Uint64
@@ -195,6 +262,10 @@ type PoolSlot struct {
 	ref     PoolRef
 	isolate bool
 	threads atomic.Int64 // the pool's size; 0: no pool
+	// ownThreads: without a pool, the backend starts one of its own of
+	// this many threads when it needs one (EnsurePool); 0: never (the
+	// user attached one, or detached for good).
+	ownThreads int
 }
 
 // Ref returns the pool, or nil.
@@ -234,10 +305,16 @@ func beginPool(ctx context.Context, ref PoolRef) (end func(), err error) {
 // BeginPools calls Begin on the distinct thread pools of the CPU backends
 // bes, in one global order so that two callers never wait on each other's
 // pools; end calls End on them. isolate says a pool changes the priority or
-// affinity of the thread that computes.
+// affinity of the thread that computes. The caller holds bes (Enter): the
+// pools they want of their own are started first (EnsurePool).
 func BeginPools(ctx context.Context, bes []*Backend) (end func(), isolate bool, err error) {
 	var refs []PoolRef
 	for _, b := range bes {
+		if b != nil {
+			if err := b.EnsurePool(); err != nil {
+				return nil, false, err
+			}
+		}
 		if b == nil || b.pool.ref == nil || slices.Contains(refs, b.pool.ref) {
 			continue
 		}
