@@ -162,9 +162,9 @@ func TestAsyncTransfers(t *testing.T) {
 	assert.Equal(t, data, got)
 }
 
-func TestPlan(t *testing.T) {
+// halfPlan is y = a/2 (64 elements) allocated on be, with a plan of it.
+func halfPlan(t *testing.T, be *backend.Backend) (g *ggml.Graph, p *backend.Plan, check func()) {
 	rng := newRNG(t)
-	be := cpu(t)
 	c := noAllocCtx(t, 4)
 	a := c.NewTensor(ggml.TypeF32, 64)
 	y := c.Scale(a, 0.5)
@@ -172,14 +172,12 @@ func TestPlan(t *testing.T) {
 	require.NoError(t, err)
 	buf, err := backend.AllocContextTensors(c, be)
 	require.NoError(t, err)
-	defer buf.Close()
-	p, err := be.NewPlan(g)
+	t.Cleanup(func() { buf.Close() })
+	p, err = be.NewPlan(g)
 	require.NoError(t, err)
-	for range 3 { // a plan computes the graph again with new inputs
-		av := make([]float32, 64)
-		for i := range av {
-			av[i] = float32(rng.NormFloat64())
-		}
+	// check computes the plan with new inputs and checks the result.
+	check = func() {
+		av := testutil.RandF32(rng, 64)
 		require.NoError(t, ggml.SetData(a, av))
 		require.NoError(t, p.Compute(context.Background()))
 		got, err := ggml.Data[float32](y)
@@ -187,6 +185,15 @@ func TestPlan(t *testing.T) {
 		for i := range av {
 			require.Equal(t, av[i]/2, got[i]) // exact: a power-of-two scale
 		}
+	}
+	return g, p, check
+}
+
+func TestPlan(t *testing.T) {
+	be := cpu(t)
+	g, p, check := halfPlan(t, be)
+	for range 3 { // a plan computes the graph again with new inputs
+		check()
 	}
 	require.NoError(t, p.Close())
 	require.NoError(t, p.Close())
@@ -784,26 +791,10 @@ func TestOwnThreadPool(t *testing.T) {
 
 	// A plan captures the pool; it outlives the next SetThreads until the
 	// plan is closed, and the plan still computes on it.
-	c := noAllocCtx(t, 4)
-	a := c.NewTensor(ggml.TypeF32, 64)
-	y := c.Scale(a, 0.5)
-	g, err := c.BuildGraph(y)
-	require.NoError(t, err)
-	buf, err := backend.AllocContextTensors(c, be)
-	require.NoError(t, err)
-	defer buf.Close()
-	p, err := be.NewPlan(g)
-	require.NoError(t, err)
+	_, p, check := halfPlan(t, be)
 	require.NoError(t, be.SetThreads(2))
 	assert.False(t, backend.OwnPoolFreed(second), "the plan holds it")
-	av := testutil.RandF32(newRNG(t), 64)
-	require.NoError(t, ggml.SetData(a, av))
-	require.NoError(t, p.Compute(context.Background()))
-	got, err := ggml.Data[float32](y)
-	require.NoError(t, err)
-	for i := range av {
-		require.Equal(t, av[i]/2, got[i]) // exact: a power-of-two scale
-	}
+	check()
 	require.NoError(t, p.Close())
 	assert.True(t, backend.OwnPoolFreed(second), "freed with its last plan")
 	requireAddWorks(t, be)
