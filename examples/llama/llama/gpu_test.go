@@ -57,7 +57,7 @@ func TestEvalMatchesReferenceGPU(t *testing.T) {
 				} else {
 					assert.Zero(t, mem[1].KVCache)
 				}
-				seq := randomTokens(t, 12, m.Config.VocabSize)
+				seq := randomTokens(rng, 12, m.Config.VocabSize)
 				checkAgainstReference(t, m, openRef(t, path), seq, 7, gpuTolerance[typ])
 				for _, u := range m.Memory() {
 					assert.Equal(t, u.ComputeReserved, u.ComputePeak, "%s: a compute needed more than the reserve", u.Backend)
@@ -118,7 +118,7 @@ func TestEvalMixedTypesGPU(t *testing.T) {
 			mem := m.Memory()
 			assert.GreaterOrEqual(t, mem[1].Weights, onCPU)
 			assert.LessOrEqual(t, mem[1].Weights, onCPU+uint64(n)*backend.CPUBufferType().Alignment())
-			checkAgainstReference(t, m, openRef(t, path), randomTokens(t, 12, m.Config.VocabSize), 7, gpuTolerance[ggml.TypeQ4_0])
+			checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 12, m.Config.VocabSize), 7, gpuTolerance[ggml.TypeQ4_0])
 		})
 	}
 }

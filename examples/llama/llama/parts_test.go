@@ -211,7 +211,7 @@ func TestRopeFreqs(t *testing.T) {
 	m := loadModel(t, path, Options{ContextSize: 32})
 	ref := openRef(t, path)
 	require.Len(t, ref.ropeFreqs, len(freqs))
-	checkAgainstReference(t, m, ref, randomTokens(t, 12, m.Config.VocabSize), 6, tolerance[ggml.TypeF32])
+	checkAgainstReference(t, m, ref, randomTokens(rng, 12, m.Config.VocabSize), 6, tolerance[ggml.TypeF32])
 }
 
 func appendF32(b []byte, v float32) []byte {
