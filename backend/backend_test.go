@@ -2,7 +2,6 @@ package backend_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -120,7 +119,7 @@ func TestComputeCancel(t *testing.T) {
 }
 
 func requireAddWorks(t *testing.T, be *backend.Backend) {
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	rng := testutil.NewRNG(t)
 	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
 	require.NoError(t, err)
 	defer c.Close()

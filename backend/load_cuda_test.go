@@ -3,17 +3,16 @@ package backend_test
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
 
@@ -47,9 +46,8 @@ func TestLoadCUDAModule(t *testing.T) {
 	cpu, err := backend.InitByName("CPU", "")
 	require.NoError(t, err)
 	defer cpu.Close()
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d, device %s", seed, r.Device(0).Description())
-	rng := rand.New(rand.NewPCG(seed, 7))
+	t.Logf("device %s", r.Device(0).Description())
+	rng := testutil.NewRNG(t)
 
 	// Each case builds its output from f32 inputs of the given shapes (and
 	// fixed i32 inputs where it needs indices).

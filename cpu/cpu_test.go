@@ -2,10 +2,8 @@ package cpu_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,6 +11,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/cpu"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // scaleGraph builds y = x*0.5 + x over n floats in a NoAlloc context.
@@ -28,7 +27,7 @@ func scaleGraph(t *testing.T, n int64) (*ggml.Graph, *ggml.Tensor, *ggml.Tensor)
 }
 
 func checkCompute(t *testing.T, run func(*ggml.Graph) error, be *backend.Backend) {
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
+	rng := testutil.NewRNG(t)
 	g, x, y := scaleGraph(t, 4099)
 	buf, err := backend.AllocContextTensors(g.Context(), be)
 	require.NoError(t, err)

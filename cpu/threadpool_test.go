@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -16,22 +14,9 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/cpu"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
-
-// testSeed returns a seed that changes each run; it is logged, and
-// GGML_TEST_SEED=<seed> replays a run.
-func testSeed(t testing.TB) uint64 {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("GGML_TEST_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-		seed = v
-	}
-	t.Logf("seed %d (GGML_TEST_SEED=%d replays it)", seed, seed)
-	return seed
-}
 
 // mulMatJob is a small mul_mat graph on one backend: y = a·bᵀ with a of
 // shape [k, m] and b of [k, n] (ggml's order, dimension 0 first).
@@ -106,7 +91,7 @@ func (j *mulMatJob) run(rng *rand.Rand, compute func(*ggml.Graph) error) error {
 // deadlocked in 1 of 3 to 8 runs or computed wrong results.
 func TestSharedThreadPoolConcurrentCompute(t *testing.T) {
 	const iters = 200
-	seed := testSeed(t)
+	seed := testutil.Seed(t)
 	tp, err := cpu.NewThreadPool(cpu.DefaultThreadPoolParams(2))
 	require.NoError(t, err)
 	var bes [3]*backend.Backend

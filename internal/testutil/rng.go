@@ -1,29 +1,71 @@
 package testutil
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
 
-// NewRNG returns a generator seeded afresh each run. The seed is logged, and
-// GGML_TEST_SEED=<seed> replays a run: every package's tests draw their
-// random inputs from here.
+// NewRNG returns a generator for test t, seeded afresh each run: from the
+// run's seed (GGML_TEST_SEED when set, else the clock, one number for the
+// whole test binary), t's name, and how many generators t took before this
+// one. The run's seed is logged, and GGML_TEST_SEED=<seed> replays every
+// generator of the run: a subtest's as well as its parent's, a test's
+// second as well as its first. (One seed for every generator could not:
+// a subtest seeded from the clock apart from its parent was replayed with
+// its parent's seed.) Every package's tests draw their random inputs from
+// here.
 func NewRNG(t testing.TB) *rand.Rand {
 	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("GGML_TEST_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("GGML_TEST_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (GGML_TEST_SEED=%d replays it)", seed, seed)
+	seed := Seed(t)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
+
+// Seed returns the seed of t's next generator (see NewRNG) and logs the
+// run's seed.
+func Seed(t testing.TB) uint64 {
+	t.Helper()
+	run, err := runSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	draws.Lock()
+	k := draws.n[t.Name()]
+	draws.n[t.Name()]++
+	draws.Unlock()
+	t.Logf("seed %d (GGML_TEST_SEED=%d replays it)", run, run)
+	// FNV-1a of the name, then a SplitMix64 finish of the three.
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(t.Name()); i++ {
+		h = (h ^ uint64(t.Name()[i])) * 1099511628211
+	}
+	z := run ^ h ^ uint64(k)*0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+var (
+	runSeed = sync.OnceValues(func() (uint64, error) {
+		if s := os.Getenv("GGML_TEST_SEED"); s != "" {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("GGML_TEST_SEED=%q: %v", s, err)
+			}
+			return v, nil
+		}
+		return uint64(time.Now().UnixNano()), nil
+	})
+	// draws counts the generators each test took.
+	draws = struct {
+		sync.Mutex
+		n map[string]int
+	}{n: map[string]int{}}
+)
 
 // RunChecked runs a package's tests (m.Run) and then fails the run when
 // live() is still above zero after the garbage collector has had its
