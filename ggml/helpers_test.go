@@ -189,6 +189,10 @@ func f16ToF64(h uint16) float64 {
 	return sign * (1 + man/1024) * math.Pow(2, float64(exp-15))
 }
 
+// f16Overflow is the magnitude from which a value rounds to an f16
+// infinity: halfway between the largest f16, 65504, and the next step.
+const f16Overflow = 65520
+
 func f32ToF16(f float32) uint16 {
 	x := float64(f)
 	sign := uint16(0)
@@ -198,7 +202,7 @@ func f32ToF16(f float32) uint16 {
 	if x == 0 {
 		return sign
 	}
-	if x >= 65520 {
+	if x >= f16Overflow {
 		return sign | 0x7c00
 	}
 	e := math.Floor(math.Log2(x))
