@@ -706,9 +706,24 @@ func (m *matrix) compare(t *testing.T, name string, ty ggml.Type, want, got []fl
 			chunkErr[i/row] = math.Max(chunkErr[i/row], math.Abs(rq[i]-want[i]))
 			cpuErr[i/row] = math.Max(cpuErr[i/row], math.Abs(cq[i]-want[i]))
 		}
+		// iq4_nl and iq4_xs are the exception: the CPU's quantizer tries
+		// one scale, the chunk's seven, and where the chunk's fits a row
+		// well the CPU's error has reached more than 4 times it (upstream
+		// ggml, seed 1795679148836722298). Their cap is then what one
+		// scale can miss by: half the widest step of their grid, 24 of
+		// 127, or a value of the other sign beyond 113 of 127, under
+		// 1/8 of the row's largest value.
+		rowMax := make([]float64, len(want)/row)
+		for i := range want {
+			rowMax[i/row] = math.Max(rowMax[i/row], math.Abs(want[i]))
+		}
 		rowErr := make([]float64, len(want)/row)
 		for r := range rowErr {
-			rowErr[r] = math.Max(chunkErr[r], math.Min(cpuErr[r], 4*chunkErr[r]))
+			limit := 4 * chunkErr[r]
+			if ty == ggml.TypeIQ4_NL || ty == ggml.TypeIQ4_XS {
+				limit = math.Max(limit, rowMax[r]/8)
+			}
+			rowErr[r] = math.Max(chunkErr[r], math.Min(cpuErr[r], limit))
 		}
 		prev := slack
 		slack = func(i int) float64 { return prev(i) + 3*rowErr[i/row] }
