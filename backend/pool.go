@@ -33,11 +33,12 @@ import (
 // ownPool is the thread pool that a CPU backend made by this package
 // computes on unless the user attaches one of their own
 // (cpu.SetThreadPool): started by the backend's first compute or plan
-// (bridge.Backend.EnsurePool), its threads stay from compute to compute. Without
-// a pool ggml starts and joins the CPU's worker threads in every compute,
-// which made generating a token of the small Llama example ~25 % slower
-// and a 1 ms matrix-vector product twice as slow. Its threads sleep
-// between computes (poll 0), so an idle program burns no CPU.
+// (bridge.Backend.EnsurePool), its threads stay from compute to compute.
+// Without a pool ggml starts and joins the CPU's worker threads in every
+// compute, which made generating a token of the small Llama example
+// ~15-25 % slower and a 0.5 ms matrix-vector product 1.7x slower. Its
+// threads sleep between computes (poll 0), so an idle program burns no
+// CPU.
 //
 // The backend and the plans made on it count as its users; the last one
 // to let go frees it (ggml_threadpool_free). Only its backend computes on
@@ -71,12 +72,6 @@ func newOwnPool(n int) (p *ownPool, err error) {
 		return nil, fmt.Errorf("%w: ggml could not start a thread pool of %d threads", ggml.ErrNoMemory, n)
 	}
 	return &ownPool{c: c, id: bridge.NewPoolID(), threads: n, running: make(chan struct{}, 1)}, nil
-}
-
-// hasOwnPool reports whether b computes on its own pool now.
-func (b *Backend) hasOwnPool() bool {
-	_, ok := b.pool.Ref().(*ownPool)
-	return ok
 }
 
 // Acquire counts a user (the backend, a plan).
