@@ -206,10 +206,6 @@ var NewOwnPool func(n int) (pool unsafe.Pointer, ref PoolRef, err error)
 // birth or while holding b (Enter).
 func (b *Backend) WantOwnPool(n int) { b.pool.ownThreads = n }
 
-// OwnPoolWanted returns the size of the pool b starts when it needs one
-// (WantOwnPool), 0 if none.
-func (b *Backend) OwnPoolWanted() int { return b.pool.ownThreads }
-
 // ResizeOwnPool makes the pool b starts of its own n threads, if b wants
 // one (WantOwnPool): a pool of its own already started, of another size,
 // is let go (freed when no plan holds it), and the next compute starts
