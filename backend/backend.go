@@ -497,6 +497,11 @@ func (b *Backend) asyncTarget(op string, t *ggml.Tensor, offset, size uint64) (*
 	if err := checkRange(op, tc, offset, size); err != nil {
 		return nil, err
 	}
+	if anyExtra.Load() {
+		if err := checkExtraTransfer(unsafe.Pointer(tc), offset, size, op == "SetTensorAsync"); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	if b.meta != nil {
 		if err := checkMetaAsync(tc, offset, size, op == "SetTensorAsync"); err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)

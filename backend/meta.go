@@ -172,6 +172,11 @@ var anyMeta atomic.Bool
 
 func init() {
 	bridge.MetaTransfer = func(t unsafe.Pointer, offset, size uint64, write bool) error {
+		if anyExtra.Load() {
+			if err := checkExtraTransfer(t, offset, size, write); err != nil {
+				return err
+			}
+		}
 		if !anyMeta.Load() {
 			return nil
 		}

@@ -256,7 +256,18 @@ func (r Rows2D) check(op string, t *C.struct_ggml_tensor, dataLen int) error {
 // checkMetaRows checks each row of a transfer into or out of a meta
 // buffer: ggml's meta buffer has no 2-D copy, so ggml transfers row by row,
 // each as a 1-D transfer that the meta buffer asserts on.
+//
+// A buffer of one of the CPU's extra buffer types (repacked weights, AMX)
+// has no 2-D copy either, and its rows must each be the whole tensor (see
+// checkExtraTransfer).
 func (r Rows2D) checkMetaRows(t *C.struct_ggml_tensor, write bool, check func(t *C.struct_ggml_tensor, offset, size uint64, write bool) error) error {
+	if !r.empty() && anyExtra.Load() {
+		for i := range r.Count {
+			if err := checkExtraTransfer(unsafe.Pointer(t), r.Offset+i*r.TensorStride, r.Size, write); err != nil {
+				return err
+			}
+		}
+	}
 	if r.empty() || !bool(C.goggml_buffer_is_meta(t.buffer)) {
 		return nil
 	}

@@ -432,7 +432,8 @@ var (
 	WrapDevice func(p unsafe.Pointer) *Device
 	// MetaTransfer checks a read (write false) or write of size bytes at
 	// offset of tensor t (a *C.struct_ggml_tensor) against what ggml's
-	// meta buffer asserts; nil for a tensor outside meta buffers.
+	// meta buffer, and the CPU's extra buffer types (repacked weights,
+	// AMX), assert; nil for a tensor outside such buffers.
 	MetaTransfer func(t unsafe.Pointer, offset, size uint64, write bool) error
 	// MetaGraph checks graph g for the meta backends among bes, before
 	// its allocation (placed false) or after it, before a compute.

@@ -447,6 +447,65 @@ static inline struct ggml_tensor * goggml_dsv4_hc_post(struct ggml_context * ctx
 #endif
 }
 
+// ---- extra buffer types (both providers) ------------------------------------
+
+// goggml_dev_extra_bufts returns the NULL-terminated list of dev's extra
+// buffer types (its registry's "ggml_backend_dev_get_extra_bufts"), NULL
+// when the registry has no such function. fn is that function.
+typedef ggml_backend_buffer_type_t * (*goggml_dev_get_extra_bufts_t)(ggml_backend_dev_t);
+static inline ggml_backend_buffer_type_t * goggml_call_extra_bufts(void * fn, ggml_backend_dev_t dev) {
+	return ((goggml_dev_get_extra_bufts_t)fn)(dev);
+}
+
+// goggml_cpu_extra_bufts returns the CPU device's extra buffer types,
+// NULL-terminated (never NULL: an empty list where there are none).
+static inline ggml_backend_buffer_type_t * goggml_cpu_extra_bufts(void) {
+	static ggml_backend_buffer_type_t none[1] = {NULL};
+	ggml_backend_reg_t reg = ggml_backend_cpu_reg();
+	void * fn = ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+	if (fn == NULL) {
+		return none;
+	}
+	ggml_backend_buffer_type_t * l = goggml_call_extra_bufts(fn, ggml_backend_reg_dev_get(reg, 0));
+	return l != NULL ? l : none;
+}
+
+// goggml_buft_is_cpu_extra reports whether buft is one of the CPU device's
+// extra buffer types (repacked weights, AMX): their buffers re-lay a tensor
+// as it is set, whole, and cannot give it back (no get_tensor).
+static inline bool goggml_buft_is_cpu_extra(ggml_backend_buffer_type_t buft) {
+	if (buft == NULL) {
+		return false;
+	}
+	for (ggml_backend_buffer_type_t * l = goggml_cpu_extra_bufts(); *l != NULL; l++) {
+		if (*l == buft) {
+			return true;
+		}
+	}
+	return false;
+}
+
+// goggml_supports_op_in_buft reports whether dev computes op with op's
+// source src placed in a buffer of type buft, as llama.cpp's loader asks
+// (weight_buft_supported): the question is put to copies of op and of the
+// source whose buffer is an empty one of type buft marked as weights, so
+// the caller's tensors are never changed.
+static inline bool goggml_supports_op_in_buft(ggml_backend_dev_t dev, ggml_backend_buffer_type_t buft,
+		const struct ggml_tensor * op, int src) {
+	ggml_backend_buffer_t dummy = ggml_backend_buft_alloc_buffer(buft, 0);
+	if (dummy == NULL) {
+		return false;
+	}
+	ggml_backend_buffer_set_usage(dummy, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+	struct ggml_tensor w = *op->src[src];
+	struct ggml_tensor o = *op;
+	w.buffer = dummy;
+	o.src[src] = &w;
+	bool ok = ggml_backend_dev_supports_op(dev, &o);
+	ggml_backend_buffer_free(dummy);
+	return ok;
+}
+
 // ---- helpers shared by the binding ---------------------------------------
 
 // goggml_abort_flag is an abort callback for backends that take one: it

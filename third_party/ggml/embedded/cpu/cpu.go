@@ -52,7 +52,7 @@ package cpu
 /*
 #cgo CFLAGS: -O3 -Wno-implicit-function-declaration
 #cgo CXXFLAGS: -O3 -std=c++17
-#cgo CPPFLAGS: -DNDEBUG -DGGML_USE_LLAMAFILE
+#cgo CPPFLAGS: -DNDEBUG -DGGML_USE_LLAMAFILE -DGGML_USE_CPU_REPACK
 #cgo linux CPPFLAGS: -D_GNU_SOURCE
 #cgo arm64 CPPFLAGS: -DHWCAP2_SVE2=2
 

@@ -5,6 +5,18 @@
 // Forwarding source: go-ggml carries no ggml source. This file compiles
 // the embedded provider's src/ggml-cpu/arch/x86/repack.cpp (github.com/ollama/ollama@v0.17.4)
 // with the flags of this package.
+#if defined(GOGGML_CPU_VARIANTS)
+#define ggml_quantize_mat_q8_0_4x8 goggml_base_ggml_quantize_mat_q8_0_4x8
+#define ggml_quantize_mat_q8_K_4x8 goggml_base_ggml_quantize_mat_q8_K_4x8
+#define ggml_gemv_q4_0_8x8_q8_0 goggml_base_ggml_gemv_q4_0_8x8_q8_0
+#define ggml_gemv_q4_K_8x8_q8_K goggml_base_ggml_gemv_q4_K_8x8_q8_K
+#define ggml_gemv_iq4_nl_8x8_q8_0 goggml_base_ggml_gemv_iq4_nl_8x8_q8_0
+#define ggml_gemv_q2_K_8x8_q8_K goggml_base_ggml_gemv_q2_K_8x8_q8_K
+#define ggml_gemm_q4_0_8x8_q8_0 goggml_base_ggml_gemm_q4_0_8x8_q8_0
+#define ggml_gemm_q4_K_8x8_q8_K goggml_base_ggml_gemm_q4_K_8x8_q8_K
+#define ggml_gemm_iq4_nl_8x8_q8_0 goggml_base_ggml_gemm_iq4_nl_8x8_q8_0
+#define ggml_gemm_q2_K_8x8_q8_K goggml_base_ggml_gemm_q2_K_8x8_q8_K
+#endif
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/arch/x86/repack.cpp")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/arch/x86/repack.cpp"
 #elif __has_include("../../provider-ggml/src/ggml-cpu/arch/x86/repack.cpp")

@@ -1,10 +1,11 @@
 //go:build !ggml_system && !(darwin && arm64) && linux && amd64 && !ggml_native && !ggml_portable
 
-// variants.c: the CPU variants' dispatcher. Two provider files are
+// variants.c: the CPU variants' dispatcher. Three provider files are
 // compiled twice, at the default level (x86-64-v3, this package; entry
 // points prefixed goggml_base_) and for x86-64-v4 with AVX-512 VNNI
-// (package cpuvnni; prefixed goggml_avx512vnni_): llamafile's sgemm and
-// the x86 quantized dot products and row quantizers (the list is
+// (package cpuvnni; prefixed goggml_avx512vnni_): llamafile's sgemm,
+// the x86 quantized dot products and row quantizers, and the kernels of
+// the repacked weight layouts (the list is
 // variants_gen.h, generated from the provider's sources). This file
 // defines their unprefixed names, which the rest of ggml-cpu calls (its
 // type traits table, its mul_mat): each calls the copy chosen once, at
@@ -26,6 +27,9 @@ struct ggml_compute_params;
 #define GOGGML_VEC_DOT_SIG(name) \
 	void name(int n, float *s, size_t bs, const void *vx, size_t bx, const void *vy, size_t by, int nrc)
 #define GOGGML_QUANTIZE_ROW_SIG(name) void name(const float *x, void *y, int64_t k)
+#define GOGGML_GEMX_SIG(name) \
+	void name(int n, float *s, size_t bs, const void *vx, const void *vy, int nr, int nc)
+#define GOGGML_QUANTIZE_MAT_SIG(name) void name(const float *x, void *vy, int64_t k)
 
 // For each entry point: the two copies' declarations, the pointer to the
 // chosen one (the base copy until goggml_cpu_variant_pick says otherwise),
@@ -47,10 +51,22 @@ struct ggml_compute_params;
 	GOGGML_QUANTIZE_ROW_SIG(goggml_avx512vnni_##name);                     \
 	static GOGGML_QUANTIZE_ROW_SIG((*goggml_p_##name)) = goggml_base_##name; \
 	GOGGML_QUANTIZE_ROW_SIG(name) { goggml_p_##name(x, y, k); }
+#define GOGGML_GEMX(name)                                              \
+	GOGGML_GEMX_SIG(goggml_base_##name);                           \
+	GOGGML_GEMX_SIG(goggml_avx512vnni_##name);                     \
+	static GOGGML_GEMX_SIG((*goggml_p_##name)) = goggml_base_##name; \
+	GOGGML_GEMX_SIG(name) { goggml_p_##name(n, s, bs, vx, vy, nr, nc); }
+#define GOGGML_QUANTIZE_MAT(name)                                              \
+	GOGGML_QUANTIZE_MAT_SIG(goggml_base_##name);                           \
+	GOGGML_QUANTIZE_MAT_SIG(goggml_avx512vnni_##name);                     \
+	static GOGGML_QUANTIZE_MAT_SIG((*goggml_p_##name)) = goggml_base_##name; \
+	GOGGML_QUANTIZE_MAT_SIG(name) { goggml_p_##name(x, vy, k); }
 #include "variants_gen.h"
 #undef GOGGML_SGEMM
 #undef GOGGML_VEC_DOT
 #undef GOGGML_QUANTIZE_ROW
+#undef GOGGML_GEMX
+#undef GOGGML_QUANTIZE_MAT
 
 // goggml_cpu_variant names the copies in use, for ggml.CPUKernelVariant.
 const char *goggml_cpu_variant = "x86-64-v3";
@@ -89,10 +105,14 @@ __attribute__((constructor(102))) static void goggml_cpu_variant_pick(void) {
 #define GOGGML_SGEMM(name) goggml_p_##name = goggml_avx512vnni_##name;
 #define GOGGML_VEC_DOT(name) goggml_p_##name = goggml_avx512vnni_##name;
 #define GOGGML_QUANTIZE_ROW(name) goggml_p_##name = goggml_avx512vnni_##name;
+#define GOGGML_GEMX(name) goggml_p_##name = goggml_avx512vnni_##name;
+#define GOGGML_QUANTIZE_MAT(name) goggml_p_##name = goggml_avx512vnni_##name;
 #include "variants_gen.h"
 #undef GOGGML_SGEMM
 #undef GOGGML_VEC_DOT
 #undef GOGGML_QUANTIZE_ROW
+#undef GOGGML_GEMX
+#undef GOGGML_QUANTIZE_MAT
 	goggml_cpu_variant = "x86-64-v4+avx512vnni";
 }
 
@@ -105,9 +125,13 @@ int goggml_cpu_variant_entries(int *vnni) {
 #define GOGGML_SGEMM(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
 #define GOGGML_VEC_DOT(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
 #define GOGGML_QUANTIZE_ROW(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
+#define GOGGML_GEMX(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
+#define GOGGML_QUANTIZE_MAT(name) n++, *vnni += goggml_p_##name == goggml_avx512vnni_##name;
 #include "variants_gen.h"
 #undef GOGGML_SGEMM
 #undef GOGGML_VEC_DOT
 #undef GOGGML_QUANTIZE_ROW
+#undef GOGGML_GEMX
+#undef GOGGML_QUANTIZE_MAT
 	return n;
 }

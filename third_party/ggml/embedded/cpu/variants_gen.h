@@ -2,7 +2,8 @@
 //
 // The entry points of the provider files compiled once per CPU variant
 // (see variants.c), as X-macros: GOGGML_SGEMM(name), GOGGML_VEC_DOT(name),
-// GOGGML_QUANTIZE_ROW(name). Names only: no ggml code.
+// GOGGML_QUANTIZE_ROW(name), GOGGML_GEMX(name), GOGGML_QUANTIZE_MAT(name).
+// Names only: no ggml code.
 
 GOGGML_QUANTIZE_ROW(quantize_row_q8_0)
 GOGGML_QUANTIZE_ROW(quantize_row_q8_1)
@@ -29,4 +30,14 @@ GOGGML_VEC_DOT(ggml_vec_dot_iq1_s_q8_K)
 GOGGML_VEC_DOT(ggml_vec_dot_iq1_m_q8_K)
 GOGGML_VEC_DOT(ggml_vec_dot_iq4_nl_q8_0)
 GOGGML_VEC_DOT(ggml_vec_dot_iq4_xs_q8_K)
+GOGGML_QUANTIZE_MAT(ggml_quantize_mat_q8_0_4x8)
+GOGGML_QUANTIZE_MAT(ggml_quantize_mat_q8_K_4x8)
+GOGGML_GEMX(ggml_gemv_q4_0_8x8_q8_0)
+GOGGML_GEMX(ggml_gemv_q4_K_8x8_q8_K)
+GOGGML_GEMX(ggml_gemv_iq4_nl_8x8_q8_0)
+GOGGML_GEMX(ggml_gemv_q2_K_8x8_q8_K)
+GOGGML_GEMX(ggml_gemm_q4_0_8x8_q8_0)
+GOGGML_GEMX(ggml_gemm_q4_K_8x8_q8_K)
+GOGGML_GEMX(ggml_gemm_iq4_nl_8x8_q8_0)
+GOGGML_GEMX(ggml_gemm_q2_K_8x8_q8_K)
 GOGGML_SGEMM(llamafile_sgemm)

@@ -1,0 +1,159 @@
+package backend
+
+// #include "goggml.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// ExtraBufferTypes returns the device's extra buffer types, in ggml's order
+// of preference (the registry's "ggml_backend_dev_get_extra_bufts"
+// function). The CPU device offers the layouts its fastest kernels read:
+// "AMX" (Intel AMX tiles, where the CPU has AMX-INT8 and the OS grants the
+// tile state) and "CPU_REPACK" (quantized weights interleaved for the
+// AVX2, AVX-512 or NEON matrix kernels), each for the weight types and
+// shapes that its kernels take.
+//
+// A tensor in a buffer of an extra type is re-laid as it is set: it is
+// written whole (TensorSet of all its bytes at offset 0, or ggml.SetData),
+// only when the type has a layout for it (WeightBufferType says which), and
+// it cannot be read back (ErrUnsupported). Such buffers hold weights; the
+// ops that read them run on the device that owns the type.
+//
+// The result is empty for a device whose registry offers the function but
+// no types; an ErrUnsupported error says the registry has no such function
+// (GPU backends, and CPU modules loaded at run time, mostly do not).
+func (d *Device) ExtraBufferTypes() ([]*BufferType, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	fn := d.procAddress("ggml_backend_dev_get_extra_bufts")
+	if fn == nil {
+		return nil, fmt.Errorf("%w: device %s has no extra buffer types (its registry has no ggml_backend_dev_get_extra_bufts)", ErrUnsupported, d.Name())
+	}
+	l := C.goggml_call_extra_bufts(fn, d.c)
+	var out []*BufferType
+	for p := l; p != nil && *p != nil; p = (*C.ggml_backend_buffer_type_t)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
+		out = append(out, bufferTypeFromC(*p))
+	}
+	if len(out) > 0 {
+		anyExtra.Store(true)
+	}
+	return out, nil
+}
+
+// IsCPUExtra reports whether bt is one of the CPU device's extra buffer
+// types (see Device.ExtraBufferTypes): tensors in its buffers are written
+// whole and cannot be read back.
+func (bt *BufferType) IsCPUExtra() bool {
+	if bt.usable() != nil {
+		return false
+	}
+	return bool(C.goggml_buft_is_cpu_extra(bt.c))
+}
+
+// SupportsWeightIn reports whether the device computes op with op's source
+// src (a weight, such as a MulMat's first operand) placed in a buffer of
+// type bt: the question llama.cpp's loader asks of each buffer type before
+// it places a weight there (weight_buft_supported; ggml_backend_dev_supports_op
+// with the source in an empty buffer of type bt, marked as weights). op's
+// shapes and types decide, not its data: op may belong to a NoAlloc
+// context made only to ask. Neither op nor its sources are changed.
+func (d *Device) SupportsWeightIn(op *ggml.Tensor, src int, bt *BufferType) (bool, error) {
+	if err := d.usable(); err != nil {
+		return false, err
+	}
+	if err := bt.usable(); err != nil {
+		return false, err
+	}
+	oc, err := tensorPtr(op)
+	if err != nil {
+		return false, err
+	}
+	defer runtime.KeepAlive(op)
+	if src < 0 || src >= C.GGML_MAX_SRC || oc.src[src] == nil {
+		return false, fmt.Errorf("%w: SupportsWeightIn: op %q has no source %d", ggml.ErrInvalid, C.GoString(&oc.name[0]), src)
+	}
+	if !bool(C.ggml_backend_dev_supports_buft(d.c, bt.c)) {
+		return false, nil
+	}
+	return bool(C.goggml_supports_op_in_buft(d.c, bt.c, oc, C.int(src))), nil
+}
+
+// WeightBufferType returns the buffer type a weight used as source src of
+// each of ops should live in on this device, as llama.cpp's loader chooses
+// (select_weight_buft): the first of the device's extra buffer types in
+// which the device computes every one of ops, else the device's own
+// buffer type. ops must all read the same weight as their source src.
+func (d *Device) WeightBufferType(src int, ops ...*ggml.Tensor) (*BufferType, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	if len(ops) == 0 {
+		return nil, fmt.Errorf("%w: WeightBufferType: no ops", ggml.ErrInvalid)
+	}
+	extra, err := d.ExtraBufferTypes()
+	if err != nil && len(extra) == 0 {
+		extra = nil // a device without extra types: its own
+	}
+next:
+	for _, bt := range extra {
+		for _, op := range ops {
+			ok, err := d.SupportsWeightIn(op, src, bt)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue next
+			}
+		}
+		return bt, nil
+	}
+	return d.BufferType(), nil
+}
+
+// anyExtra is set once a caller could hold an extra buffer type (the
+// first ExtraBufferTypes that returned one): until then transfers skip
+// checkExtraTransfer's cgo call.
+var anyExtra atomic.Bool
+
+// checkExtraTransfer checks a read (write false) or write of size bytes at
+// offset of tensor t, in a buffer of one of the CPU's extra buffer types,
+// as ggml's repack and AMX buffers would fail: they have no get_tensor
+// (a read calls a NULL function), set_tensor asserts that the whole tensor
+// is written, and the repack buffer's set_tensor follows the tensor's
+// layout, which is NULL for a type it has none for.
+func checkExtraTransfer(tp unsafe.Pointer, offset, size uint64, write bool) error {
+	t := (*C.struct_ggml_tensor)(tp)
+	if t == nil || t.buffer == nil {
+		return nil
+	}
+	buft := C.ggml_backend_buffer_get_type(t.buffer)
+	if !bool(C.goggml_buft_is_cpu_extra(buft)) {
+		return nil
+	}
+	name, kind := C.GoString(&t.name[0]), C.GoString(C.ggml_backend_buft_name(buft))
+	n := uint64(C.ggml_nbytes(t))
+	switch {
+	case !write:
+		return fmt.Errorf("%w: tensor %q is in a %s buffer, which holds it re-laid for the CPU's kernels: ggml cannot read it back", ErrUnsupported, name, kind)
+	case offset != 0 || size != n:
+		return fmt.Errorf("%w: tensor %q is in a %s buffer, which re-lays a tensor as it is written: write all %d bytes at offset 0 (not %d at %d)", ErrUnsupported, name, kind, n, size, offset)
+	case kind == "AMX" && haveOllamaExtras && (t._type == C.GGML_TYPE_Q4_0 || t._type == C.GGML_TYPE_Q4_1):
+		// The embedded provider's AMX kernel multiplies these wrongly
+		// (see third_party/ggml/embedded/cpu/amx.cpp); its supports_op
+		// says no, and nothing of these types goes in.
+		return fmt.Errorf("%w: tensor %q: the embedded provider's AMX kernels compute %s products wrongly (fixed in upstream ggml): place it in CPU_REPACK (Device.WeightBufferType chooses)",
+			ErrUnsupported, name, C.GoString(C.ggml_type_name(t._type)))
+	case t.extra == nil:
+		return fmt.Errorf("%w: a %s buffer has no layout for tensor %q (%s, %d x %d): place it in the device's own buffer type (Device.WeightBufferType chooses)",
+			ErrUnsupported, kind, name, C.GoString(C.ggml_type_name(t._type)), int64(t.ne[0]), int64(t.ne[1]))
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package backend_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
+)
+
+// cpuExtra returns the CPU device and its extra buffer types, skipping
+// where there are none.
+func cpuExtra(t *testing.T) (*backend.Device, []*backend.BufferType) {
+	t.Helper()
+	dev, err := backend.DeviceByType(backend.DeviceCPU)
+	require.NoError(t, err)
+	extra, err := dev.ExtraBufferTypes()
+	require.NoError(t, err, "the CPU registry offers ggml_backend_dev_get_extra_bufts on both providers")
+	if len(extra) == 0 {
+		t.Skip("the CPU device has no extra buffer types in this build")
+	}
+	for _, bt := range extra {
+		assert.True(t, bt.IsCPUExtra(), bt.Name())
+		assert.False(t, bt.IsHost(), "%s: its tensors are not laid out as ggml's", bt.Name())
+		assert.Equal(t, dev.Name(), bt.Device().Name())
+	}
+	assert.False(t, backend.CPUBufferType().IsCPUExtra())
+	return dev, extra
+}
+
+// extraCase is a weight of type typ, k x n, multiplied by m columns.
+type extraCase struct {
+	typ     ggml.Type
+	k, n, m int64
+}
+
+// extraCases: shapes each extra type takes (repack: rows a multiple of 8;
+// AMX: k a multiple of 2048, n of 32) and shapes none takes.
+var extraCases = []extraCase{
+	{ggml.TypeQ4_0, 256, 64, 1}, {ggml.TypeQ4_0, 256, 64, 7}, {ggml.TypeQ4_0, 2048, 64, 1}, {ggml.TypeQ4_0, 2048, 64, 37}, {ggml.TypeQ4_0, 2048, 96, 1}, {ggml.TypeQ4_0, 2048, 128, 16}, {ggml.TypeQ4_0, 2048, 96, 37},
+	{ggml.TypeQ4_K, 512, 32, 1}, {ggml.TypeQ4_K, 2048, 64, 19}, {ggml.TypeIQ4_NL, 256, 64, 5},
+	{ggml.TypeQ8_0, 2048, 32, 1}, {ggml.TypeQ8_0, 2048, 64, 33}, {ggml.TypeQ6_K, 2048, 32, 3},
+	{ggml.TypeF16, 2048, 32, 17}, {ggml.TypeQ4_0, 256, 60, 3}, {ggml.TypeF32, 64, 8, 2},
+}
+
+// TestExtraBufferTypesMulMat places a weight as llama.cpp's loader does
+// (the first extra buffer type that supports its product, else the CPU's
+// own) and checks the product against a float64 reference of the
+// dequantized weight, and against the same product with the weight in
+// the CPU's own buffer type.
+func TestExtraBufferTypesMulMat(t *testing.T) {
+	dev, extra := cpuExtra(t)
+	be := cpu(t)
+	require.NoError(t, be.SetThreads(1))
+	rng := testutil.NewRNG(t)
+	used := map[string]int{}
+	for _, tc := range extraCases {
+		w := make([]float32, tc.k*tc.n)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		q, err := ggml.Quantize(tc.typ, w, tc.k, nil) // f16 and f32 too
+		require.NoError(t, err)
+		deq, err := ggml.Dequantize(tc.typ, q)
+		require.NoError(t, err)
+		x := testutil.RandF32(rng, int(tc.k*tc.m))
+
+		plain, _ := extraProduct(t, be, dev, nil, tc, q, x)
+		got, bt := extraProduct(t, be, dev, extra, tc, q, x)
+		used[bt.Name()]++
+		t.Logf("%v %dx%d by %d: %s", tc.typ, tc.k, tc.n, tc.m, bt.Name())
+		for j := range tc.m {
+			for i := range tc.n {
+				var ref, norm float64
+				for l := range tc.k {
+					p := float64(deq[i*tc.k+l]) * float64(x[j*tc.k+l])
+					ref += p
+					norm += math.Abs(p)
+				}
+				at := j*tc.n + i
+				// x is quantized to 8 bits for the quantized products
+				// (q8_0 or q8_K blocks, as on the plain path): an error of
+				// about 1/127 of each product's size, in sum.
+				require.InDelta(t, ref, got[at], 0.02*norm+1e-4, "%v %dx%d by %d: [%d, %d] in %s", tc.typ, tc.k, tc.n, tc.m, i, j, bt.Name())
+				require.InDelta(t, plain[at], got[at], 0.01*norm+1e-4, "%v: [%d, %d] in %s against the CPU's own buffer", tc.typ, i, j, bt.Name())
+			}
+		}
+	}
+	t.Logf("placements: %v", used)
+	for _, bt := range extra {
+		assert.NotZero(t, used[bt.Name()], "no case was placed in %s", bt.Name())
+	}
+}
+
+// extraProduct computes w·x with the weight in the buffer type
+// WeightBufferType chooses among extra (none: the CPU's own).
+func extraProduct(t *testing.T, be *backend.Backend, dev *backend.Device, extra []*backend.BufferType, tc extraCase, q []byte, x []float32) ([]float32, *backend.BufferType) {
+	t.Helper()
+	wc, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+	require.NoError(t, err)
+	defer wc.Close()
+	w := wc.NewTensor(tc.typ, tc.k, tc.n).SetName("w")
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer c.Close()
+	xt := c.NewTensor(ggml.TypeF32, tc.k, tc.m).SetName("x")
+	y := c.MulMat(w, xt)
+	require.NoError(t, c.Err())
+
+	bt := backend.CPUBufferType()
+	if extra != nil {
+		bt, err = dev.WeightBufferType(0, y)
+		require.NoError(t, err)
+		if bt.IsCPUExtra() {
+			ok, err := dev.SupportsWeightIn(y, 0, bt)
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	size, err := bt.AllocSize(w)
+	require.NoError(t, err)
+	wbuf, err := bt.AllocBuffer(size)
+	require.NoError(t, err)
+	defer wbuf.Close()
+	require.NoError(t, backend.TensorAlloc(wbuf, w, 0))
+	require.NoError(t, backend.TensorSet(w, q, 0))
+
+	buf, err := backend.AllocContextTensors(c, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	require.NoError(t, ggml.SetData(xt, x))
+	g, err := c.BuildGraph(y)
+	require.NoError(t, err)
+	require.NoError(t, be.Compute(context.Background(), g))
+	got, err := ggml.Data[float32](y)
+	require.NoError(t, err)
+	return got, bt
+}
+
+// TestExtraBufferMisuse: what ggml's extra buffers would crash or assert
+// on is an ErrUnsupported error: reading a tensor back (they have no
+// get_tensor), writing part of one (set_tensor re-lays the whole tensor),
+// writing a type the buffer has no layout for (a NULL layout).
+func TestExtraBufferMisuse(t *testing.T) {
+	_, extra := cpuExtra(t)
+	rng := testutil.NewRNG(t)
+	for _, bt := range extra {
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 3, NoAlloc: true})
+		require.NoError(t, err)
+		typ := ggml.TypeQ4_0 // a type each has a layout for
+		if bt.Name() == "AMX" {
+			typ = ggml.TypeQ8_0
+		}
+		w := c.NewTensor(typ, 2048, 64).SetName("w")
+		f := c.NewTensor(ggml.TypeF32, 64, 8).SetName("f")
+		buf, err := bt.AllocBuffer(64 << 20)
+		require.NoError(t, err)
+		require.NoError(t, backend.TensorAlloc(buf, w, 0))
+		require.NoError(t, backend.TensorAlloc(buf, f, 32<<20))
+
+		q, err := ggml.Quantize(typ, testutil.RandF32(rng, 2048*64), 2048, nil)
+		require.NoError(t, err)
+		require.NoError(t, backend.TensorSet(w, q, 0))
+		require.ErrorIs(t, backend.TensorSet(w, q[:len(q)/2], 0), backend.ErrUnsupported, bt.Name())
+		require.ErrorIs(t, backend.TensorSet(w, q[:len(q)/2], uint64(len(q)/2)), backend.ErrUnsupported, bt.Name())
+		_, err = ggml.Bytes(w)
+		require.ErrorIs(t, err, backend.ErrUnsupported, bt.Name())
+		require.ErrorIs(t, backend.TensorGet(w, make([]byte, 16), 0), backend.ErrUnsupported, bt.Name())
+		if bt.Name() == "CPU_REPACK" {
+			// No layout for f32 (nor, in both providers' repack, for q8_0):
+			// ggml's set_tensor would call through NULL.
+			require.ErrorIs(t, ggml.SetData(f, testutil.RandF32(rng, 64*8)), backend.ErrUnsupported)
+		}
+		if bt.Name() == "AMX" && strings.HasPrefix(ggml.Provider(), "embedded") {
+			// The embedded provider's AMX kernel multiplies q4_0 wrongly.
+			q4 := c.NewTensor(ggml.TypeQ4_0, 2048, 64)
+			require.NoError(t, backend.TensorAlloc(buf, q4, 48<<20))
+			q, err := ggml.Quantize(ggml.TypeQ4_0, testutil.RandF32(rng, 2048*64), 2048, nil)
+			require.NoError(t, err)
+			require.ErrorIs(t, backend.TensorSet(q4, q, 0), backend.ErrUnsupported)
+		}
+		require.NoError(t, buf.Close())
+		require.NoError(t, c.Close())
+	}
+
+	dev, err := backend.DeviceByType(backend.DeviceCPU)
+	require.NoError(t, err)
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true})
+	require.NoError(t, err)
+	defer c.Close()
+	a := c.NewTensor(ggml.TypeF32, 4, 4)
+	_, err = dev.SupportsWeightIn(c.MulMat(a, a), 2, extra[0])
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+	_, err = dev.WeightBufferType(0)
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+}
