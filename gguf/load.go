@@ -18,7 +18,11 @@ type LoadOptions struct {
 	// BufferType chooses the buffer type of each tensor (for example a
 	// GPU's for the layers that fit, the CPU's for the rest); nil, or a nil
 	// result, means the CPU's (backend.CPUBufferType). It is called once per
-	// tensor, in file order, on the goroutine that called Load.
+	// tensor, in file order, on the goroutine that called Load. One of
+	// the CPU's extra buffer types (backend.Device.ExtraBufferTypes,
+	// chosen per weight by backend.Device.WeightBufferType) works too:
+	// its tensors are set whole, from the file's mapping where there is
+	// one, and re-laid by ggml as they are set, which Progress counts.
 	BufferType func(TensorInfo) *backend.BufferType
 	// NoMmap copies every tensor, even where a buffer over the file's
 	// mapping would do.
@@ -122,6 +126,10 @@ func Load(ctx context.Context, f *File, opts LoadOptions) (m *Model, err error) 
 type placement struct {
 	mapped bool           // lives over the file's mapping: nothing to copy
 	host   unsafe.Pointer // the data's address in a host buffer, or nil
+	// whole: the buffer re-lays the tensor as it is set (one of the CPU's
+	// extra buffer types: repacked weights, AMX), so it is set in one
+	// piece, from the mapping where there is one.
+	whole bool
 }
 
 // place allocates the buffers and places every tensor in one.
@@ -272,10 +280,12 @@ func (m *Model) placeCopied(bt *backend.BufferType, idx []int, plan []placement)
 				return err
 			}
 		}
+		whole := bt.IsCPUExtra()
 		for k, i := range part {
 			if err := backend.TensorAlloc(buf, m.tensors[i], offs[k]); err != nil {
 				return fmt.Errorf("gguf: tensor %q: %w", m.tensors[i].Name(), err)
 			}
+			plan[i].whole = whole
 			if base != nil {
 				plan[i].host = unsafe.Add(base, offs[k])
 			}
@@ -334,8 +344,26 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 			continue
 		}
 		step := uint64(loadChunk) - loadChunk%ti.Type.Size() // whole blocks, for validation
+		if plan[i].whole {
+			step = max(ti.Size, 1)
+		}
 		for off := uint64(0); off < ti.Size; off += step {
 			jobs = append(jobs, job{i, off, min(step, ti.Size-off)})
+		}
+	}
+	// Tensors set whole are read from the mapping where there is one (no
+	// staging copy of a whole tensor).
+	var src []byte
+	if f.m != nil && !opts.NoMmap {
+		for i := range plan {
+			if plan[i].whole {
+				var ok bool
+				if src, ok = f.m.acquire(); !ok {
+					return fmt.Errorf("%w: the GGUF file is closed", ErrClosed)
+				}
+				defer f.m.release()
+				break
+			}
 		}
 	}
 	var mu sync.Mutex
@@ -372,7 +400,7 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 					return
 				}
 				j := jobs[k]
-				if err := m.step(f, j, plan[j.t], validate[j.t], &staging); err != nil {
+				if err := m.step(f, j, plan[j.t], validate[j.t], src, &staging); err != nil {
 					errOnce.Do(func() { firstErr = err })
 					failed.Store(true)
 					return
@@ -388,14 +416,22 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 	return ctx.Err()
 }
 
-// step does one job.
-func (m *Model) step(f *File, j job, p placement, validate bool, staging *[]byte) error {
+// step does one job. src is the file's mapping, or nil.
+func (m *Model) step(f *File, j job, p placement, validate bool, src []byte, staging *[]byte) error {
 	ti := &f.h.tensors[j.t]
 	at := f.h.dataOffset + ti.Offset + j.off
 	var data []byte
 	switch {
 	case p.mapped:
 		data = m.mem.Bytes()[at : at+j.n]
+	case p.whole && src != nil:
+		data = src[at : at+j.n]
+	case p.whole:
+		buf := make([]byte, j.n) // the whole tensor: not kept between jobs
+		if err := readFull(f.src, buf, at); err != nil {
+			return fmt.Errorf("gguf: tensor %q: %w", ti.Name, err)
+		}
+		data = buf
 	case p.host != nil:
 		data = unsafe.Slice((*byte)(unsafe.Add(p.host, j.off)), j.n)
 		if err := readFull(f.src, data, at); err != nil {
