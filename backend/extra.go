@@ -145,12 +145,6 @@ func checkExtraTransfer(tp unsafe.Pointer, offset, size uint64, write bool) erro
 		return fmt.Errorf("%w: tensor %q is in a %s buffer, which holds it re-laid for the CPU's kernels: ggml cannot read it back", ErrUnsupported, name, kind)
 	case offset != 0 || size != n:
 		return fmt.Errorf("%w: tensor %q is in a %s buffer, which re-lays a tensor as it is written: write all %d bytes at offset 0 (not %d at %d)", ErrUnsupported, name, kind, n, size, offset)
-	case kind == "AMX" && haveOllamaExtras && (t._type == C.GGML_TYPE_Q4_0 || t._type == C.GGML_TYPE_Q4_1):
-		// The embedded provider's AMX kernel multiplies these wrongly
-		// (see third_party/ggml/embedded/cpu/amx.cpp); its supports_op
-		// says no, and nothing of these types goes in.
-		return fmt.Errorf("%w: tensor %q: the embedded provider's AMX kernels compute %s products wrongly (fixed in upstream ggml): place it in CPU_REPACK (Device.WeightBufferType chooses)",
-			ErrUnsupported, name, C.GoString(C.ggml_type_name(t._type)))
 	case t.extra == nil:
 		return fmt.Errorf("%w: a %s buffer has no layout for tensor %q (%s, %d x %d): place it in the device's own buffer type (Device.WeightBufferType chooses)",
 			ErrUnsupported, kind, name, C.GoString(C.ggml_type_name(t._type)), int64(t.ne[0]), int64(t.ne[1]))

@@ -386,6 +386,40 @@ type mapping struct {
 	data  []byte
 	refs  int
 	unmap func([]byte)
+	// lent: the byte ranges of the tensors that live over the mapping
+	// (zero-copy, in a buffer over it: a write copies their pages into
+	// this process's private memory); drop leaves them alone.
+	lent [][2]uint64
+}
+
+// lend records that bytes [lo, hi) live in a buffer over the mapping.
+func (m *mapping) lend(lo, hi uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lent = append(m.lent, [2]uint64{lo, hi})
+}
+
+// drop gives back to the system the whole pages of bytes [lo, hi) that the
+// process has read, where nothing else of it uses them: a tensor copied out
+// of the mapping (re-laid into an extra buffer type) then no longer counts
+// twice in the resident memory. Pages of a lent range are kept (a write
+// there made them private); the file's pages stay in the page cache.
+func (m *mapping) drop(lo, hi uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.refs == 0 {
+		return
+	}
+	page := uint64(os.Getpagesize())
+	lo, hi = (lo+page-1)/page*page, hi/page*page
+	for _, r := range m.lent {
+		if lo < r[1] && r[0] < hi {
+			return
+		}
+	}
+	if lo < hi && hi <= uint64(len(m.data)) {
+		dropPages(m.data[lo:hi])
+	}
 }
 
 func newMapping(data []byte, unmap func([]byte)) *mapping {

@@ -249,6 +249,8 @@ func (m *Model) placeMapped(f *File, bt *backend.BufferType, idx []int, plan []p
 	}
 	m.bufs = append(m.bufs, buf)
 	for _, i := range idx {
+		at := f.h.dataOffset + infos[i].Offset
+		f.m.lend(at, at+infos[i].Size)
 		if err := backend.TensorAlloc(buf, m.tensors[i], f.h.dataOffset+infos[i].Offset-lo); err != nil {
 			return fmt.Errorf("gguf: tensor %q: %w", infos[i].Name, err)
 		}
@@ -455,6 +457,9 @@ func (m *Model) step(f *File, j job, p placement, validate bool, src []byte, sta
 		if err := backend.TensorSet(m.tensors[j.t], data, j.off); err != nil {
 			return fmt.Errorf("gguf: tensor %q: %w", ti.Name, err)
 		}
+	}
+	if p.whole && src != nil {
+		f.m.drop(at, at+j.n) // re-laid: the mapped copy is not needed
 	}
 	return nil
 }

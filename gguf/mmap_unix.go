@@ -22,3 +22,8 @@ func mapFile(f *os.File, size int) *mapping {
 	}
 	return newMapping(b, func(b []byte) { unix.Munmap(b) })
 }
+
+// dropPages tells the system the process no longer needs b's pages
+// (MADV_DONTNEED): a later read of a private file mapping's page reads
+// the file again.
+func dropPages(b []byte) { unix.Madvise(b, unix.MADV_DONTNEED) }

@@ -73,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		threads   = flags.Int("threads", 0, "CPU threads; 0: one per core")
 		cacheType = flags.String("cache-type", "f16", "KV cache type: f16 or f32")
 		ignoreEOS = flags.Bool("ignore-eos", false, "go on after the end-of-sequence token")
+		noRepack  = flags.Bool("no-repack", false, "keep the CPU's weights in its own buffer type, not in the extra ones llama.cpp uses (AMX, CPU_REPACK): slower, to compare")
 
 		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
 		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(llama.PresetNames(), ", "))
@@ -99,6 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	t0 := time.Now()
 	m, err := llama.Load(ctx, *model, llama.Options{
 		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, CacheType: ct,
+		NoRepack: *noRepack,
 	})
 	if err != nil {
 		return err
@@ -109,9 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, be := range m.Backends() {
 		names = append(names, be.Name())
 	}
-	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights (%s); loaded in %v on %s\n",
+	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights (%s; in %s); loaded in %v on %s\n",
 		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(c.Params(m.Tied()))/1e6,
-		m.WeightTypes(), time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
+		m.WeightTypes(), m.WeightBuffers(), time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
 
 	tokens, err := parsePrompt(*prompt, m.Vocab)
 	if err != nil {

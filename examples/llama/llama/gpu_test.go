@@ -104,7 +104,7 @@ func TestEvalMixedTypesGPU(t *testing.T) {
 			f, err := gguf.Open(path)
 			require.NoError(t, err)
 			defer f.Close()
-			cpuOnly, err := checkOps(f, m.Tied(), int64(m.BatchSize()), dev)
+			cpuOnly, _, err := checkOps(f, m.Tied(), int64(m.BatchSize()), dev, false)
 			require.NoError(t, err)
 			t.Logf("on the CPU for want of GPU support: %v", slices.Sorted(maps.Keys(cpuOnly)))
 			var onCPU uint64

@@ -1,6 +1,7 @@
 package llama
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,13 @@ type Options struct {
 	// NoMmap copies the CPU's weights out of the file instead of using
 	// them in place (gguf.LoadOptions.NoMmap).
 	NoMmap bool
+	// NoRepack keeps every CPU weight in the CPU's own buffer type. By
+	// default each weight that a matrix product reads goes, as llama.cpp
+	// places it, to the first of the CPU's extra buffer types whose
+	// kernels take it (backend.Device.WeightBufferType): AMX tiles where
+	// the CPU has them, else CPU_REPACK's interleaved blocks. Those are
+	// much faster, and are copied out of the file at load.
+	NoRepack bool
 	// Progress, if set, reports the bytes of weights loaded so far.
 	Progress func(done, total uint64)
 }
@@ -199,15 +207,23 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 		}
 		return cpuBT
 	}
+	var placeOn func(name string) *backend.BufferType // the device's own types only
 	probe := dev
 	if gpuLayers == 0 {
 		probe = nil
 	}
-	cpuOnly, err := checkOps(f, tied, int64(m.nBatch), probe)
+	cpuOnly, cpuExtra, err := checkOps(f, tied, int64(m.nBatch), probe, !opts.NoRepack)
 	if err != nil {
 		return nil, err
 	}
 	place := func(name string) *backend.BufferType {
+		bt := placeOn(name)
+		if bt == cpuBT && cpuExtra[name] != nil {
+			return cpuExtra[name]
+		}
+		return bt
+	}
+	placeOn = func(name string) *backend.BufferType {
 		switch {
 		case cpuOnly[name]:
 			return cpuBT // a type the accelerator cannot multiply (or look up)
@@ -408,8 +424,19 @@ func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
 // CPU must run every one: a type it cannot (no dot product, no
 // conversion to f32, as ggml's op checks say) is an ErrModel error that
 // also wraps ggml's error. batch is the most tokens of a compute.
-func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device) (cpuOnly map[string]bool, err error) {
-	cpuOnly = map[string]bool{}
+//
+// With extra, it also returns, for each weight that the CPU's extra buffer
+// types take in every one of its ops, the first such type (llama.cpp's
+// choice, backend.Device.WeightBufferType): the buffer type of that weight
+// where it stays on the CPU.
+func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra bool) (cpuOnly map[string]bool, cpuExtra map[string]*backend.BufferType, err error) {
+	cpuOnly, cpuExtra = map[string]bool{}, map[string]*backend.BufferType{}
+	var cpuDev *backend.Device
+	if extra {
+		if cpuDev, err = backend.DeviceByType(backend.DeviceCPU); err != nil {
+			return nil, nil, err
+		}
+	}
 	for _, ti := range f.Tensors() {
 		if len(ti.Shape) < 2 {
 			continue // f32 vectors, checked by checkTensors
@@ -418,7 +445,7 @@ func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device) (cpuOnl
 		mul := !rows || tied
 		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		w := c.NewTensor(ti.Type, ti.Shape...)
 		var ops []*ggml.Tensor
@@ -430,7 +457,17 @@ func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device) (cpuOnl
 		}
 		if err := c.Err(); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("%w: tensor %s of type %v: %w", ErrModel, ti.Name, ti.Type, err)
+			return nil, nil, fmt.Errorf("%w: tensor %s of type %v: %w", ErrModel, ti.Name, ti.Type, err)
+		}
+		if cpuDev != nil {
+			bt, err := cpuDev.WeightBufferType(0, ops...)
+			if err != nil {
+				c.Close()
+				return nil, nil, err
+			}
+			if bt.IsCPUExtra() {
+				cpuExtra[ti.Name] = bt
+			}
 		}
 		if dev != nil {
 			for _, op := range ops {
@@ -441,7 +478,7 @@ func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device) (cpuOnl
 		}
 		c.Close()
 	}
-	return cpuOnly, nil
+	return cpuOnly, cpuExtra, nil
 }
 
 // newState allocates the KV cache of each layer on its layer's buffer
@@ -632,6 +669,28 @@ func (m *Model) WeightTypes() string {
 	var s []string
 	for _, t := range types {
 		s = append(s, fmt.Sprintf("%v ×%d", t, n[t]))
+	}
+	return strings.Join(s, ", ")
+}
+
+// WeightBuffers says where the weights are: the buffer types of the
+// weights' buffers with their sizes, largest first, such as
+// "CPU_REPACK 512.0 MiB, CPU 262.5 MiB".
+func (m *Model) WeightBuffers() string {
+	size := map[string]uint64{}
+	for _, b := range m.weights.Buffers() {
+		size[b.Name()] += b.Size()
+	}
+	names := slices.Collect(maps.Keys(size))
+	slices.SortFunc(names, func(a, b string) int {
+		if size[a] != size[b] {
+			return cmp.Compare(size[b], size[a])
+		}
+		return strings.Compare(a, b)
+	})
+	var s []string
+	for _, n := range names {
+		s = append(s, fmt.Sprintf("%s %.1f MiB", n, float64(size[n])/(1<<20)))
 	}
 	return strings.Join(s, ", ")
 }

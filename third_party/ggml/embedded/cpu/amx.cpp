@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <algorithm>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -29,26 +30,81 @@ ggml_backend_buffer_type_t ggml_backend_amx_buffer_type(void);
 
 namespace {
 
-// amx_guard stands between ggml-cpu and the AMX buffer type's own
-// supports_op: the provider's AMX kernel for q4_0 and q4_1 weights
-// multiplies blocks of 32 rows by the first 16 columns' weights twice
-// (mmq.cpp unpacks B_blk0 into the second tile where it means B_blk1,
-// fixed upstream since), so products of two or more rows come out wrong.
-// Those two types are refused here, and the loaders that ask supports_op
-// (Device.WeightBufferType, the Llama example) put them in CPU_REPACK;
-// package backend refuses to write them into an AMX buffer at all. Every
-// other question, and the compute, go to ggml's AMX code.
+// The provider's AMX kernel for q4_0 and q4_1 weights gets blocks of
+// exactly 32 rows wrong: for the second tile of 16 columns it unpacks the
+// first tile's weights of the first K block (mmq.cpp's branch for
+// M == 2 * TILE_M unpacks B_blk0 where it means B_blk1; fixed upstream
+// since). Every other block size takes a branch that is right. So a
+// product of these types with 32 rows or more is computed here in chunks
+// of at most amx_chunk rows, each a product of its own for ggml's AMX
+// code: the same kernels, never a block of 32.
+constexpr int64_t amx_chunk = 31;
+
+bool amx_split(const struct ggml_tensor *op) {
+	return op->op == GGML_OP_MUL_MAT && op->src[0] != nullptr && op->src[1] != nullptr &&
+	       (op->src[0]->type == GGML_TYPE_Q4_0 || op->src[0]->type == GGML_TYPE_Q4_1) && op->ne[1] > amx_chunk;
+}
+
+// amx_chunks computes a product that amx_split selects with the AMX
+// buffer's own traits (inner), amx_chunk rows of src1 and of the result at
+// a time. Every thread runs every chunk, as ggml's compute runs a node on
+// each thread; each chunk's rows of src1, quantized by thread 0 before the
+// kernel's barrier, go to their own place in the work buffer (the AMX
+// kernel asks room for all rows of the product), so that thread 0 can
+// quantize a chunk while others still multiply the previous one.
+class amx_chunks : public ggml::cpu::tensor_traits {
+      public:
+	bool work_size(int n_threads, const struct ggml_tensor *op, size_t &size) override {
+		return inner(op)->work_size(n_threads, op, size);
+	}
+	bool compute_forward(struct ggml_compute_params *params, struct ggml_tensor *op) override {
+		ggml::cpu::tensor_traits *in = inner(op);
+		size_t wsize = 0;
+		in->work_size(params->nth, op, wsize);
+		const int64_t m = op->ne[1];
+		const size_t row = wsize / (size_t)m; // the work buffer's bytes per row of src1
+		const struct ggml_tensor *src1 = op->src[1];
+		for (int64_t m0 = 0; m0 < m; m0 += amx_chunk) {
+			const int64_t mc = std::min(amx_chunk, m - m0);
+			struct ggml_tensor s = *src1;
+			s.ne[1] = mc;
+			s.data = (char *)src1->data + m0 * src1->nb[1];
+			struct ggml_tensor d = *op;
+			d.ne[1] = mc;
+			d.data = (char *)op->data + m0 * op->nb[1];
+			d.src[1] = &s;
+			struct ggml_compute_params p = *params;
+			p.wdata = (char *)params->wdata + (size_t)m0 * row;
+			p.wsize = params->wsize - (size_t)m0 * row;
+			if (!in->compute_forward(&p, &d)) {
+				return false;
+			}
+		}
+		return true;
+	}
+
+      private:
+	static ggml::cpu::tensor_traits *inner(const struct ggml_tensor *op) {
+		return static_cast<ggml::cpu::tensor_traits *>(op->src[0]->extra);
+	}
+};
+
+// amx_guard stands between ggml-cpu and the AMX buffer type's own answers:
+// the products that amx_split selects go to amx_chunks, everything else to
+// ggml's AMX code.
 class amx_guard : public ggml::cpu::extra_buffer_type {
       public:
 	explicit amx_guard(ggml::cpu::extra_buffer_type *inner) : inner_(inner) {}
 	bool supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op) override {
-		if (op->src[0] != nullptr && (op->src[0]->type == GGML_TYPE_Q4_0 || op->src[0]->type == GGML_TYPE_Q4_1)) {
-			return false;
-		}
 		return inner_->supports_op(dev, op);
 	}
 	ggml::cpu::tensor_traits *get_tensor_traits(const struct ggml_tensor *op) override {
-		return inner_->get_tensor_traits(op);
+		ggml::cpu::tensor_traits *t = inner_->get_tensor_traits(op);
+		if (t != nullptr && amx_split(op)) {
+			static amx_chunks chunks;
+			return &chunks;
+		}
+		return t;
 	}
 
       private:
@@ -106,8 +162,9 @@ void goggml_amx_register(void) {
 		goggml_amx_state = 5;
 		return;
 	}
-	// ggml's AMX buffer type is one static object, its context the
-	// supports_op that ggml-cpu asks: put the guard in front of it (once).
+	// ggml's AMX buffer type is one static object, its context what
+	// ggml-cpu asks (supports_op, and the traits that compute a node): put
+	// the guard in front of it (once).
 	amx->context = new amx_guard(static_cast<ggml::cpu::extra_buffer_type *>(amx->context));
 	std::vector<ggml_backend_buffer_type_t> &bufts = ggml_backend_cpu_get_extra_buffer_types();
 	bufts.insert(bufts.begin(), amx);

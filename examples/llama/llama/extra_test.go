@@ -1,0 +1,76 @@
+package llama
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
+)
+
+// wideConfig is a one-block model 2048 wide: wide enough for every extra
+// buffer type of the CPU (AMX takes rows of 2048 and more: all but
+// ffn_down, which goes to CPU_REPACK with any multiple of 8 rows), small
+// enough for the float64 reference.
+var wideConfig = Config{
+	ContextLength: 128, EmbeddingLength: 2048, BlockCount: 1, FeedForward: 256,
+	HeadCount: 32, HeadCountKV: 8, HeadDim: 64, RopeDim: 64,
+	RopeFreqBase: 500000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 256,
+}
+
+// TestEvalExtraBufferTypes runs models whose weights Load places as
+// llama.cpp does, in the CPU's extra buffer types (AMX where the CPU has
+// it, CPU_REPACK), against the float64 reference that rounds activations as
+// the CPU's kernels do: a prompt in batches of 33 and 3 tokens (products of
+// 32 rows and more, and fewer), then tokens one at a time (matrix-vector
+// products). Options.NoRepack keeps them out (the other tests run both).
+func TestEvalExtraBufferTypes(t *testing.T) {
+	dev, err := backend.DeviceByType(backend.DeviceCPU)
+	require.NoError(t, err)
+	extra, err := dev.ExtraBufferTypes()
+	require.NoError(t, err)
+	if len(extra) == 0 {
+		t.Skip("the CPU device has no extra buffer types in this build")
+	}
+	var names []string
+	for _, bt := range extra {
+		names = append(names, bt.Name())
+	}
+	rng := testutil.NewRNG(t)
+	for _, c := range []struct {
+		name string
+		r    RandomModel
+		tl   tol
+	}{
+		{"q4_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ4_0}, tolerance[ggml.TypeQ4_0]},
+		{"q8_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ8_0}, tolerance[ggml.TypeQ8_0]},
+		{"q4_K_M", RandomModel{Config: wideConfig, Types: MixQ4KM(wideConfig.BlockCount, false)}, mixedTolerance},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.r.Seed = rng.Uint64()
+			path := filepath.Join(t.TempDir(), c.name+".gguf")
+			require.NoError(t, WriteRandom(path, c.r))
+			seq := randomTokens(rng, 40, wideConfig.VocabSize)
+			for _, noRepack := range []bool{true, false} {
+				m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 33, Threads: 2, NoRepack: noRepack})
+				where := m.WeightBuffers()
+				t.Logf("NoRepack %v: weights in %s", noRepack, where)
+				used := false
+				for _, n := range names {
+					used = used || strings.Contains(where, n+" ")
+				}
+				require.Equal(t, !noRepack, used, "weights in %s; the CPU's extra types are %v", where, names)
+				if noRepack {
+					continue // placed as asked: the plain path's numbers are the other tests'
+				}
+				ref := openRef(t, path)
+				ref.emulateCPU()
+				checkAgainstReference(t, m, ref, seq, 36, c.tl)
+			}
+		})
+	}
+}
