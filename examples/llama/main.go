@@ -73,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		threads   = flags.Int("threads", 0, "CPU threads; 0: one per core")
 		cacheType = flags.String("cache-type", "f16", "KV cache type: f16 or f32")
 		ignoreEOS = flags.Bool("ignore-eos", false, "go on after the end-of-sequence token")
+		fa        = flags.String("fa", "auto", "flash attention (attention as one fused op): auto (where every backend has it), on or off")
 		noRepack  = flags.Bool("no-repack", false, "keep the CPU's weights in its own buffer type, not in the extra ones llama.cpp uses (AMX, CPU_REPACK): slower, to compare")
 
 		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
@@ -96,11 +97,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	faMode, ok := map[string]llama.FlashAttnMode{"auto": llama.FlashAttnAuto, "on": llama.FlashAttnOn, "off": llama.FlashAttnOff}[*fa]
+	if !ok {
+		return fmt.Errorf("-fa %q: want auto, on or off", *fa)
+	}
 
 	t0 := time.Now()
 	m, err := llama.Load(ctx, *model, llama.Options{
 		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, CacheType: ct,
-		NoRepack: *noRepack,
+		NoRepack: *noRepack, FlashAttn: faMode,
 	})
 	if err != nil {
 		return err
@@ -111,9 +116,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, be := range m.Backends() {
 		names = append(names, be.Name())
 	}
-	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights (%s; in %s); loaded in %v on %s\n",
+	attn := "attention as matrix products"
+	if m.FlashAttn() {
+		attn = "flash attention"
+	}
+	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights (%s; in %s); %s; loaded in %v on %s\n",
 		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(c.Params(m.Tied()))/1e6,
-		m.WeightTypes(), m.WeightBuffers(), time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
+		m.WeightTypes(), m.WeightBuffers(), attn, time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
 
 	tokens, err := parsePrompt(*prompt, m.Vocab)
 	if err != nil {

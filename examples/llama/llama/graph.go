@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -30,8 +31,8 @@ type step struct {
 	tokens *ggml.Tensor // i32 [nTokens]: token IDs
 	pos    *ggml.Tensor // i32 [nTokens]: positions, for RoPE
 	kIdx   *ggml.Tensor // i64 [nTokens]: the cache row of each token's key
-	vIdx   *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed)
-	mask   *ggml.Tensor // f32 [nKV, nTokens]: 0 where a token sees a cell, -Inf elsewhere
+	vIdx   *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed); nil with flash attention
+	mask   *ggml.Tensor // f32 [nKV, nTokens] (f16 with flash attention): 0 where a token sees a cell, -Inf elsewhere
 
 	logits *ggml.Tensor // f32 [VocabSize, nTokens or 1]
 
@@ -39,6 +40,7 @@ type step struct {
 	hTokens, hPos []int32
 	hKIdx, hVIdx  []int64
 	hMask         []float32
+	hMask16       []uint16
 }
 
 // graphSize is the most nodes and leafs one graph has.
@@ -79,8 +81,12 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	s.tokens = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_tokens").SetInput().SetOutput()
 	s.pos = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_pos").SetInput()
 	s.kIdx = ctx.NewTensor(ggml.TypeI64, n).SetName("inp_k_idx").SetInput().SetOutput()
-	s.vIdx = ctx.NewTensor(ggml.TypeI64, n*kvDim).SetName("inp_v_idx").SetInput().SetOutput()
-	s.mask = ctx.NewTensor(ggml.TypeF32, int64(nKV), n).SetName("inp_mask").SetInput()
+	if m.flash {
+		s.mask = ctx.NewTensor(ggml.TypeF16, int64(nKV), n).SetName("inp_mask").SetInput()
+	} else {
+		s.vIdx = ctx.NewTensor(ggml.TypeI64, n*kvDim).SetName("inp_v_idx").SetInput().SetOutput()
+		s.mask = ctx.NewTensor(ggml.TypeF32, int64(nKV), n).SetName("inp_mask").SetInput()
+	}
 
 	rope := ggml.RopeParams{
 		Dims: c.RopeDim, Mode: ggml.RopeNormal, CtxOrig: c.ContextLength,
@@ -108,21 +114,36 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 		k = ctx.Rope(k, s.pos, rope)
 
 		// The new keys and values go into the cache: K's row kIdx[t] is
-		// token t's key; V is stored transposed ([nCtx, kvDim]), so each
-		// value element is a row of one in a flat view of it.
+		// token t's key. Without flash attention V is stored transposed
+		// ([nCtx, kvDim]), so each value element is a row of one in a
+		// flat view of it; with it, V is stored as K is.
 		kStore := ctx.SetRows(l.k, ctx.Reshape(k, kvDim, n), s.kIdx)
-		vFlat := ctx.Reshape(l.v, 1, int64(m.nCtx)*kvDim)
-		vStore := ctx.SetRows(vFlat, ctx.Reshape(v, 1, n*kvDim), s.vIdx)
+		var vStore *ggml.Tensor
+		if m.flash {
+			vStore = ctx.SetRows(l.v, v, s.kIdx)
+		} else {
+			vFlat := ctx.Reshape(l.v, 1, int64(m.nCtx)*kvDim)
+			vStore = ctx.SetRows(vFlat, ctx.Reshape(v, 1, n*kvDim), s.vIdx)
+		}
 		stores = append(stores, kStore, vStore)
 
-		// Grouped-query attention over the first nKV cells: MulMat
-		// broadcasts each KV head over heads/kvHeads query heads.
+		// Grouped-query attention over the first nKV cells: MulMat (and
+		// FlashAttnExt) broadcast each KV head over heads/kvHeads query
+		// heads.
 		kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
-		vView := ctx.View3D(l.v, int64(nKV), hd, nhkv, uint64(m.nCtx)*esize, uint64(m.nCtx)*uint64(hd)*esize, 0)
-		kq := ctx.MulMat(kView, ctx.Permute(q, 0, 2, 1, 3)) // [nKV, n, heads]
-		kq = ctx.SoftMaxExt(kq, s.mask, scale, 0)
-		kqv := ctx.MulMat(vView, kq)                                         // [hd, n, heads]
-		attn := ctx.ContND(ctx.Permute(kqv, 0, 2, 1, 3), int64(c.QDim()), n) // [q, n]
+		var attn *ggml.Tensor
+		if m.flash {
+			vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
+			fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, s.mask,
+				ggml.FlashAttnParams{Scale: scale, Precision: ggml.PrecF32}) // [hd, heads, n]
+			attn = ctx.Reshape(fa, int64(c.QDim()), n) // [q, n]
+		} else {
+			vView := ctx.View3D(l.v, int64(nKV), hd, nhkv, uint64(m.nCtx)*esize, uint64(m.nCtx)*uint64(hd)*esize, 0)
+			kq := ctx.MulMat(kView, ctx.Permute(q, 0, 2, 1, 3)) // [nKV, n, heads]
+			kq = ctx.SoftMaxExt(kq, s.mask, scale, 0)
+			kqv := ctx.MulMat(vView, kq)                                        // [hd, n, heads]
+			attn = ctx.ContND(ctx.Permute(kqv, 0, 2, 1, 3), int64(c.QDim()), n) // [q, n]
+		}
 		x = ctx.Add(x, linear(ctx, l.wo, l.bo, attn))
 
 		// Feed-forward: RMS norm, SwiGLU.
@@ -157,6 +178,9 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 	// of v; in the transposed cache it lives at ch·nCtx + pos+t.
 	s.hVIdx = s.hVIdx[:0]
 	for t := range n {
+		if s.vIdx == nil {
+			break // flash attention: V's rows are K's
+		}
 		for ch := range kvDim {
 			s.hVIdx = append(s.hVIdx, int64(ch)*int64(m.nCtx)+int64(pos+t))
 		}
@@ -177,11 +201,26 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 			}
 		}
 	}
-	for _, err := range []error{
-		ggml.SetData(s.tokens, s.hTokens), ggml.SetData(s.pos, s.hPos),
-		ggml.SetData(s.kIdx, s.hKIdx), ggml.SetData(s.vIdx, s.hVIdx),
-		ggml.SetData(s.mask, s.hMask),
-	} {
+	errs := []error{
+		ggml.SetData(s.tokens, s.hTokens), ggml.SetData(s.pos, s.hPos), ggml.SetData(s.kIdx, s.hKIdx),
+	}
+	if s.vIdx != nil {
+		errs = append(errs, ggml.SetData(s.vIdx, s.hVIdx))
+	}
+	if s.mask.Type() == ggml.TypeF16 {
+		// 0 and -Inf in f16.
+		s.hMask16 = slices.Grow(s.hMask16[:0], len(s.hMask))[:len(s.hMask)]
+		for i, v := range s.hMask {
+			s.hMask16[i] = 0
+			if v != 0 {
+				s.hMask16[i] = 0xfc00
+			}
+		}
+		errs = append(errs, ggml.SetData(s.mask, s.hMask16))
+	} else {
+		errs = append(errs, ggml.SetData(s.mask, s.hMask))
+	}
+	for _, err := range errs {
 		if err != nil {
 			return err
 		}

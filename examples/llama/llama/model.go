@@ -52,9 +52,29 @@ type Options struct {
 	// the CPU has them, else CPU_REPACK's interleaved blocks. Those are
 	// much faster, and are copied out of the file at load.
 	NoRepack bool
+	// FlashAttn says whether attention is one fused op
+	// (ggml.Context.FlashAttnExt, as llama.cpp runs it by default) or
+	// matrix products around a softmax. FlashAttnAuto, the zero value,
+	// fuses where every backend of the model supports it.
+	FlashAttn FlashAttnMode
 	// Progress, if set, reports the bytes of weights loaded so far.
 	Progress func(done, total uint64)
 }
+
+// FlashAttnMode is Options.FlashAttn: whether attention runs as one fused
+// op.
+type FlashAttnMode int
+
+const (
+	// FlashAttnAuto fuses attention where every backend of the model
+	// supports ggml's fused attention for its cache type and head size.
+	FlashAttnAuto FlashAttnMode = iota
+	// FlashAttnOn fuses attention, or fails Load where a backend cannot.
+	FlashAttnOn
+	// FlashAttnOff computes attention as two matrix products around a
+	// softmax.
+	FlashAttnOff
+)
 
 // Errors of Eval.
 var (
@@ -90,6 +110,7 @@ type Model struct {
 	nCtx, nBatch int
 	cacheType    ggml.Type
 	tied         bool
+	flash        bool // attention is ggml_flash_attn_ext; the V cache is [KVDim, nCtx], not transposed
 
 	weights *gguf.Model
 	tokEmbd *ggml.Tensor
@@ -242,6 +263,9 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	}
 
 	if err := m.checkMemory(f, place, layerBT, dev); err != nil {
+		return nil, err
+	}
+	if m.flash, err = m.flashAttn(opts.FlashAttn, probe); err != nil {
 		return nil, err
 	}
 
@@ -500,7 +524,11 @@ func (m *Model) newState(ropeFreqs []float32) error {
 		}
 		c := m.state[j].ctx
 		l.k = c.NewTensor(m.cacheType, kvDim, int64(m.nCtx)).SetName(fmt.Sprintf("cache_k_l%d", i))
-		l.v = c.NewTensor(m.cacheType, int64(m.nCtx), kvDim).SetName(fmt.Sprintf("cache_v_l%d", i))
+		if m.flash {
+			l.v = c.NewTensor(m.cacheType, kvDim, int64(m.nCtx)).SetName(fmt.Sprintf("cache_v_l%d", i))
+		} else {
+			l.v = c.NewTensor(m.cacheType, int64(m.nCtx), kvDim).SetName(fmt.Sprintf("cache_v_l%d", i))
+		}
 		if ropeFreqs != nil {
 			if l.ropeFreqs = c.Tensor("rope_freqs"); l.ropeFreqs == nil {
 				l.ropeFreqs = c.NewTensor(ggml.TypeF32, int64(len(ropeFreqs))).SetName("rope_freqs")
@@ -528,6 +556,54 @@ func (m *Model) newState(ropeFreqs []float32) error {
 	}
 	return nil
 }
+
+// flashAttn decides Options.FlashAttn: whether the CPU, and gpu where
+// layers run there, support ggml's fused attention for this model's head
+// size, cache type and batch.
+func (m *Model) flashAttn(mode FlashAttnMode, gpu *backend.Device) (bool, error) {
+	switch mode {
+	case FlashAttnOff:
+		return false, nil
+	case FlashAttnAuto, FlashAttnOn:
+	default:
+		return false, fmt.Errorf("%w: Options.FlashAttn %d", ggml.ErrInvalid, mode)
+	}
+	c := m.Config
+	ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+	if err != nil {
+		return false, err
+	}
+	defer ctx.Close()
+	hd, n, nkv := int64(c.HeadDim), int64(m.nBatch), int64(min(m.nCtx, kvPad))
+	q := ctx.NewTensor(ggml.TypeF32, hd, n, int64(c.HeadCount))
+	k := ctx.NewTensor(m.cacheType, hd, nkv, int64(c.HeadCountKV))
+	v := ctx.NewTensor(m.cacheType, hd, nkv, int64(c.HeadCountKV))
+	mask := ctx.NewTensor(ggml.TypeF16, nkv, n)
+	op := ctx.FlashAttnExt(q, k, v, mask, ggml.FlashAttnParams{Scale: 1, Precision: ggml.PrecF32})
+	if err := ctx.Err(); err != nil {
+		if mode == FlashAttnOn {
+			return false, fmt.Errorf("llama: flash attention: %w", err)
+		}
+		return false, nil
+	}
+	cpuDev, err := backend.DeviceByType(backend.DeviceCPU)
+	if err != nil {
+		return false, err
+	}
+	for _, d := range []*backend.Device{cpuDev, gpu} {
+		if d != nil && !d.SupportsOp(op) {
+			if mode == FlashAttnOn {
+				return false, fmt.Errorf("%w: llama: %s has no flash attention for a %v cache and heads of %d", backend.ErrUnsupported, d.Name(), m.cacheType, hd)
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// FlashAttn reports whether the model's attention is one fused op
+// (Options.FlashAttn).
+func (m *Model) FlashAttn() bool { return m.flash }
 
 // checkMemory adds up what each device will hold (weights, KV cache and
 // an estimate of the compute buffer) and compares it with the device's

@@ -154,15 +154,20 @@ func TestEvalMatchesReferenceCPU(t *testing.T) {
 	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_0} {
 		t.Run(typ.String(), func(t *testing.T) {
 			path := tinyFile(t, typ, false, rng.Uint64())
-			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 3})
-			seq := randomTokens(rng, 12, m.Config.VocabSize)
-			ref := openRef(t, path)
-			ref.emulateCPU()
-			tl := tolerance[typ]
-			if typ == ggml.TypeF16 {
-				tl = halfSums(t, tl, tol{1e-2, 3e-2})
+			seq := randomTokens(rng, 12, Presets["tiny"].VocabSize)
+			// Attention fused (the default on the CPU) and as matrix
+			// products around a softmax.
+			for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
+				m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 3, FlashAttn: fa})
+				require.Equal(t, fa == FlashAttnOn, m.FlashAttn())
+				ref := openRef(t, path)
+				ref.emulateCPU()
+				tl := tolerance[typ]
+				if typ == ggml.TypeF16 {
+					tl = halfSums(t, tl, tol{1e-2, 3e-2})
+				}
+				checkAgainstReference(t, m, ref, seq, 7, tl)
 			}
-			checkAgainstReference(t, m, ref, seq, 7, tl)
 		})
 	}
 }
@@ -189,12 +194,17 @@ func TestEvalVariants(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	t.Run("f16 cache", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
-		m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: ggml.TypeF16})
-		ref := openRef(t, path)
-		ref.roundCacheToHalf = true
-		// ggml also rounds the queries and the attention weights to f16
-		// to multiply them with the f16 cache; the reference does not.
-		checkAgainstReference(t, m, ref, randomTokens(rng, 10, m.Config.VocabSize), 6, halfSums(t, tolerance[ggml.TypeF16], tol{1e-2, 3e-2}))
+		seq := randomTokens(rng, 10, Presets["tiny"].VocabSize)
+		for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
+			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: ggml.TypeF16, FlashAttn: fa})
+			ref := openRef(t, path)
+			ref.roundCacheToHalf = true
+			// ggml also rounds the queries and the attention weights
+			// (fused: the queries, and the weighted sum of values as it
+			// adds up) to f16 to multiply them with the f16 cache; the
+			// reference does not.
+			checkAgainstReference(t, m, ref, seq, 6, halfSums(t, tolerance[ggml.TypeF16], tol{1e-2, 3e-2}))
+		}
 	})
 	t.Run("tied output", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeQ8_0, true, rng.Uint64())
