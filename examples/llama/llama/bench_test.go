@@ -63,10 +63,14 @@ var benchFiles struct {
 }
 
 func benchModel(tb testing.TB, preset string, typ ggml.Type) string {
+	return benchFile(tb, preset+"-"+typ.String(), RandomModel{Config: Presets[preset], Type: typ, Tied: preset == "1b", Seed: 1})
+}
+
+// benchFile writes r once per process under the name key.
+func benchFile(tb testing.TB, key string, r RandomModel) string {
 	f := &benchFiles
 	f.Lock()
 	defer f.Unlock()
-	key := preset + "-" + typ.String()
 	if p, ok := f.paths[key]; ok {
 		return p
 	}
@@ -79,10 +83,10 @@ func benchModel(tb testing.TB, preset string, typ ggml.Type) string {
 	}
 	path := filepath.Join(f.dir, key+".gguf")
 	t0 := time.Now()
-	if err := WriteRandom(path, RandomModel{Config: Presets[preset], Type: typ, Tied: preset == "1b", Seed: 1}); err != nil {
+	if err := WriteRandom(path, r); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Logf("wrote the %s %v model in %v", preset, typ, time.Since(t0).Round(time.Millisecond))
+	tb.Logf("wrote the %s model in %v", key, time.Since(t0).Round(time.Millisecond))
 	f.paths[key] = path
 	return path
 }

@@ -95,8 +95,46 @@ class amx_chunks : public ggml::cpu::tensor_traits {
 class amx_guard : public ggml::cpu::extra_buffer_type {
       public:
 	explicit amx_guard(ggml::cpu::extra_buffer_type *inner) : inner_(inner) {}
+	// supports_op takes what the provider's own check takes and also
+	// quantized rows whose length is a multiple of the type's block (32
+	// values, 256 for the k-quants and iq4_xs) rather than of 2048, as
+	// upstream's check does since: the kernels walk K block by block
+	// (TestExtraBufferTypesMulMat checks such shapes against float64).
 	bool supports_op(ggml_backend_dev_t dev, const struct ggml_tensor *op) override {
-		return inner_->supports_op(dev, op);
+		if (inner_->supports_op(dev, op)) {
+			return true;
+		}
+		if (op->op != GGML_OP_MUL_MAT) {
+			return false;
+		}
+		const struct ggml_tensor *w = op->src[0], *x = op->src[1];
+		if (w->buffer == nullptr || w->buffer->buft != ggml_backend_amx_buffer_type() || x->type != GGML_TYPE_F32 ||
+		    (x->buffer != nullptr && !ggml_backend_buft_is_host(x->buffer->buft))) {
+			return false;
+		}
+		for (const struct ggml_tensor *t : {w, x}) {
+			if (!ggml_is_contiguous(t) || t->ne[2] != 1 || t->ne[3] != 1) {
+				return false; // the provider's kernels take one 2-D product
+			}
+		}
+		int64_t block = 0;
+		switch (w->type) {
+		case GGML_TYPE_Q4_0:
+		case GGML_TYPE_Q4_1:
+		case GGML_TYPE_Q8_0:
+			block = 32;
+			break;
+		case GGML_TYPE_Q4_K:
+		case GGML_TYPE_Q5_K:
+		case GGML_TYPE_Q6_K:
+		case GGML_TYPE_IQ4_XS:
+			block = 256;
+			break;
+		default: // f16 too: the provider's rule (rows of 2048) decides it
+			return false;
+			return false;
+		}
+		return op->ne[0] % 32 == 0 && w->ne[0] % block == 0;
 	}
 	ggml::cpu::tensor_traits *get_tensor_traits(const struct ggml_tensor *op) override {
 		ggml::cpu::tensor_traits *t = inner_->get_tensor_traits(op);

@@ -1,0 +1,309 @@
+package llama
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// BenchmarkLlamaCpp runs go-ggml and llama.cpp on the same generated file,
+// as pairs of samples taken one right after the other (the order swapped
+// from pair to pair), for bench/table: the side "go" is this package's
+// Model, the side "c" llama.cpp: the prebuilt CPU libraries of the npm
+// package node-llama-cpp 3.22.1, driven from C as llama-bench drives them
+// (testdata/llamacpp_bench.c; build/llamacpp.sh, which make llamacpp runs,
+// installs and compiles it into GOGGML_LLAMACPP, by default
+// ~/.cache/go-ggml/llamacpp). Both sides load the file with their defaults
+// (go-ggml: weights placed as llama.cpp places them, flash attention where
+// supported; llama.cpp: the same, its CPU variant picked at run time, a
+// thread pool of its own), a context of 512 cells and batches of 512, an
+// f16 KV cache, the same thread count. Figures, in tokens/s:
+//
+//	ppN   N prompt tokens in one batch, from position 0
+//	tg64  64 tokens generated one at a time after a 16-token prompt
+//	      (greedy), the prompt not timed
+//
+// Each side times its own work: ns/op is one prompt or one generated
+// token, from Go's clock around Model.Eval (and the greedy sampler) on one
+// side, from the driver's clock around llama_decode (and its argmax of the
+// logits) on the other, so the pipe between the two processes is not
+// counted. (node-llama-cpp's own JavaScript path was not used: it runs
+// llama.cpp without a thread pool, creating threads for every compute,
+// which on this project's 2-vCPU machines made the small model's tokens
+// take 3.4 or 14 ms from run to run, inside llama_decode.)
+//
+// GGML_BENCH_LLAMA names the preset (small, 1b), GGML_BENCH_LLAMA_TYPE
+// the weights (q4_0, q8_0, q4_K_M, or another ggml type),
+// GGML_BENCH_LLAMA_THREADS the threads (default: one per core) and
+// GGML_BENCH_PAIRS the pairs (default 1).
+func BenchmarkLlamaCpp(b *testing.B) {
+	if f := flagCount(); f != "1" {
+		b.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS instead", f)
+	}
+	preset, typName, threads := benchLlamaCppSettings(b)
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	path := benchModelMix(b, preset, typName)
+	srv := startLlamaCpp(b, path, threads)
+	defer srv.close()
+
+	ctx := context.Background()
+	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, CacheType: ggml.TypeF16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	b.Logf("go-ggml: weights in %s, flash attention %v", m.WeightBuffers(), m.FlashAttn())
+	rng := rand.New(rand.NewPCG(1, 2))
+	prompt := make([]int32, 512)
+	for i := range prompt {
+		prompt[i] = int32(rng.IntN(m.Config.VocabSize))
+	}
+	name := fmt.Sprintf("%s-%s-t%d", preset, typName, threads)
+
+	type figure struct {
+		name   string
+		goSide func(*testing.B)
+		cSide  func(*testing.B)
+	}
+	pp := func(n int) figure {
+		return figure{fmt.Sprintf("pp%d-%s", n, name),
+			func(b *testing.B) {
+				for b.Loop() {
+					if err := m.Rewind(0); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := m.Eval(ctx, prompt[:n], false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
+			},
+			func(b *testing.B) {
+				var total time.Duration
+				for range b.N {
+					total += srv.run(b, fmt.Sprintf("pp %d", n))
+				}
+				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+				b.ReportMetric(float64(n*b.N)/total.Seconds(), "tokens/s")
+			}}
+	}
+	const start, gen = 16, 64
+	tg := figure{fmt.Sprintf("tg%d-%s", gen, name),
+		func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				if err := m.Rewind(0); err != nil {
+					b.Fatal(err)
+				}
+				logits, err := m.Eval(ctx, prompt[:start], false)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s := NewSampler(0, 0, 0, 1)
+				t0 := time.Now()
+				for range gen {
+					if logits, err = m.Eval(ctx, []int32{s.Sample(logits)}, false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				total += time.Since(t0)
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
+			b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
+		},
+		func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				total += srv.run(b, fmt.Sprintf("tg %d %d", start, gen))
+			}
+			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
+			b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
+		}}
+
+	// One warm-up of each side: the first run after a load pays for
+	// reading the mapped file and for first-touch allocations.
+	for _, f := range []figure{pp(64), tg} {
+		b.Run("warmup-"+f.name+"/go", func(b *testing.B) { f.goSide(b) })
+		b.Run("warmup-"+f.name+"/c", func(b *testing.B) { f.cSide(b) })
+	}
+	n := benchPairs(b)
+	for i := range n {
+		for _, f := range []figure{pp(64), pp(512), tg} {
+			first, second := "go", "c"
+			fs, ss := f.goSide, f.cSide
+			if i%2 == 1 {
+				first, second, fs, ss = second, first, ss, fs
+			}
+			b.Run(f.name+"/"+first, fs)
+			b.Run(f.name+"/"+second, ss)
+		}
+	}
+}
+
+// flagCount returns go test's -count.
+func flagCount() string {
+	for i, a := range os.Args {
+		if v, ok := strings.CutPrefix(a, "-test.count="); ok {
+			return v
+		}
+		if a == "-test.count" && i+1 < len(os.Args) {
+			return os.Args[i+1]
+		}
+	}
+	return "1"
+}
+
+// benchPairs returns GGML_BENCH_PAIRS, 1 when unset.
+func benchPairs(tb testing.TB) int {
+	v := os.Getenv("GGML_BENCH_PAIRS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		tb.Fatalf("GGML_BENCH_PAIRS=%q: want a count of pairs, 1 or more", v)
+	}
+	return n
+}
+
+// benchLlamaCppSettings reads the preset, the weight type's name (a ggml
+// type or q4_K_M) and the threads from the environment (see
+// BenchmarkLlamaCpp).
+func benchLlamaCppSettings(tb testing.TB) (preset, typ string, threads int) {
+	preset, typ = "small", "q4_0"
+	if s := os.Getenv("GGML_BENCH_LLAMA"); s != "" {
+		preset = s
+	}
+	if _, ok := Presets[preset]; !ok {
+		tb.Fatalf("GGML_BENCH_LLAMA=%q: want one of %v", preset, PresetNames())
+	}
+	if s := os.Getenv("GGML_BENCH_LLAMA_TYPE"); s != "" {
+		typ = s
+	}
+	if s := os.Getenv("GGML_BENCH_LLAMA_THREADS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			tb.Fatalf("GGML_BENCH_LLAMA_THREADS=%q: want a count", s)
+		}
+		threads = n
+	}
+	return
+}
+
+// benchModelMix writes (once per process) the preset with weights of type
+// typ, a ggml type's name or q4_K_M (llama.cpp's mix), as a file converted
+// by llama.cpp, whose tokenizer llama.cpp reads.
+func benchModelMix(tb testing.TB, preset, typ string) string {
+	r := RandomModel{Config: Presets[preset], Seed: 1, Converted: true}
+	if typ == "q4_K_M" {
+		r.Types = MixQ4KM(r.Config.BlockCount, false)
+	} else {
+		r.Type = -1
+		for _, t := range ggml.Types() {
+			if t.String() == typ {
+				r.Type = t
+			}
+		}
+		if r.Type < 0 {
+			tb.Fatalf("GGML_BENCH_LLAMA_TYPE=%q: want q4_K_M or a ggml type", typ)
+		}
+	}
+	return benchFile(tb, preset+"-"+typ+"-converted", r)
+}
+
+// llamaCppDir returns where build/llamacpp.sh installs llama.cpp:
+// GOGGML_LLAMACPP, else ~/.cache/go-ggml/llamacpp.
+func llamaCppDir() string {
+	if d := os.Getenv("GOGGML_LLAMACPP"); d != "" {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".cache", "go-ggml", "llamacpp")
+}
+
+// llamaCpp is a running llamacpp_bench.
+type llamaCpp struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// startLlamaCpp starts llama.cpp on the model at path, skipping the
+// benchmark where build/llamacpp.sh has not installed it.
+func startLlamaCpp(tb testing.TB, path string, threads int) *llamaCpp {
+	dir := llamaCppDir()
+	bin := filepath.Join(dir, "bin", "llamacpp_bench")
+	if _, err := os.Stat(bin); err != nil {
+		tb.Skipf("llama.cpp is not installed in %s (make llamacpp installs it; GOGGML_LLAMACPP names another place)", dir)
+	}
+	lib := filepath.Join(dir, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+	cmd := exec.Command(bin, lib, path, strconv.Itoa(threads), "512", "512")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	s := &llamaCpp{cmd: cmd, in: in, out: bufio.NewScanner(stdout)}
+	if !s.out.Scan() || !strings.HasPrefix(s.out.Text(), "ready") {
+		s.close()
+		tb.Fatalf("llamacpp_bench did not start: %q %v", s.out.Text(), s.out.Err())
+	}
+	tb.Logf("llama.cpp: %s", s.out.Text())
+	return s
+}
+
+// run sends one command and returns the time llama.cpp took.
+func (s *llamaCpp) run(tb testing.TB, cmd string) time.Duration {
+	if _, err := fmt.Fprintln(s.in, cmd); err != nil {
+		tb.Fatal(err)
+	}
+	if !s.out.Scan() {
+		tb.Fatalf("llamacpp_bench: no answer to %q: %v", cmd, s.out.Err())
+	}
+	ns, ok := strings.CutPrefix(s.out.Text(), "ok ")
+	if !ok {
+		tb.Fatalf("llamacpp_bench: %q: %s", cmd, s.out.Text())
+	}
+	v, err := strconv.ParseInt(ns, 10, 64)
+	if err != nil {
+		tb.Fatalf("llamacpp_bench: %q: %v", cmd, err)
+	}
+	return time.Duration(v)
+}
+
+func (s *llamaCpp) close() {
+	fmt.Fprintln(s.in, "quit")
+	s.in.Close()
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.cmd.Process.Kill()
+		<-done
+	}
+}
