@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
+.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go llamacpp bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
 
 all: build
 
@@ -120,14 +120,32 @@ fuzz: setup
 bench: setup
 	GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
 
-# The Llama example's rows: prompt processing and generation in tokens/s and
-# the share of the time outside ggml's compute (go-%), on a generated model;
-# generation runs 496 tokens per sample, positions 16 to 511
-# (GGML_BENCH_LLAMA=small by default, 1b for the issue's size; see
-# examples/llama/llama/bench_test.go).
-bench-llama: setup
-	{ $(GO) test -run '^$$' -bench 'Llama/pp' -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./examples/llama/llama && \
-	  $(GO) test -run '^$$' -bench 'Llama/tg' -benchtime 496x -count $(BENCH_COUNT) ./examples/llama/llama; } | $(GO) run ./bench/table
+# The Llama example against llama.cpp on the same generated file: prompt
+# (pp64, pp512) and generation (tg64) in tokens/s, as pairs of samples
+# (BenchmarkLlamaCpp; llama.cpp's side is its prebuilt CPU libraries from
+# npm, driven from C as llama-bench drives them, which make llamacpp
+# installs into a cache outside the checkout). LLAMA_MODELS and
+# LLAMA_TYPES and LLAMA_THREADS say which rows; BENCH_COUNT pairs each.
+# Then the example's own rows: tokens/s and go-%, the share of the time
+# outside ggml's compute (BenchmarkLlama).
+LLAMA_MODELS ?= small 1b
+LLAMA_TYPES ?= q4_0 q8_0 q4_K_M
+LLAMA_THREADS ?= 1 2
+llamacpp:
+	@bash build/llamacpp.sh >/dev/null
+
+bench-llama: setup llamacpp
+	@for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
+		GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+		$(GO) test -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./examples/llama/llama | grep -v warmup || exit 1; \
+	done; done; done | $(GO) run ./bench/table
+
+# The example's own rows: generation covers positions 16 to 511 with 496
+# tokens per sample (GGML_BENCH_LLAMA=small by default, 1b for the
+# issue's size; see examples/llama/llama/bench_test.go).
+bench-llama-go: setup
+	{ $(GO) test -run '^$$' -bench '^Llama$$/pp' -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./examples/llama/llama && \
+	  $(GO) test -run '^$$' -bench '^Llama$$/tg' -benchtime 496x -count $(BENCH_COUNT) ./examples/llama/llama; } | $(GO) run ./bench/table
 
 # The CPU level of a plain build against -tags ggml_native on this machine:
 # the compute figures' Go side from both builds, and from the plain build

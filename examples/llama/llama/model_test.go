@@ -195,7 +195,15 @@ func TestEvalVariants(t *testing.T) {
 	t.Run("f16 cache", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
 		seq := randomTokens(rng, 10, Presets["tiny"].VocabSize)
-		for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
+		defer func(n int) { fusedMaxBatch = n }(fusedMaxBatch)
+		for k, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOn, FlashAttnOff} {
+			// The second run's prompt batches attend by products over
+			// flash attention's cache layout (batches above
+			// fusedMaxBatch do).
+			fusedMaxBatch = 32
+			if k == 1 {
+				fusedMaxBatch = 1
+			}
 			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: ggml.TypeF16, FlashAttn: fa})
 			ref := openRef(t, path)
 			ref.roundCacheToHalf = true
