@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"unsafe"
@@ -26,6 +27,15 @@ import (
 // it cannot be read back (ErrUnsupported). Such buffers hold weights; the
 // ops that read them run on the device that owns the type.
 //
+// With the system provider the list leaves out upstream's AMX type unless
+// the environment variable GOGGML_UPSTREAM_AMX=1 asks for it: upstream
+// v0.21.0 compiled by gcc 12 (Debian 12's) loads an all-zero AMX tile
+// configuration (gcc drops the stores to the configuration before
+// ldtilecfg, which it does not see read them), and its first AMX product
+// ends the process with SIGILL. Set it for a ggml known to be built
+// otherwise. The embedded provider's AMX code keeps its configuration in
+// thread-local memory, which gcc 12 compiles right.
+//
 // The result is empty for a device whose registry offers the function but
 // no types; an ErrUnsupported error says the registry has no such function
 // (GPU backends, and CPU modules loaded at run time, mostly do not).
@@ -40,7 +50,11 @@ func (d *Device) ExtraBufferTypes() ([]*BufferType, error) {
 	l := C.goggml_call_extra_bufts(fn, d.c)
 	var out []*BufferType
 	for p := l; p != nil && *p != nil; p = (*C.ggml_backend_buffer_type_t)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
-		out = append(out, bufferTypeFromC(*p))
+		bt := bufferTypeFromC(*p)
+		if haveUpstream && bt.Name() == "AMX" && os.Getenv("GOGGML_UPSTREAM_AMX") != "1" {
+			continue // see upstreamAMX
+		}
+		out = append(out, bt)
 	}
 	if len(out) > 0 {
 		anyExtra.Store(true)

@@ -2,6 +2,8 @@ package backend_test
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,6 +31,11 @@ func cpuExtra(t *testing.T) (*backend.Device, []*backend.BufferType) {
 		assert.Equal(t, dev.Name(), bt.Device().Name())
 	}
 	assert.False(t, backend.CPUBufferType().IsCPUExtra())
+	if strings.HasPrefix(ggml.Provider(), "system") && os.Getenv("GOGGML_UPSTREAM_AMX") != "1" {
+		for _, bt := range extra {
+			assert.NotEqual(t, "AMX", bt.Name(), "upstream's AMX type is listed only with GOGGML_UPSTREAM_AMX=1")
+		}
+	}
 	return dev, extra
 }
 

@@ -44,8 +44,16 @@ done
 version=$(basename "$tarball" .tar.gz)
 version=${version#ggml-}
 jobs=${GOGGML_JOBS:-2}
+# GGML_LLAMAFILE=ON: llamafile's sgemm, the CPU's matrix kernels for f32,
+# f16, bf16, q8_0 and q4_0 products by a matrix, which llama.cpp's build
+# turns on and upstream's standalone CMake leaves off (prompts ran at half
+# the speed without it). GGML_OPENMP=OFF: ggml's own thread pool, not
+# libgomp's, whose spinning threads fight the Go runtime's for the cores
+# (generation on a 2-core machine ran at 70 or 190 tokens/s from run to
+# run; see README, "Use the ggml you have").
 cmake_args=(
   -DGGML_RPC=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON
+  -DGGML_LLAMAFILE=ON -DGGML_OPENMP=OFF
   -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release
 )
 # The key: what goes into the build (bump recipe when the steps change).

@@ -11,6 +11,24 @@ static void goggml_log_cb(enum ggml_log_level level, const char *text, void *ud)
 }
 static void goggml_abort_cb(const char *message) { goggmlAbort((char *)message); }
 
+// goggml_cpu_feature reports whether the CPU backend's feature list
+// (ggml_backend_get_features of its registry) has name with value "1".
+static int goggml_cpu_feature(const char *name) {
+	ggml_backend_reg_t reg = ggml_backend_cpu_reg();
+	ggml_backend_get_features_t fn = (ggml_backend_get_features_t)ggml_backend_reg_get_proc_address(reg, "ggml_backend_get_features");
+	if (fn == NULL) {
+		return 0;
+	}
+	for (struct ggml_backend_feature *f = fn(reg); f->name != NULL; f++) {
+		if (strcmp(f->name, name) == 0) {
+			return strcmp(f->value, "1") == 0;
+		}
+	}
+	return 0;
+}
+
+static int goggml_cpu_has_openmp(void) { return goggml_cpu_feature("OPENMP"); }
+
 static void goggml_install_callbacks(void) {
 	ggml_log_set(goggml_log_cb, NULL);
 	ggml_set_abort_callback(goggml_abort_cb);
@@ -29,6 +47,31 @@ func init() {
 	// replaces the one it installed, which printed to stderr.
 	C.goggml_install_callbacks()
 	checkSIMD()
+	if C.GOGGML_CPU_BUILT_BY_CGO == 0 {
+		for _, msg := range buildWarnings(C.ggml_cpu_has_llamafile() != 0, C.goggml_cpu_has_openmp() != 0) {
+			currentLogger().Warn(msg)
+		}
+	}
+}
+
+// buildWarnings returns the start-up warnings for an installed ggml (the
+// system provider) built without what llama.cpp's build turns on:
+// llamafile's sgemm (upstream's standalone CMake leaves GGML_LLAMAFILE
+// off: matrix products by a matrix, prompts, ran at half the speed), or
+// built with OpenMP (GGML_OPENMP, upstream's default), whose threads spin
+// between computes and fight the Go runtime's for the cores (generation
+// on a 2-core machine ran at 70 or 190 tokens/s from run to run).
+func buildWarnings(llamafile, openmp bool) []string {
+	var out []string
+	if !llamafile {
+		out = append(out, "go-ggml: the installed ggml's CPU backend has no llamafile sgemm (built with GGML_LLAMAFILE=OFF, upstream's CMake default): "+
+			"matrix products by a matrix (prompts) run at about half speed; rebuild ggml with -DGGML_LLAMAFILE=ON")
+	}
+	if openmp {
+		out = append(out, "go-ggml: the installed ggml's CPU backend uses OpenMP (GGML_OPENMP=ON, upstream's default): its spinning threads "+
+			"compete with Go's, and speed varies from run to run; rebuild ggml with -DGGML_OPENMP=OFF (or set OMP_WAIT_POLICY=passive)")
+	}
+	return out
 }
 
 // checkSIMD logs once, at start, when ggml's CPU code is below what the

@@ -229,3 +229,12 @@ func TestIndexPlanKeptAndRenewed(t *testing.T) {
 	require.ErrorIs(t, check(), ErrInvalid)
 	require.NotSame(t, plan, g.indexPlan.Load(), "a new node list makes a new plan")
 }
+
+func TestBuildWarnings(t *testing.T) {
+	require.Empty(t, buildWarnings(true, false))
+	w := buildWarnings(false, true)
+	require.Len(t, w, 2)
+	require.Contains(t, w[0], "-DGGML_LLAMAFILE=ON")
+	require.Contains(t, w[1], "-DGGML_OPENMP=OFF")
+	require.Len(t, buildWarnings(true, true), 1)
+}
