@@ -25,6 +25,10 @@ var (
 	ErrInvalid = errors.New("gguf: invalid argument")
 	// ErrClosed is ggml.ErrClosed: the File or Model is closed.
 	ErrClosed = ggml.ErrClosed
+	// ErrCallback: a function of the caller's (LoadOptions.Progress, a
+	// Source's open function) panicked, or broke its contract; the
+	// operation stopped and undid what it had done.
+	ErrCallback = errors.New("gguf: callback failed")
 )
 
 // FormatError says where a file stops being a GGUF file this package reads,

@@ -370,16 +370,26 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 	}
 	var mu sync.Mutex
 	done := uint64(0)
-	report := func(n uint64) {
+	// report calls Progress; a panic in it is the load's error (on the
+	// copy goroutines nothing else could recover it).
+	report := func(n uint64) (err error) {
 		if opts.Progress == nil {
-			return
+			return nil
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		done += n
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%w: LoadOptions.Progress panicked: %v", ErrCallback, r)
+			}
+		}()
 		opts.Progress(done, total)
+		return nil
 	}
-	report(free)
+	if err := report(free); err != nil {
+		return err
+	}
 
 	workers := opts.Workers
 	if workers == 0 {
@@ -407,7 +417,11 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 					failed.Store(true)
 					return
 				}
-				report(j.n)
+				if err := report(j.n); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					failed.Store(true)
+					return
+				}
 			}
 		}()
 	}

@@ -191,13 +191,28 @@ func (b *Builder) Tensors() []TensorInfo {
 
 func pad(n, to uint64) uint64 { return (n + to - 1) / to * to }
 
+// openSource calls a FromReader function: a panic in it, or no reader
+// and no error, is an ErrCallback error.
+func openSource(open func() (io.Reader, error)) (r io.Reader, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("%w: the FromReader function panicked: %v", ErrCallback, p)
+		}
+	}()
+	if r, err = open(); err == nil && r == nil {
+		err = fmt.Errorf("%w: the FromReader function returned neither a reader nor an error", ErrCallback)
+	}
+	return r, err
+}
+
 // chunk is how much tensor data WriteTo holds at once.
 const chunk = 4 << 20
 
-// WriteTo writes the file to w and returns the bytes written
-// (gguf_write_to_file). A source that yields the wrong number of bytes, or
-// fails, stops it with an error; what was written so far is not a valid
-// file.
+// WriteTo writes the file to w and returns the bytes w accepted
+// (gguf_write_to_file; an io.WriterTo: bytes still buffered when an error
+// stops it are not counted). A source that yields the wrong number of
+// bytes, or fails, stops it with an error; what was written so far is not
+// a valid file.
 func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: w}
 	bw := bufio.NewWriterSize(cw, 1<<20)
@@ -222,16 +237,16 @@ func (b *Builder) WriteTo(w io.Writer) (int64, error) {
 	}
 	e.pad(b.alignment)
 	if e.err != nil {
-		return cw.n + int64(bw.Buffered()), e.err
+		return cw.n, e.err
 	}
 	var buf []byte
 	for _, t := range b.tensors {
 		if err := b.writeData(&e, t, &buf); err != nil {
-			return cw.n + int64(bw.Buffered()), fmt.Errorf("gguf: tensor %q: %w", t.info.Name, err)
+			return cw.n, fmt.Errorf("gguf: tensor %q: %w", t.info.Name, err)
 		}
 		e.pad(b.alignment)
 		if e.err != nil {
-			return cw.n + int64(bw.Buffered()), e.err
+			return cw.n, e.err
 		}
 	}
 	err := bw.Flush()
@@ -244,7 +259,7 @@ func (b *Builder) writeData(e *encoder, t builderTensor, buf *[]byte) error {
 	case src.bytes != nil:
 		e.raw(src.bytes)
 	case src.open != nil:
-		r, err := src.open()
+		r, err := openSource(src.open)
 		if err != nil {
 			return err
 		}

@@ -141,7 +141,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var out []int32
 	t2 := time.Now()
 	for len(out) < *n {
-		id := sampler.Sample(logits)
+		id, err := sampler.Sample(logits)
+		if err != nil {
+			return err
+		}
 		out = append(out, id)
 		fmt.Fprintf(stdout, "%d\t%q\n", id, m.Vocab.Bytes(id))
 		if (id == int32(m.Vocab.EOS) && !*ignoreEOS) || len(out) == *n {

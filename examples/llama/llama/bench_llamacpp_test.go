@@ -116,7 +116,11 @@ func BenchmarkLlamaCpp(b *testing.B) {
 				s := NewSampler(0, 0, 0, 1)
 				t0 := time.Now()
 				for range gen {
-					if logits, err = m.Eval(ctx, []int32{s.Sample(logits)}, false); err != nil {
+					id, err := s.Sample(logits)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if logits, err = m.Eval(ctx, []int32{id}, false); err != nil {
 						b.Fatal(err)
 					}
 				}

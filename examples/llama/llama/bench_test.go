@@ -161,7 +161,10 @@ func BenchmarkLlama(b *testing.B) {
 		var sampling time.Duration
 		for b.Loop() {
 			t0 := time.Now()
-			id := s.Sample(logits)
+			id, err := s.Sample(logits)
+			if err != nil {
+				b.Fatal(err)
+			}
 			sampling += time.Since(t0)
 			if m.Pos() == m.ContextSize() {
 				if err := m.Rewind(start); err != nil {

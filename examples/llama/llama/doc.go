@@ -6,7 +6,7 @@
 //	logits, err := m.Eval(ctx, []int32{1, 15043, 3186}, false) // the prompt, one batch
 //	s := llama.NewSampler(0.8, 40, 0.95, seed)
 //	for range 16 {
-//		id := s.Sample(logits)
+//		id, err := s.Sample(logits)
 //		fmt.Print(m.Vocab.Decode([]int32{id}))
 //		logits, err = m.Eval(ctx, []int32{id}, false) // one token at a time
 //	}

@@ -277,14 +277,26 @@ func TestSampler(t *testing.T) {
 		logits[i] = float32(rng.NormFloat64())
 	}
 	best := argmax(logits)
-	assert.Equal(t, best, NewSampler(0, 0, 0, 1).Sample(logits), "greedy")
-	assert.Equal(t, best, NewSampler(1, 1, 0, 1).Sample(logits), "top-k 1")
-	assert.Equal(t, best, NewSampler(1, 0, 1e-9, 1).Sample(logits), "top-p ~0")
+	sample := func(s *Sampler, logits []float32) int32 {
+		id, err := s.Sample(logits)
+		require.NoError(t, err)
+		return id
+	}
+	assert.Equal(t, best, sample(NewSampler(0, 0, 0, 1), logits), "greedy")
+	assert.Equal(t, best, sample(NewSampler(1, 1, 0, 1), logits), "top-k 1")
+	assert.Equal(t, best, sample(NewSampler(1, 0, 1e-9, 1), logits), "top-p ~0")
+	// No logits: an error, whatever the settings (it panicked, or gave 0).
+	for _, s := range []*Sampler{NewSampler(0, 0, 0, 1), NewSampler(0.8, 40, 0.95, 1), NewSampler(1, 0, 0, 1)} {
+		_, err := s.Sample(nil)
+		require.ErrorIs(t, err, ggml.ErrInvalid)
+		_, err = s.Sample([]float32{})
+		require.ErrorIs(t, err, ggml.ErrInvalid)
+	}
 
 	draw := func(s *Sampler, n int) []int32 {
 		out := make([]int32, n)
 		for i := range out {
-			out[i] = s.Sample(logits)
+			out[i] = sample(s, logits)
 		}
 		return out
 	}
@@ -327,7 +339,7 @@ func TestSampler(t *testing.T) {
 		s := NewSampler(1, 0, 0.5, seed)
 		out := make([]int32, 200)
 		for i := range out {
-			out[i] = s.Sample(two)
+			out[i] = sample(s, two)
 		}
 		return out
 	}() {

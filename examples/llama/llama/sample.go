@@ -3,9 +3,12 @@ package llama
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/go-ggml/ggml/ggml"
 )
 
 // Sampler picks the next token from logits: the most likely one when
@@ -34,10 +37,17 @@ func NewSampler(temperature float32, topK int, topP float32, seed uint64) *Sampl
 	return &Sampler{Temperature: temperature, TopK: topK, TopP: topP, rng: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}
 }
 
-// Sample returns the ID of the next token.
-func (s *Sampler) Sample(logits []float32) int32 {
+// Sample returns the ID of the next token: an index of logits. Empty
+// logits are an ggml.ErrInvalid error.
+func (s *Sampler) Sample(logits []float32) (int32, error) {
+	if len(logits) == 0 {
+		return 0, fmt.Errorf("%w: llama: Sample: no logits", ggml.ErrInvalid)
+	}
+	if len(logits) > math.MaxInt32 {
+		return 0, fmt.Errorf("%w: llama: Sample: %d logits, more than token IDs reach", ggml.ErrInvalid, len(logits))
+	}
 	if s.Temperature <= 0 || s.TopK == 1 {
-		return argmax(logits)
+		return argmax(logits), nil
 	}
 	c := s.topK(logits)
 	// Softmax over the candidates, most likely first.
@@ -66,11 +76,11 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	r := s.rng.Float64() * sum
 	for _, x := range c {
 		if r < x.p {
-			return x.id
+			return x.id, nil
 		}
 		r -= x.p
 	}
-	return c[len(c)-1].id
+	return c[len(c)-1].id, nil
 }
 
 // topK returns the TopK candidates with the largest logits (all when TopK
@@ -143,7 +153,10 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, n int, s *Sampler,
 	}
 	var out []int32
 	for len(out) < n {
-		id := s.Sample(logits)
+		id, err := s.Sample(logits)
+		if err != nil {
+			return out, err
+		}
 		out = append(out, id)
 		if emit != nil && !emit(id) || len(out) == n {
 			break
