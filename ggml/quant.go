@@ -62,9 +62,25 @@ func (t Type) CanDequantize() bool {
 	return t == TypeF32 || (t.Valid() && C.ggml_get_type_traits(C.enum_ggml_type(t)).to_float != nil)
 }
 
+// QuantizeInit builds the tables type t's quantizer needs, once per
+// process (ggml_quantize_init): the iq1, iq2 and iq3 types search grids
+// that ggml builds on their first use, which took 9 s for iq1_s on a
+// 2-vCPU Sapphire Rapids (later calls: microseconds). Quantize does it
+// by itself; call this to pay for it at a time of the program's choosing.
+// Types without tables return at once. It is safe to call from several
+// goroutines.
+func QuantizeInit(t Type) error {
+	if !t.CanQuantize() {
+		return typeError(t, "quantize: ggml cannot quantize to %v", t)
+	}
+	C.ggml_quantize_init(C.enum_ggml_type(t))
+	return nil
+}
+
 // Quantize converts src, rows of nPerRow float32 values each, to type t
 // and returns the rows in ggml's layout, t.RowSize(nPerRow) bytes a row
-// (ggml_quantize_chunk, which also runs ggml_quantize_init).
+// (ggml_quantize_chunk, which also runs ggml_quantize_init: a type's first
+// call may take seconds, see QuantizeInit).
 //
 // nPerRow must be a positive multiple of t's block size and divide
 // len(src). imatrix, the importance of each column, is nil or has nPerRow

@@ -1,6 +1,7 @@
 package ggml_test
 
 import (
+	"flag"
 	"errors"
 	"math"
 	"testing"
@@ -233,6 +234,16 @@ func FuzzDequantize(f *testing.F) {
 // all equal, zero importances) to every type: a result or an error, never
 // a ggml assert.
 func FuzzQuantize(f *testing.F) {
+	// The grid types build their tables on first use, seconds each on a
+	// slow machine, which the fuzzer took for a hung input: built first
+	// when fuzzing (the seed corpus alone runs without).
+	if fl := flag.Lookup("test.fuzz"); fl != nil && fl.Value.String() != "" {
+		for _, typ := range ggml.Types() {
+			if typ.CanQuantize() {
+				require.NoError(f, ggml.QuantizeInit(typ))
+			}
+		}
+	}
 	f.Add(uint8(16), []byte{0, 0, 128, 127, 1, 0, 0, 0}, true)
 	f.Add(uint8(2), []byte{255, 255, 127, 127}, false)
 	f.Fuzz(func(t *testing.T, ty uint8, raw []byte, zeroImportance bool) {
@@ -268,4 +279,19 @@ func FuzzQuantize(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// The grid types' tables take seconds to build here: the fuzz target
+// builds them; this checks the others and the refusals.
+func TestQuantizeInit(t *testing.T) {
+	for _, typ := range ggml.Types() {
+		if typ.RequiresImatrix() {
+			continue
+		}
+		if typ.CanQuantize() {
+			require.NoError(t, ggml.QuantizeInit(typ), typ.String())
+		} else {
+			require.ErrorIs(t, ggml.QuantizeInit(typ), ggml.ErrType, typ.String())
+		}
+	}
 }

@@ -402,22 +402,24 @@ func blockTensors(e, q, k, ff int64) map[string]tensorSpec {
 // against the ops that use them by checkOps.
 func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
 	e, q, k, ff, v := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward), int64(c.VocabSize)
-	want := map[string]tensorSpec{
+	top := map[string]tensorSpec{
 		"token_embd.weight":  {[]int64{e, v}, false},
 		"output_norm.weight": {[]int64{e}, false},
 		"output.weight":      {[]int64{e, v}, true},
 		"rope_freqs.weight":  {[]int64{int64(c.RopeDim / 2)}, true},
 	}
-	for i := range c.BlockCount {
-		p := "blk." + strconv.Itoa(i) + "."
-		for name, s := range blockTensors(e, q, k, ff) {
-			want[p+name] = s
-		}
-	}
+	block := blockTensors(e, q, k, ff)
+	// What the file holds, checked against what the metadata says: no
+	// table sized by llama.block_count is built, so a file that claims
+	// more blocks than it holds costs what it holds, not what it claims.
 	for _, ti := range f.Tensors() {
-		w, ok := want[ti.Name]
+		w, ok := top[ti.Name]
+		if il, isBlock := blockOf(ti.Name); isBlock {
+			w, ok = block[strings.TrimPrefix(ti.Name, "blk."+strconv.Itoa(il)+".")]
+			ok = ok && il < c.BlockCount
+		}
 		if !ok {
-			return false, false, fmt.Errorf("%w: tensor %s is not part of the Llama model this example runs (experts and vision towers are not supported)", ErrModel, ti.Name)
+			return false, false, fmt.Errorf("%w: tensor %s is not part of the Llama model this example runs (experts and vision towers are not supported; llama.block_count is %d)", ErrModel, ti.Name, c.BlockCount)
 		}
 		got := ti.Shape
 		for len(got) > len(w.shape) && got[len(got)-1] == 1 {
@@ -430,10 +432,26 @@ func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
 			return false, false, fmt.Errorf("%w: tensor %s is %v, want f32", ErrModel, ti.Name, ti.Type)
 		}
 	}
-	names := slices.Sorted(maps.Keys(want))
-	for _, name := range names {
-		if _, ok := f.Tensor(name); !ok && !want[name].optional {
-			return false, false, fmt.Errorf("%w: tensor %s is missing", ErrModel, name)
+	// Every required tensor is there: the first missing one is named. The
+	// search stops there, so it also ends within the tensors the file has.
+	missing := func(name string, s tensorSpec) error {
+		if _, ok := f.Tensor(name); !ok && !s.optional {
+			return fmt.Errorf("%w: tensor %s is missing", ErrModel, name)
+		}
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(top)) {
+		if err := missing(name, top[name]); err != nil {
+			return false, false, err
+		}
+	}
+	names := slices.Sorted(maps.Keys(block))
+	for il := range c.BlockCount {
+		p := "blk." + strconv.Itoa(il) + "."
+		for _, name := range names {
+			if err := missing(p+name, block[name]); err != nil {
+				return false, false, err
+			}
 		}
 	}
 	_, hasOutput := f.Tensor("output.weight")

@@ -152,6 +152,10 @@ func TestLoadRefuses(t *testing.T) {
 		{"rope scaling factor", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(-2)) }, "RoPE frequency scale is -0.5"},
 		{"value length", func(b *gguf.Builder) { b.Set("llama.attention.value_length", uint32(8)) }, "value_length (8) differs"},
 		{"missing block", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(3)) }, "tensor blk.2.attn_k.weight is missing"},
+		// A claim of 2^24 blocks in a file of two: refused for what the
+		// file holds, before anything sized by the claim (tables of 2^24
+		// blocks' tensors took 5 GB at 2^20 and ran out of memory at 2^24).
+		{"block count lie", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(1<<24)) }, "tensor blk.2.attn_k.weight is missing"},
 		{"shape", func(b *gguf.Builder) { b.Set("llama.feed_forward_length", uint32(96)) }, "blk.0.ffn_gate.weight has shape [64 128], want [64 96]"},
 		{"experts tensor", func(b *gguf.Builder) {
 			require.NoError(t, b.AddTensor("blk.0.ffn_gate_exps.weight", ggml.TypeF32, []int64{64, 128, 2}, zeros(64*128*2*4)))
