@@ -1,8 +1,8 @@
 package ggml_test
 
 import (
-	"flag"
 	"errors"
+	"flag"
 	"math"
 	"testing"
 
