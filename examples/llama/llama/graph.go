@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -19,11 +20,20 @@ var kvPad = 256
 // fusedMaxBatch is the largest batch whose attention runs as one fused op
 // where the model has flash attention (Options.FlashAttn); larger batches
 // (prompts) run it as two matrix products around a softmax over the same
-// cache. The provider's fused kernel works query row by query row: on a
-// 2-core Sapphire Rapids it was slower than the products for prompts
-// (the small model's 512-token prompt 684 against 838 tokens/s on one
-// thread) and faster for generation (1b: 39.6 against 37.4 tokens/s).
-var fusedMaxBatch = 32
+// cache. The embedded provider's fused kernel works query row by query
+// row: on a 2-core Sapphire Rapids it was slower than the products for
+// prompts (the small model's 512-token prompt 684 against 838 tokens/s on
+// one thread) and faster for generation (1b: 39.6 against 37.4 tokens/s).
+// Upstream ggml (the system provider) tiles the fused kernel for batches,
+// and there it was the faster for prompts too (small model, 512 tokens,
+// two threads: 1163 against 1035 tokens/s; 1b: 119 against 108): no
+// limit.
+var fusedMaxBatch = func() int {
+	if strings.HasPrefix(ggml.Provider(), "system") {
+		return math.MaxInt
+	}
+	return 32
+}()
 
 // step is a graph for one shape of batch: nTokens new tokens attending to
 // the first nKV cells of the cache, with the logits of every token (all)

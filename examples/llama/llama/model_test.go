@@ -200,7 +200,7 @@ func TestEvalVariants(t *testing.T) {
 			// The second run's prompt batches attend by products over
 			// flash attention's cache layout (batches above
 			// fusedMaxBatch do).
-			fusedMaxBatch = 32
+			fusedMaxBatch = math.MaxInt
 			if k == 1 {
 				fusedMaxBatch = 1
 			}
