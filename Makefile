@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go llamacpp bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
+.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
 
 all: build
 
@@ -138,6 +138,13 @@ bench-llama: setup llamacpp
 	@for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
 		GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
 		$(GO) test -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./examples/llama/llama | grep -v warmup || exit 1; \
+	done; done; done | $(GO) run ./bench/table
+
+# The same pairs with go-ggml on the upstream install (-tags ggml_system).
+bench-llama-system: setup llamacpp
+	@$(SYSTEM_ENV) && for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
+		GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+		$(GO) test -tags ggml_system -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./examples/llama/llama | grep -v warmup || exit 1; \
 	done; done; done | $(GO) run ./bench/table
 
 # The example's own rows: generation covers positions 16 to 511 with 496
