@@ -43,6 +43,9 @@ func (d *Device) ExtraBufferTypes() ([]*BufferType, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
+	if err := d.link().Err(); err != nil {
+		return nil, err
+	}
 	fn := d.procAddress("ggml_backend_dev_get_extra_bufts")
 	if fn == nil {
 		return nil, fmt.Errorf("%w: device %s has no extra buffer types (its registry has no ggml_backend_dev_get_extra_bufts)", ErrUnsupported, d.Name())
@@ -84,6 +87,14 @@ func (d *Device) SupportsWeightIn(op *ggml.Tensor, src int, bt *BufferType) (boo
 		return false, err
 	}
 	if err := bt.usable(); err != nil {
+		return false, err
+	}
+	// Neither may belong to a module unloaded since, or a broken RPC
+	// connection: the question runs their code.
+	if err := d.link().Err(); err != nil {
+		return false, err
+	}
+	if err := bt.link().Err(); err != nil {
 		return false, err
 	}
 	oc, err := tensorPtr(op)
