@@ -756,6 +756,12 @@ func TestEventKeepsNoDroppedWaiter(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, e.Record(b))
 		require.NoError(t, e.Wait(b))
+		// The recorded work finishes while b lives: upstream's Vulkan
+		// event, synchronized after its backend was freed with the
+		// record still queued, aborted the process once in three CI runs
+		// (lavapipe, in ggml_backend_event_synchronize); what this test
+		// asks is only that the event holds b weakly.
+		require.NoError(t, b.Synchronize())
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for backend.LiveBackends() > before && time.Now().Before(deadline) {
