@@ -83,26 +83,13 @@ func TestLoadExtraBufferTypes(t *testing.T) {
 		for _, w := range ws {
 			wt := model.Tensor(w.name)
 			rows := wt.Shape()[1]
-			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
-			require.NoError(t, err)
-			xt := c.NewTensor(ggml.TypeF32, k, 3)
-			y := c.MulMat(wt, xt)
-			g, err := c.BuildGraph(y)
-			require.NoError(t, err)
-			buf, err := backend.AllocContextTensors(c, be)
-			require.NoError(t, err)
-			require.NoError(t, ggml.SetData(xt, x))
-			require.NoError(t, be.Compute(context.Background(), g))
-			got, err := ggml.Data[float32](y)
-			require.NoError(t, err)
+			got := mulMat(t, be, wt, x, 3)
 			for j := range int64(3) {
 				for i := range rows {
 					ref, bound := testutil.Q8Dot(w.w[i*k:(i+1)*k], x[j*k:(j+1)*k])
 					require.InDelta(t, ref, got[j*rows+i], bound, "%s in %s: y[%d][%d]", w.name, placed[w.name], j, i)
 				}
 			}
-			buf.Close()
-			c.Close()
 		}
 		{
 			_, err := ggml.Bytes(model.Tensor("w.q4_0"))

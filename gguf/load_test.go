@@ -56,18 +56,7 @@ func TestLoadCompute(t *testing.T) {
 		w     []float32
 		quant bool
 	}{{"w.f32", ws, false}, {"w.q8_0", wq, true}} {
-		ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
-		require.NoError(t, err)
-		x := ctx.NewTensor(ggml.TypeF32, k, n)
-		y := ctx.MulMat(model.Tensor(c.name), x)
-		g, err := ctx.BuildGraph(y)
-		require.NoError(t, err)
-		buf, err := backend.AllocContextTensors(ctx, be)
-		require.NoError(t, err)
-		require.NoError(t, ggml.SetData(x, xs))
-		require.NoError(t, be.Compute(context.Background(), g))
-		got, err := ggml.Data[float32](y)
-		require.NoError(t, err)
+		got := mulMat(t, be, model.Tensor(c.name), xs, n)
 		for j := range n {
 			for i := range m {
 				ref, bound := testutil.Q8Dot(c.w[i*k:(i+1)*k], xs[j*k:(j+1)*k])
@@ -77,9 +66,28 @@ func TestLoadCompute(t *testing.T) {
 				require.InDelta(t, ref, float64(got[j*m+i]), bound, "%s y[%d][%d]", c.name, j, i)
 			}
 		}
-		buf.Close()
-		ctx.Close()
 	}
+}
+
+// mulMat computes w·x on backend be, x holding n columns of w's row
+// length, and returns the result, n columns of w's rows.
+func mulMat(t *testing.T, be *backend.Backend, w *ggml.Tensor, x []float32, n int64) []float32 {
+	t.Helper()
+	ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+	require.NoError(t, err)
+	defer ctx.Close()
+	xt := ctx.NewTensor(ggml.TypeF32, w.Shape()[0], n)
+	y := ctx.MulMat(w, xt)
+	g, err := ctx.BuildGraph(y)
+	require.NoError(t, err)
+	buf, err := backend.AllocContextTensors(ctx, be)
+	require.NoError(t, err)
+	defer buf.Close()
+	require.NoError(t, ggml.SetData(xt, x))
+	require.NoError(t, be.Compute(context.Background(), g))
+	got, err := ggml.Data[float32](y)
+	require.NoError(t, err)
+	return got
 }
 
 func TestLoadPlacementAndProgress(t *testing.T) {
