@@ -159,8 +159,8 @@ func checkExtraTransfer(tp unsafe.Pointer, offset, size uint64, write bool) erro
 	if t == nil || t.buffer == nil {
 		return nil
 	}
-	buft := C.ggml_backend_buffer_get_type(t.buffer)
-	if !bool(C.goggml_buft_is_cpu_extra(buft)) {
+	buft := C.goggml_buffer_cpu_extra(t.buffer)
+	if buft == nil {
 		return nil
 	}
 	name, kind := C.GoString(&t.name[0]), C.GoString(C.ggml_backend_buft_name(buft))

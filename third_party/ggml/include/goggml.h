@@ -458,16 +458,24 @@ static inline ggml_backend_buffer_type_t * goggml_call_extra_bufts(void * fn, gg
 }
 
 // goggml_cpu_extra_bufts returns the CPU device's extra buffer types,
-// NULL-terminated (never NULL: an empty list where there are none).
+// NULL-terminated (never NULL: an empty list where there are none). ggml
+// makes the list once per process; it is looked up once per cgo package
+// (a race between two first calls stores the same pointer).
 static inline ggml_backend_buffer_type_t * goggml_cpu_extra_bufts(void) {
 	static ggml_backend_buffer_type_t none[1] = {NULL};
+	static ggml_backend_buffer_type_t * list = NULL;
+	ggml_backend_buffer_type_t * l = __atomic_load_n(&list, __ATOMIC_ACQUIRE);
+	if (l != NULL) {
+		return l;
+	}
 	ggml_backend_reg_t reg = ggml_backend_cpu_reg();
 	void * fn = ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
-	if (fn == NULL) {
-		return none;
+	l = fn != NULL ? goggml_call_extra_bufts(fn, ggml_backend_reg_dev_get(reg, 0)) : NULL;
+	if (l == NULL) {
+		l = none;
 	}
-	ggml_backend_buffer_type_t * l = goggml_call_extra_bufts(fn, ggml_backend_reg_dev_get(reg, 0));
-	return l != NULL ? l : none;
+	__atomic_store_n(&list, l, __ATOMIC_RELEASE);
+	return l;
 }
 
 // goggml_buft_is_cpu_extra reports whether buft is one of the CPU device's
@@ -483,6 +491,16 @@ static inline bool goggml_buft_is_cpu_extra(ggml_backend_buffer_type_t buft) {
 		}
 	}
 	return false;
+}
+
+// goggml_buffer_cpu_extra returns the type of buf when it is one of the
+// CPU's extra buffer types, else NULL: one cgo call for a transfer's check.
+static inline ggml_backend_buffer_type_t goggml_buffer_cpu_extra(ggml_backend_buffer_t buf) {
+	if (buf == NULL) {
+		return NULL;
+	}
+	ggml_backend_buffer_type_t buft = ggml_backend_buffer_get_type(buf);
+	return goggml_buft_is_cpu_extra(buft) ? buft : NULL;
 }
 
 // goggml_supports_op_in_buft reports whether dev computes op with op's
