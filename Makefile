@@ -134,18 +134,19 @@ LLAMA_THREADS ?= 1 2
 llamacpp:
 	@bash build/llamacpp.sh >/dev/null
 
-bench-llama: setup llamacpp
-	@for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
+# llama_pairs runs the pairs of every model, type and thread count, with
+# go test's flags $(1), and prints the table.
+llama_pairs = for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
 		GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
-		$(GO) test -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./examples/llama/llama | grep -v warmup || exit 1; \
+		$(GO) test $(1) -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./examples/llama/llama | grep -v warmup || exit 1; \
 	done; done; done | $(GO) run ./bench/table
+
+bench-llama: setup llamacpp
+	@$(call llama_pairs,)
 
 # The same pairs with go-ggml on the upstream install (-tags ggml_system).
 bench-llama-system: setup llamacpp
-	@$(SYSTEM_ENV) && for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
-		GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
-		$(GO) test -tags ggml_system -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./examples/llama/llama | grep -v warmup || exit 1; \
-	done; done; done | $(GO) run ./bench/table
+	@$(SYSTEM_ENV) && $(call llama_pairs,-tags ggml_system)
 
 # The example's own rows: generation covers positions 16 to 511 with 496
 # tokens per sample (GGML_BENCH_LLAMA=small by default, 1b for the
