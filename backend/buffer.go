@@ -423,9 +423,11 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	if err := bt.usable(); err != nil {
 		return nil, err
 	}
-	if err := bt.link().Err(); err != nil {
+	releaseBT, err := bt.link().Hold()
+	if err != nil {
 		return nil, err
 	}
+	defer releaseBT()
 	cc, err := contextPtr(ctx)
 	if err != nil {
 		return nil, err

@@ -99,9 +99,11 @@ func (bt *BufferType) AllocSize(t *ggml.Tensor) (n uint64, err error) {
 	if err := bt.usable(); err != nil {
 		return 0, err
 	}
-	if err := bt.link().Err(); err != nil {
+	releaseBT, err := bt.link().Hold()
+	if err != nil {
 		return 0, err
 	}
+	defer releaseBT()
 	tc, err := tensorPtr(t)
 	if err != nil {
 		return 0, err
@@ -118,9 +120,11 @@ func (bt *BufferType) AllocBuffer(size uint64) (buf *Buffer, err error) {
 	if err := bt.usable(); err != nil {
 		return nil, err
 	}
-	if err := bt.link().Err(); err != nil {
+	releaseBT, err := bt.link().Hold()
+	if err != nil {
 		return nil, err
 	}
+	defer releaseBT()
 	if size == 0 {
 		return nil, fmt.Errorf("%w: a buffer of 0 bytes holds nothing (and ggml would leak it)", ggml.ErrInvalid)
 	}

@@ -146,10 +146,17 @@ func (d *Device) Name() string {
 }
 
 // Description returns the device's description, e.g. the CPU model
-// (ggml_backend_dev_description).
+// (ggml_backend_dev_description); for a device of an RPC server, the
+// server's "host:port".
 func (d *Device) Description() string {
 	if d.usable() != nil {
 		return ""
+	}
+	if k := bridge.LinkOf(unsafe.Pointer(d.c)); k != nil {
+		// ggml's RPC client describes a device by the endpoint it
+		// connected to, which is the rpc package's relay (and a string
+		// of its own per connection): the server's is the link's.
+		return k.Endpoint
 	}
 	return C.GoString(C.ggml_backend_dev_description(d.c))
 }
@@ -180,9 +187,11 @@ func (d *Device) MemoryErr() (free, total uint64, err error) {
 	if err := d.usable(); err != nil {
 		return 0, 0, err
 	}
-	if err := d.link().Err(); err != nil {
+	release, err := d.link().Hold()
+	if err != nil {
 		return 0, 0, err
 	}
+	defer release()
 	var f, t C.size_t
 	err = func() (err error) {
 		defer bridge.Catch(&err) // a server that dies now: an error
@@ -238,9 +247,11 @@ func (d *Device) Props() (props Props, err error) {
 	if err := d.usable(); err != nil {
 		return Props{}, err
 	}
-	if err := d.link().Err(); err != nil {
+	release, err := d.link().Hold()
+	if err != nil {
 		return Props{}, err
 	}
+	defer release()
 	var p C.struct_ggml_backend_dev_props
 	if err := func() (err error) {
 		defer bridge.Catch(&err) // an RPC device asks its server
@@ -286,9 +297,11 @@ func (d *Device) Init(params string) (*Backend, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	if err := d.link().Err(); err != nil {
+	release, err := d.link().Hold()
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	cp, free := cstring(params)
 	defer free()
 	c := C.ggml_backend_dev_init(d.c, cp)
@@ -305,7 +318,7 @@ func (d *Device) BufferType() *BufferType {
 		return nil
 	}
 	if err := d.link().Err(); err != nil {
-		return nil // its RPC connection broke
+		return nil // its RPC connection broke (the call asks no server)
 	}
 	defer readMeta()()
 	return bufferTypeFromC(C.ggml_backend_dev_buffer_type(d.c))

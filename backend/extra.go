@@ -43,9 +43,11 @@ func (d *Device) ExtraBufferTypes() ([]*BufferType, error) {
 	if err := d.usable(); err != nil {
 		return nil, err
 	}
-	if err := d.link().Err(); err != nil {
+	release, err := d.link().Hold()
+	if err != nil {
 		return nil, err
 	}
+	defer release()
 	fn := d.procAddress("ggml_backend_dev_get_extra_bufts")
 	if fn == nil {
 		return nil, fmt.Errorf("%w: device %s has no extra buffer types (its registry has no ggml_backend_dev_get_extra_bufts)", ErrUnsupported, d.Name())
@@ -91,12 +93,16 @@ func (d *Device) SupportsWeightIn(op *ggml.Tensor, src int, bt *BufferType) (boo
 	}
 	// Neither may belong to a module unloaded since, or a broken RPC
 	// connection: the question runs their code.
-	if err := d.link().Err(); err != nil {
+	release, err := d.link().Hold()
+	if err != nil {
 		return false, err
 	}
-	if err := bt.link().Err(); err != nil {
+	defer release()
+	releaseBT, err := bt.link().Hold()
+	if err != nil {
 		return false, err
 	}
+	defer releaseBT()
 	oc, err := tensorPtr(op)
 	if err != nil {
 		return false, err

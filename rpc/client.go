@@ -42,9 +42,14 @@ var (
 	// ErrVersion: the server speaks another RPC protocol version.
 	ErrVersion = errors.New("protocol version mismatch")
 	// ErrBroken: the connection failed after it was made (the server
-	// died, restarted or answered garbage); its devices, buffers and
-	// backends are unusable. Connect again for a fresh connection.
+	// died, restarted, answered garbage or, with Options.IOTimeout, went
+	// silent); its devices, buffers and backends are unusable. Connect
+	// again for a fresh connection.
 	ErrBroken = bridge.ErrBroken
+	// ErrTimeout: the server did not answer in time (Options.Timeout
+	// while Connect runs, Options.IOTimeout after). It comes with
+	// ErrConnect or ErrBroken.
+	ErrTimeout = errors.New("no answer in time")
 )
 
 // Error is an error about one server: Endpoint names it, Err wraps the
@@ -61,9 +66,16 @@ func unsupported(call string) error {
 
 // Options configure Connect.
 type Options struct {
-	// Timeout bounds the connection and handshake (0: 10 s). ggml's own
-	// exchanges afterwards have no time limit.
+	// Timeout bounds Connect: the connection, the handshakes, and every
+	// exchange of ggml's client while Connect runs (0: 10 s).
 	Timeout time.Duration
+	// IOTimeout bounds each wait for the server after Connect: for the
+	// answer to a request (ggml's client waits for a compute at the
+	// next request that has an answer, so set it above the longest
+	// compute) and for the server to take a request. A server silent for
+	// longer breaks the connection (ErrBroken with ErrTimeout). 0 is no
+	// limit.
+	IOTimeout time.Duration
 }
 
 // Client is a connection of ggml's RPC client to one server: the server's
@@ -76,14 +88,13 @@ type Options struct {
 type Client struct {
 	endpoint string // host:port as given (port in decimal)
 	key      string // the endpoint as ggml knows this connection (see Connect)
-	addr     *net.TCPAddr
 	version  Version
+	relay    *relay // between ggml's client and the server (relay.go)
 	link     *bridge.Link
 	reg      C.ggml_backend_reg_t
 	devs     []*backend.Device
 	bts      []*backend.BufferType
 	pin      *backend.Buffer // holds ggml's socket open for the Client's life
-	fd       atomic.Int64    // ggml's socket, or -1 when unknown
 	closed   bool            // by Close (under mu)
 }
 
@@ -132,9 +143,17 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	}
 	ep := net.JoinHostPort(host, strconv.Itoa(port))
 	timeout := 10 * time.Second
-	if opts != nil && opts.Timeout > 0 {
-		timeout = opts.Timeout
+	var ioTimeout time.Duration
+	if opts != nil {
+		if opts.Timeout < 0 || opts.IOTimeout < 0 {
+			return nil, &Error{Endpoint: ep, Err: fmt.Errorf("%w: negative timeout (Timeout %v, IOTimeout %v)", ggml.ErrInvalid, opts.Timeout, opts.IOTimeout)}
+		}
+		if opts.Timeout > 0 {
+			timeout = opts.Timeout
+		}
+		ioTimeout = opts.IOTimeout
 	}
+	deadline := time.Now().Add(timeout)
 	mu.Lock()
 	defer mu.Unlock()
 	if poisoned != nil {
@@ -151,7 +170,7 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 		return nil, &Error{Endpoint: ep, Err: fmt.Errorf("%w: %s has no IPv4 address (ggml's client speaks IPv4 only): %v", ErrConnect, host, err)}
 	}
 	addr := &net.TCPAddr{IP: ips[0], Port: port}
-	info, err := handshake(addr.String(), ProtocolVersion, timeout)
+	info, err := handshake(addr.String(), ProtocolVersion, time.Until(deadline))
 	if errors.Is(err, errNoHello) {
 		if v, ok := legacyVersion(addr.String(), timeout); ok {
 			err = fmt.Errorf("%w: the server speaks RPC protocol %v, this binary's ggml %v", ErrVersion, v, ProtocolVersion)
@@ -162,21 +181,25 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, &Error{Endpoint: ep, Err: err}
 	}
-	// ggml's client caches one socket per endpoint string, and after a
-	// failed exchange that socket is never released (the abort skips the
-	// C++ destructors): the endpoint string is dead for the process. Each
-	// connection therefore gets a string of its own, the same address
-	// with the port written with leading zeros (ggml parses it with
-	// std::stoi): "127.0.0.1:50052", then "127.0.0.1:050052", ...
-	n := keys[ep]
-	keys[ep] = n + 1
-	c := &Client{endpoint: ep, key: host + ":" + strings.Repeat("0", n) + strconv.Itoa(port), addr: addr, version: info.version}
-	c.fd.Store(-1)
+	r, err := newRelay(addr.String(), deadline, ioTimeout)
+	if err != nil {
+		return nil, &Error{Endpoint: ep, Err: err}
+	}
+	// ggml's client connects to the relay. It caches its socket, buffer
+	// types and devices per endpoint string for the process's life (after
+	// a failed exchange the socket is never released: the abort skips
+	// the C++ destructors), and a later relay may get the port of an
+	// earlier one: each connection therefore gets a string of its own,
+	// the relay's address with the port written with leading zeros
+	// (ggml parses it with std::stoi): "127.0.0.1:41234", then
+	// "127.0.0.1:041234", ...
+	rk := strconv.Itoa(r.port)
+	n := keys[rk]
+	keys[rk] = n + 1
+	c := &Client{endpoint: ep, key: "127.0.0.1:" + strings.Repeat("0", n) + rk, version: info.version, relay: r}
 	c.link = bridge.NewLink(ep, c.probe)
 	c.link.OnBreak(func() {
-		if fd := c.fd.Load(); fd >= 0 {
-			shutdownSocket(int(fd))
-		}
+		r.failWith(fmt.Errorf("%w: the connection was given up", ErrBroken), false)
 		// Its devices leave the registry now, unless a Connect or Close
 		// runs (it refreshes the registry when it ends).
 		if mu.TryLock() {
@@ -188,12 +211,14 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	})
 	if err := c.open(); err != nil {
 		if c.pin != nil {
-			c.pin.Close()
+			c.pin.Close() // the relay answers for a failed server meanwhile
 		}
 		c.link.Break(err)
+		r.close()
 		refreshRegistry()
 		return nil, err
 	}
+	r.serve(func(err error) { c.link.Break(err) })
 	clients[ep] = c
 	refreshRegistry()
 	return c, nil
@@ -204,6 +229,11 @@ func (c *Client) open() (err error) {
 	ckey := C.CString(c.key)
 	defer C.free(unsafe.Pointer(ckey))
 	fail := func(what string, err error) error {
+		if rerr := c.relay.Err(); rerr != nil {
+			// The relay's failure is the cause; it answered ggml's
+			// client for the server, so nothing aborted.
+			return &Error{Endpoint: c.endpoint, Err: rerr}
+		}
 		var ae *ggml.AssertError
 		if errors.As(err, &ae) {
 			// ggml aborted with one of its client's locks held (its
@@ -226,12 +256,18 @@ func (c *Client) open() (err error) {
 	if bt0 == nil {
 		return fail("", fmt.Errorf("%w: ggml's client could not connect (see the log)", ErrConnect))
 	}
+	if err := c.relay.Err(); err != nil {
+		return fail("", err)
+	}
 	var reg C.ggml_backend_reg_t
 	if err := catch(func() { reg = C.goggml_rpc_add_server(ckey) }); err != nil {
 		return fail("ggml_backend_rpc_add_server", err)
 	}
 	if reg == nil {
 		return fail("", fmt.Errorf("%w: ggml's client found no device on the server", ErrConnect))
+	}
+	if err := c.relay.Err(); err != nil {
+		return fail("", err)
 	}
 	c.reg = reg
 	n := int(C.ggml_backend_reg_dev_count(reg))
@@ -243,15 +279,15 @@ func (c *Client) open() (err error) {
 	// 2. The pin: a small buffer whose C object holds ggml's socket for
 	// the Client's life, so that every later call reuses this one
 	// connection (ggml connects anew, under its cache's lock, whenever
-	// no buffer holds the socket). Its socket is the one new socket to
-	// the server.
-	before := socketsTo(c.addr)
+	// no buffer holds the socket).
 	bt := bridge.NewBufferType[backend.BufferType](unsafe.Pointer(bt0))
 	c.pin, err = bt.AllocBuffer(max(bt.Alignment(), 1))
+	if err == nil {
+		err = c.relay.Err()
+	}
 	if err != nil {
 		return fail("the first buffer's connection", err)
 	}
-	c.fd.Store(int64(newSocket(before, socketsTo(c.addr))))
 	// 3. The other devices' buffer types, over the pinned socket.
 	c.bts = append(c.bts, bt)
 	for i := 1; i < n; i++ {
@@ -261,6 +297,9 @@ func (c *Client) open() (err error) {
 		}
 		if p == nil {
 			return fail("", fmt.Errorf("%w: no buffer type for device %d", ErrConnect, i))
+		}
+		if err := c.relay.Err(); err != nil {
+			return fail("", err)
 		}
 		c.bts = append(c.bts, bridge.NewBufferType[backend.BufferType](unsafe.Pointer(p)))
 	}
@@ -274,14 +313,9 @@ func catch(f func()) (err error) {
 	return nil
 }
 
-// probe is the link's check before each use: the socket's peer is gone.
-func (c *Client) probe() error {
-	fd := c.fd.Load()
-	if fd < 0 {
-		return nil
-	}
-	return probeSocket(int(fd))
-}
+// probe is the link's check before each use: the relay failed, or the
+// server hung up.
+func (c *Client) probe() error { return c.relay.probe() }
 
 // splitEndpoint checks "host:port" as ggml's client parses it (the host
 // is what comes before the first ':').
@@ -383,6 +417,9 @@ func (c *Client) Close() error {
 	c.closed = true
 	err := c.pin.Close()
 	c.link.Close()
+	// No new connection through the relay; ggml's socket passes on until
+	// the last buffer on the server is closed (each holds it).
+	c.relay.ln.Close()
 	if clients[c.endpoint] == c {
 		delete(clients, c.endpoint)
 	}
@@ -424,10 +461,11 @@ func refreshRegistry() {
 }
 
 // onAssert sees every ggml abort that go-ggml recovers (bridge.OnAssert).
-// An abort in ggml's RPC client means an exchange with a server failed:
-// the clients whose socket is dead are broken; when none is (a live server
-// answered garbage), every client is, since which socket failed is
-// unknown. It returns the *Error of the first broken client.
+// An abort in ggml's RPC client after a failed exchange follows a failure
+// that the connection's relay saw first (it hung up on ggml's client to
+// end the exchange): the error is that connection's *Error. Other
+// connections are left alone: ggml's client is synchronous, so their
+// streams hold no half exchange.
 func onAssert(ae *ggml.AssertError) error {
 	if !strings.Contains(ae.Message, "ggml-rpc") {
 		return nil
@@ -436,28 +474,17 @@ func onAssert(ae *ggml.AssertError) error {
 	if p := live.Load(); p != nil {
 		all = *p
 	}
-	var hit []*Client
-	for _, c := range all {
-		if !c.link.Broken() && !c.link.Life().Closed() && c.probe() != nil {
-			hit = append(hit, c)
-		}
-	}
-	if len(hit) == 0 && strings.Contains(ae.Message, "crashed or returned malformed response") {
-		for _, c := range all {
-			if !c.link.Broken() && !c.link.Life().Closed() {
-				hit = append(hit, c)
-			}
-		}
-	}
-	if len(hit) == 0 {
-		return nil
-	}
 	var errs []error
-	for _, c := range hit {
-		c.link.Break(ae) // its OnBreak refreshes the registry
-		errs = append(errs, c.link.Err())
+	for _, c := range all {
+		if rerr := c.relay.Err(); rerr != nil && !c.relay.reported.Swap(true) {
+			c.link.Break(rerr) // done by the relay already, unless Connect runs
+			errs = append(errs, &Error{Endpoint: c.endpoint, Err: fmt.Errorf("%w; ggml's client gave up: %w", rerr, ae)})
+		}
 	}
-	if len(errs) == 1 {
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
 		return errs[0]
 	}
 	return errors.Join(errs...)

@@ -23,56 +23,67 @@
 // turns an abort on the calling goroutine's thread into a Go panic that the
 // binding recovers, but the panic skips the C++ destructors of the frames
 // it unwinds: memory and references are leaked, and a lock held there
-// stays held. Knowing where ggml's client holds what, the package makes
-// each fault an error that names the endpoint (an *Error), and the process
-// lives on:
+// stays held. The package therefore puts a relay of its own between
+// ggml's client and each server (ggml's client connects to a listener of
+// this process on 127.0.0.1, which passes the exchanges on, reading them
+// as the protocol frames them), and makes each fault an error that names
+// the endpoint (an *Error), with the process living on:
 //
 //   - No server at the endpoint, a server of another protocol version, a
 //     server busy with another client: Connect checks the server with a
-//     handshake of its own before ggml's client connects (ggml holds the
-//     lock of its connection cache during its handshake, and aborts there
-//     on a server that hangs up: every later RPC call of the process would
-//     hang). Errors: ErrConnect, ErrVersion.
+//     handshake of its own before ggml's client connects. Errors:
+//     ErrConnect, ErrVersion.
+//   - Connect's time limit (Options.Timeout) bounds every exchange of
+//     ggml's client while Connect runs. Those run under the locks of
+//     ggml's caches, where an abort would leave the lock held and every
+//     later RPC call of the process hanging: when the server fails there
+//     (silent, hung up, garbage), the relay answers for it (the handshake
+//     with a version ggml refuses, the rest with placeholders that Connect
+//     never lets anyone use), so that nothing aborts, and Connect fails
+//     (ErrConnect, ErrTimeout or ErrVersion). No behaviour of one server
+//     disables RPC for the others.
+//   - After Connect, Options.IOTimeout (none by default) bounds each wait
+//     for the server. A server that goes silent for longer, hangs up, or
+//     answers with a size its request does not have is seen by the relay
+//     before ggml's client: the relay breaks that connection and hangs up
+//     on ggml's client, which aborts on the calling goroutine, holding no
+//     lock; the call returns the *Error (ErrBroken, with ErrTimeout for a
+//     silent server, wrapping the *ggml.AssertError). Other connections are
+//     untouched: ggml's client is synchronous, so theirs hold no half
+//     exchange.
+//   - A server that dies while idle: before each use of a device, buffer
+//     or backend of the server, the package peeks at the relay's socket
+//     (no data is read); a closed one breaks the connection, and the use
+//     fails with ErrBroken without reaching ggml.
 //   - ggml's client caches one socket per endpoint string (a map of weak
 //     references) and connects anew whenever no buffer holds it. A Client
 //     therefore allocates a small buffer on the server for its whole life
-//     (the pin): all its exchanges go over one socket, made at Connect, and
-//     no later call connects under ggml's lock. The package finds that
-//     socket among the process's files (its peer is the server) and watches
-//     it.
-//   - A server that dies or restarts: before each use of a device, buffer
-//     or backend of the server, the package peeks at the socket (no data is
-//     read); a closed one breaks the Client's connection, and the use fails
-//     with ErrBroken without reaching ggml. A server that dies during an
-//     exchange (a compute is sent without an answer; the next read of data
-//     waits for it) makes ggml's client abort on the calling goroutine: the
-//     error comes back from that call as an *Error (ErrBroken, wrapping the
-//     *ggml.AssertError), and the connection is broken.
+//     (the pin): all its exchanges go over one socket, made at Connect.
 //   - A broken connection: every later use of the Client's devices, buffer
-//     types, buffers and backends, and of schedulers over them, fails with
-//     the same *Error. Their frees skip the C calls that would talk to the
-//     server (ggml's client would abort there, possibly in a cleanup, where
-//     nothing can recover it): those C objects, and the socket, are leaked.
-//     The socket is shut down, so a live server that answered garbage is
-//     released. The devices leave ggml's registry.
-//   - A fresh connection: the aborted exchange leaked a reference to the
-//     socket, so ggml's cache would return the dead socket for that
-//     endpoint string forever. Connect gives each connection a string of
-//     its own (the port with leading zeros: "127.0.0.1:050052" after
-//     "127.0.0.1:50052"), so that a Connect after a restart gets a new
-//     socket. Its devices get new names (the next RPCn).
-//   - A live server that answers garbage leaves its socket open: which
-//     connection failed is then unknown, and every open connection is
-//     broken. Should ggml's client abort while it holds one of its locks
-//     (a server that dies within the instant between Connect's handshake
-//     and ggml's), the package refuses every later RPC call of the process
-//     (ErrBroken), since they would hang.
+//     types, buffers and backends, of meta devices over them, and of
+//     schedulers over them, fails with the same *Error. Their frees skip
+//     the C calls that would talk to the server: those C objects are
+//     leaked. The relay has hung up on the server, so a live server that
+//     answered garbage is released. The devices leave ggml's registry.
+//   - A fresh connection: ggml's client caches sockets, buffer types and
+//     devices by endpoint string for the process's life, so each
+//     connection gets a string of its own (the relay's port written with
+//     leading zeros when a port comes round again). Its devices get new
+//     names (the next RPCn); Device.Description gives the server's
+//     endpoint.
+//   - Two goroutines: ggml's client sends one server's exchanges over one
+//     socket without a lock, so interleaved exchanges would read each
+//     other's answers. Work on a server (a compute, a transfer, a query of
+//     its memory) takes its connection for the calling goroutine; another
+//     goroutine's work meanwhile fails with ggml.ErrBusy (an *Error
+//     naming the server), never silently wrong. Asynchronous work holds
+//     the connection until Synchronize. Frees wait for the connection (up
+//     to 30 s, then the object is leaked).
 //
-// Limits: ggml's exchanges have no time limit (a server that stops
-// answering without closing its socket hangs the call); ggml's client
-// sends the exchanges of one server over one socket without a lock, so use
-// one server's devices from one goroutine at a time; an abort on one of
-// ggml's own threads still ends the process.
+// Limits: an abort on one of ggml's own threads still ends the process
+// (ggml's RPC client runs its exchanges on the calling thread); each
+// exchange crosses one more loopback hop, and tensor data is copied once
+// more, in Go.
 //
 // # Servers
 //

@@ -3,7 +3,9 @@ package rpc_test
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
@@ -76,4 +78,94 @@ func TestMetaOverTwoServers(t *testing.T) {
 		hw := relu64(matmul64(w1v, f64(xv), nIn, nHid, batch))
 		requireNear(t, matmul64(w2v, hw, nHid, nOut, batch), got)
 	}
+}
+
+// metaPair is a meta device over the devices of two rigs' servers, with
+// w [16, 24] split by rows (16 on a, 8 on b) in a meta buffer.
+type metaPair struct {
+	a, b *rig
+	w    *ggml.Tensor
+	wv   []float32
+}
+
+func newMetaPair(t *testing.T, a, b *rig) *metaPair {
+	t.Helper()
+	da, err := a.c.Device(0)
+	require.NoError(t, err)
+	db, err := b.c.Device(0)
+	require.NoError(t, err)
+	md, err := backend.NewMetaDevice([]*backend.Device{da, db}, func(w *ggml.Tensor) (backend.Split, error) {
+		return backend.SplitSizes(backend.SplitAxis1, 16, 8), nil
+	})
+	require.NoError(t, err)
+	meta, err := md.Init("")
+	require.NoError(t, err)
+	t.Cleanup(func() { meta.Close() })
+	wc, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { wc.Close() })
+	m := &metaPair{a: a, b: b, w: wc.NewTensor(ggml.TypeF32, 16, 24).SetName("w")}
+	wbuf, err := backend.AllocContextTensors(wc, meta)
+	require.NoError(t, err)
+	t.Cleanup(func() { wbuf.Close() })
+	m.wv = testutil.RandF32(a.rng, 16*24)
+	require.NoError(t, ggml.SetData(m.w, m.wv))
+	got, err := ggml.Data[float32](m.w)
+	require.NoError(t, err)
+	require.Equal(t, m.wv, got)
+	return m
+}
+
+// TestMetaMemberFails: one server of a meta device fails (killed while
+// idle; answering garbage mid-exchange, which makes ggml's client abort):
+// uses of the meta device's memory fail naming that server, and the other
+// server's connection stays healthy and computes.
+func TestMetaMemberFails(t *testing.T) {
+	needRPC(t)
+	for _, how := range []string{"killed", "garbage"} {
+		t.Run(how, func(t *testing.T) {
+			pa, pb := startServer(t, 0), startServer(t, 0)
+			ep := pa.Endpoint
+			var px *proxy
+			if how == "garbage" {
+				px = newProxy(t, pa.Endpoint) // it answers for the server
+				ep = px.endpoint
+			}
+			a, b := newRig(t, ep, pa), newRig(t, pb.Endpoint, pb)
+			m := newMetaPair(t, a, b)
+			switch how {
+			case "killed":
+				require.NoError(t, pa.Kill())
+				require.Eventually(t, func() bool { return a.c.Err() != nil }, 10*time.Second, 10*time.Millisecond)
+			case "garbage":
+				px.mu.Lock()
+				px.garbage = true
+				px.mu.Unlock()
+			}
+			_, err := ggml.Data[float32](m.w)
+			requireBroken(t, err, ep)
+			assert.NotContains(t, err.Error(), pb.Endpoint)
+			requireBroken(t, ggml.SetData(m.w, m.wv), ep)
+			require.NoError(t, b.c.Err(), "the healthy server's connection")
+			b.check(t)
+			a.checkDead(t, ep)
+		})
+	}
+}
+
+// TestMetaMemberClosed: after one member's Client.Close, every use of the
+// meta device's memory is ggml.ErrClosed naming that server; the other
+// server computes on.
+func TestMetaMemberClosed(t *testing.T) {
+	needRPC(t)
+	pa, pb := startServer(t, 0), startServer(t, 0)
+	a, b := newRig(t, pa.Endpoint, pa), newRig(t, pb.Endpoint, pb)
+	m := newMetaPair(t, a, b)
+	require.NoError(t, b.c.Close())
+	_, err := ggml.Data[float32](m.w)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+	assert.Contains(t, err.Error(), pb.Endpoint)
+	require.ErrorIs(t, ggml.SetData(m.w, m.wv), ggml.ErrClosed)
+	require.NoError(t, a.c.Err())
+	a.check(t)
 }

@@ -36,6 +36,10 @@ type Life struct {
 	// probe, if set (a Link's Life), runs before each Acquire and Enter:
 	// an error refuses the work (and has closed the Life).
 	probe func() error
+	// own, if set (a Link's Life), admits each Acquire and Enter (ErrBusy
+	// while another goroutine's work holds the Life) and hears of each
+	// Release and Leave.
+	own *owner
 }
 
 const (
@@ -94,15 +98,35 @@ func (l *Life) Err() error {
 func (l *Life) Closed() bool { return l.state.Load()&lifeClosed != 0 }
 
 // Acquire registers a user: the object stays alive until Release. It fails
-// with Err's error once the Life or its parent is closed.
-func (l *Life) Acquire() error {
+// with Err's error once the Life or its parent is closed. Under an RPC
+// connection (a Link's Life above), it also takes the connection for the
+// calling goroutine's work until Release: ErrBusy while another
+// goroutine's work holds it (see Keep for holds that do no work).
+func (l *Life) Acquire() error { return l.acquire(true) }
+
+// Keep is Acquire for a hold that keeps the object alive without doing
+// work on it (a scheduler keeps its backends): it takes no RPC connection.
+// End it with Unkeep.
+func (l *Life) Keep() error { return l.acquire(false) }
+
+func (l *Life) acquire(work bool) error {
 	if l.probe != nil {
 		if err := l.probe(); err != nil {
 			return err
 		}
 	}
+	own := l.own
+	if !work {
+		own = nil
+	}
+	if own != nil {
+		if err := own.take(); err != nil {
+			return err
+		}
+	}
 	if l.parent != nil {
-		if err := l.parent.Acquire(); err != nil {
+		if err := l.parent.acquire(work); err != nil {
+			own.give()
 			return err
 		}
 	}
@@ -110,14 +134,16 @@ func (l *Life) Acquire() error {
 		s := l.state.Load()
 		if s&lifeClosed != 0 {
 			if l.parent != nil {
-				l.parent.Release()
+				l.parent.release(work)
 			}
+			own.give()
 			return l.closedErr
 		}
 		if l.guard && s&lifeBusy != 0 {
 			if l.parent != nil {
-				l.parent.Release()
+				l.parent.release(work)
 			}
+			own.give()
 			return fmt.Errorf("%w: what this work uses is being changed (memory re-placed, or the graph's nodes) by other work; retry when that is over", ErrBusy)
 		}
 		if s&lifeUsers == lifeUsers {
@@ -130,7 +156,12 @@ func (l *Life) Acquire() error {
 }
 
 // Release ends a use that Acquire started.
-func (l *Life) Release() {
+func (l *Life) Release() { l.release(true) }
+
+// Unkeep ends a hold that Keep started.
+func (l *Life) Unkeep() { l.release(false) }
+
+func (l *Life) release(work bool) {
 	s := l.state.Add(^uint64(0)) // -1
 	if s&lifeUsers == lifeUsers {
 		panic("go-ggml: Life released more often than acquired")
@@ -139,7 +170,10 @@ func (l *Life) Release() {
 		l.runFree()
 	}
 	if l.parent != nil {
-		l.parent.Release()
+		l.parent.release(work)
+	}
+	if work {
+		l.own.give()
 	}
 }
 
@@ -151,8 +185,14 @@ func (l *Life) Enter(what string) error {
 			return err
 		}
 	}
+	if l.own != nil {
+		if err := l.own.take(); err != nil {
+			return err
+		}
+	}
 	if l.parent != nil {
 		if err := l.parent.Acquire(); err != nil {
+			l.own.give()
 			return err
 		}
 	}
@@ -169,6 +209,7 @@ func (l *Life) Enter(what string) error {
 			if l.parent != nil {
 				l.parent.Release()
 			}
+			l.own.give()
 			return err
 		}
 		if l.state.CompareAndSwap(s, (s|lifeBusy)+1) {
@@ -192,6 +233,7 @@ func (l *Life) Leave() {
 	if l.parent != nil {
 		l.parent.Release()
 	}
+	l.own.give()
 }
 
 // EnterIdle starts work that changes what users of the Life read (a

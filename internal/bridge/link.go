@@ -3,8 +3,10 @@ package bridge
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 )
 
@@ -73,7 +75,8 @@ func (e linkClosed) Unwrap() error { return e.err() }
 // the link.
 func NewLink(endpoint string, probe func() error) *Link {
 	k := &Link{Endpoint: endpoint, probe: probe, onBreak: nil}
-	k.life = &Life{}
+	k.life = &Life{own: &owner{endpoint: endpoint}}
+	k.life.own.cond.L = &k.life.own.mu
 	k.life.closedErr = linkClosed{k}
 	k.life.probe = func() error {
 		if k.life.Closed() {
@@ -141,8 +144,11 @@ func (k *Link) Break(cause error) {
 	}
 	var le *LinkError
 	var err error = &LinkError{Endpoint: k.Endpoint, Err: fmt.Errorf("%w: %w", ErrBroken, cause)}
-	if errors.As(cause, &le) && le.Endpoint == k.Endpoint && errors.Is(cause, ErrBroken) {
+	switch {
+	case errors.As(cause, &le) && le.Endpoint == k.Endpoint && errors.Is(cause, ErrBroken):
 		err = cause
+	case errors.Is(cause, ErrBroken):
+		err = &LinkError{Endpoint: k.Endpoint, Err: cause}
 	}
 	if !k.life.Closed() {
 		k.reason.Store(&err)
@@ -207,12 +213,28 @@ func AnyBroken(ks []*Link) bool {
 // FreeOver runs free, a C call that frees objects on the servers of links
 // ks: skipped (the C objects leaked) when a link is broken, and an abort
 // in it (the server died meanwhile) breaks the link instead of ending the
-// process. It is for frees that run from Close and from cleanups.
+// process. It is for frees that run from Close and from cleanups: it waits
+// (up to freeWait) while another goroutine's work uses a link, since ggml's
+// client has one socket per server and no lock; after that the objects
+// are leaked rather than freed over a socket in use.
 func FreeOver(ks []*Link, free func()) {
 	if len(ks) == 0 {
 		free()
 		return
 	}
+	for i, k := range ks {
+		if !k.life.own.wait(freeWait) {
+			for _, o := range ks[:i] {
+				o.life.own.give()
+			}
+			return
+		}
+	}
+	defer func() {
+		for _, k := range ks {
+			k.life.own.give()
+		}
+	}()
 	if AnyBroken(ks) {
 		return
 	}
@@ -254,15 +276,56 @@ func (ls Links) Err() error {
 	return nil
 }
 
-// Parent returns the Life a handle on these connections is a child of: the
-// connection's, when there is exactly one (a meta device over several
-// servers checks them with Err instead).
+// Parent returns the Life a handle on these connections is a child of:
+// the connection's when there is one; over several (a meta device over
+// several servers), a chain of Lives that acquires each connection in
+// turn, so that work on the handle is refused once any of them is closed
+// or broken, and holds each (one goroutine at a time) while it runs.
 func (ls Links) Parent() *Life {
-	if len(ls) == 1 {
-		return ls[0].Life()
+	var p *Life
+	for _, k := range ls {
+		switch {
+		case k == nil:
+		case p == nil:
+			p = k.life
+		default:
+			p = &Life{parent: p, probe: k.life.probe, own: k.life.own, closedErr: k.life.closedErr}
+		}
 	}
-	return nil
+	return p
 }
+
+// Hold acquires each connection for a call that talks to its server (as
+// a child handle's Acquire does): the first closed or broken connection's
+// error, or ErrBusy while another goroutine's work uses one. Call release
+// after the C call.
+func (ls Links) Hold() (release func(), err error) {
+	if len(ls) == 0 {
+		return noRelease, nil
+	}
+	for i, k := range ls {
+		if k == nil {
+			continue
+		}
+		if err := k.life.Acquire(); err != nil {
+			for _, o := range ls[:i] {
+				if o != nil {
+					o.life.Release()
+				}
+			}
+			return nil, err
+		}
+	}
+	return func() {
+		for _, k := range ls {
+			if k != nil {
+				k.life.Release()
+			}
+		}
+	}, nil
+}
+
+func noRelease() {}
 
 // Broken reports whether a connection was broken (no probe).
 func (ls Links) Broken() bool {
@@ -272,4 +335,96 @@ func (ls Links) Broken() bool {
 		}
 	}
 	return false
+}
+
+// freeWait bounds FreeOver's wait for a link that other work uses.
+var freeWait = 30 * time.Second
+
+// owner admits the work on one RPC connection from one goroutine at a
+// time: ggml's RPC client sends one server's exchanges over one socket
+// without a lock, so two goroutines' exchanges would interleave (one
+// reads the other's answer: a wrong result, no error). A goroutine may
+// hold it several times over (a compute acquires its backend and its
+// buffers, each a child of the link); another gets ErrBusy, or, freeing,
+// waits.
+type owner struct {
+	endpoint string
+	mu       sync.Mutex
+	cond     sync.Cond
+	g        uint64 // the holding goroutine, while n > 0
+	n        int
+}
+
+// take admits work of the calling goroutine: ErrBusy while another's
+// holds the connection.
+func (o *owner) take() error {
+	g := goid()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n > 0 && o.g != g {
+		return &LinkError{Endpoint: o.endpoint, Err: fmt.Errorf("%w: another goroutine's work uses this server's connection: ggml's RPC client sends a server's exchanges over one socket without a lock, so use one server's devices, buffers and backends from one goroutine at a time (asynchronous work holds it until Synchronize)", ErrBusy)}
+	}
+	o.g = g
+	o.n++
+	return nil
+}
+
+// wait is take for a free: it waits up to d for other work to end, and
+// reports whether it holds the connection.
+func (o *owner) wait(d time.Duration) bool {
+	g := goid()
+	end := time.Now().Add(d)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n > 0 && o.g != g {
+		t := time.AfterFunc(d, func() { o.mu.Lock(); o.cond.Broadcast(); o.mu.Unlock() })
+		defer t.Stop()
+		for o.n > 0 && o.g != g {
+			if !time.Now().Before(end) {
+				return false
+			}
+			o.cond.Wait()
+		}
+	}
+	o.g = g
+	o.n++
+	return true
+}
+
+// give ends what take or wait admitted (nil: no owner).
+func (o *owner) give() {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	o.n--
+	if o.n < 0 {
+		o.mu.Unlock()
+		panic("go-ggml: RPC connection released more often than taken")
+	}
+	if o.n == 0 {
+		o.g = 0
+		o.cond.Broadcast()
+	}
+	o.mu.Unlock()
+}
+
+// goid returns the calling goroutine's id, read from the head of its
+// stack trace ("goroutine 123 [running]:"). Only RPC connections ask for
+// it, once per use, where an exchange over the network costs far more.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	const prefix = "goroutine "
+	if len(b) < len(prefix) {
+		return 0
+	}
+	var id uint64
+	for _, c := range b[len(prefix):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }
