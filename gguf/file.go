@@ -73,8 +73,12 @@ type File struct {
 // when done. A file that is not valid GGUF is an error of kind ErrFormat.
 //
 // The mapping is what Load makes zero-copy buffers over; they keep it
-// alive past Close. As with any memory-mapped file, a file truncated by
-// another process while mapped makes reads of the lost pages fault.
+// alive past Close. A file truncated by another process while mapped loses
+// pages whose reads fault (SIGBUS): Load checks the file's size before it
+// uses the mapping, and reads every mapped page it validates or copies in
+// Go first (runtime/debug.SetPanicOnFault), so that a lost page is an
+// ErrFormat error; ggml's own reads afterwards (computes over zero-copy
+// tensors, Data) are C code, where a lost page still ends the process.
 func Open(path string) (*File, error) {
 	osf, err := os.Open(path)
 	if err != nil {

@@ -162,6 +162,9 @@ func (m *Model) place(f *File, opts LoadOptions) ([]placement, error) {
 	// buffer over host memory of their buffer type's device.
 	var mapData []byte
 	if f.m != nil && !opts.NoMmap {
+		if err := f.checkSize(); err != nil {
+			return nil, err
+		}
 		for _, g := range groups {
 			mk, align := overHost(g.bt)
 			if mk == nil {
@@ -440,8 +443,16 @@ func (m *Model) step(f *File, j job, p placement, validate bool, src []byte, sta
 	switch {
 	case p.mapped:
 		data = m.mem.Bytes()[at : at+j.n]
+		if validate {
+			if err := touch(data, at); err != nil {
+				return fmt.Errorf("gguf: tensor %q: %w", ti.Name, err)
+			}
+		}
 	case p.whole && src != nil:
 		data = src[at : at+j.n]
+		if err := touch(data, at); err != nil {
+			return fmt.Errorf("gguf: tensor %q: %w", ti.Name, err)
+		}
 	case p.whole:
 		buf := make([]byte, j.n) // the whole tensor: not kept between jobs
 		if err := readFull(f.src, buf, at); err != nil {
