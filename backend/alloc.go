@@ -241,6 +241,7 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 	})
 	a.newPlacement()
 	a.cleanup = runtime.AddCleanup(a, bridge.CloseCollected, a.life)
+	bridge.Leaks.Opened("Gallocr", a.life)
 	return a, nil
 }
 
@@ -267,6 +268,7 @@ func (a *Gallocr) Close() error {
 		return nil
 	}
 	a.cleanup.Stop()
+	bridge.Leaks.Closed(a.life)
 	return a.life.Close("the graph allocator", false)
 }
 

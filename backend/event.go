@@ -66,7 +66,8 @@ func (d *Device) NewEvent() (*Event, error) {
 		regs.Unlock()
 	}
 	e := &Event{c: c, res: res, dev: d}
-	e.cleanup = runtime.AddCleanup(e, (*eventRes).release, res)
+	e.cleanup = runtime.AddCleanup(e, collectEvent, res)
+	bridge.Leaks.Opened("Event", res)
 	return e, nil
 }
 
@@ -81,6 +82,12 @@ type eventRes struct {
 	c    C.ggml_backend_event_t
 	reg  *Reg // the device's registry entry, which counts its live events
 	refs atomic.Int32
+}
+
+// collectEvent is the cleanup of an event never closed.
+func collectEvent(r *eventRes) {
+	bridge.Leaks.Collected(r)
+	r.release()
 }
 
 func (r *eventRes) release() {
@@ -246,6 +253,7 @@ func (e *Event) Close() error {
 		e.waiters = e.waiters[:len(e.waiters)-1]
 	}
 	e.cleanup.Stop()
+	bridge.Leaks.Closed(e.res)
 	e.res.release()
 	e.c = nil
 	return nil

@@ -77,6 +77,7 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
 	gc.graph, gc.release = bridge.GraphHandle[ggml.Graph](cg), release
 	gc.cleanup = runtime.AddCleanup(gc, bridge.CloseCollected, gc.life)
+	bridge.Leaks.Opened("GraphCopy", gc.life)
 	return gc, nil
 }
 
@@ -110,6 +111,7 @@ func (gc *GraphCopy) Close() error {
 		return err
 	}
 	gc.cleanup.Stop()
+	bridge.Leaks.Closed(gc.life)
 	gc.release()
 	return nil
 }

@@ -75,7 +75,8 @@ func ExternalHostMemory(mem []byte, release func()) (*HostMemory, error) {
 	}
 	r := &releaseOnce{f: release}
 	m := &HostMemory{buf: mem[:len(mem):len(mem)], p: p, size: uint64(len(mem)), giveBack: r}
-	m.cleanup = runtime.AddCleanup(m, (*releaseOnce).run, r)
+	m.cleanup = runtime.AddCleanup(m, func(r *releaseOnce) { bridge.Leaks.Collected(r); r.run() }, r)
+	bridge.Leaks.Opened("HostMemory", r)
 	return m, nil
 }
 
@@ -106,7 +107,8 @@ func AllocHostMemory(size uint64) (*HostMemory, error) {
 	pin := new(runtime.Pinner)
 	pin.Pin(unsafe.SliceData(raw))
 	m := &HostMemory{buf: buf, p: unsafe.Pointer(unsafe.SliceData(buf)), size: size, pin: pin}
-	m.cleanup = runtime.AddCleanup(m, (*runtime.Pinner).Unpin, pin)
+	m.cleanup = runtime.AddCleanup(m, func(pin *runtime.Pinner) { bridge.Leaks.Collected(pin); pin.Unpin() }, pin)
+	bridge.Leaks.Opened("HostMemory", pin)
 	return m, nil
 }
 
@@ -149,8 +151,10 @@ func (m *HostMemory) Close() error {
 	}
 	m.cleanup.Stop()
 	if m.giveBack != nil {
+		bridge.Leaks.Closed(m.giveBack)
 		m.giveBack.run()
 	} else {
+		bridge.Leaks.Closed(m.pin)
 		m.pin.Unpin()
 	}
 	m.p, m.buf = nil, nil

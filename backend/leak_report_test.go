@@ -3,16 +3,22 @@ package backend_test
 import (
 	"bytes"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	cpupkg "github.com/go-ggml/ggml/cpu"
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/testutil"
+	"github.com/go-ggml/ggml/sched"
 )
 
 // With the leak report on (GOGGML_LEAKS), a buffer and a backend that the
@@ -23,8 +29,9 @@ func TestLeakReport(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
 	defer slog.SetDefault(old)
+	was := bridge.Leaks.Enabled()
 	bridge.Leaks.SetEnabled(true)
-	defer bridge.Leaks.SetEnabled(false)
+	defer bridge.Leaks.SetEnabled(was)
 
 	func() {
 		be, err := backend.InitByName("CPU", "")
@@ -63,4 +70,87 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestLeakReportEveryKind: each kind of handle that frees a C object,
+// dropped without Close, is reported with the test that opened it; the
+// same kind closed is not.
+func TestLeakReportEveryKind(t *testing.T) {
+	out := &lockedBuffer{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
+	defer slog.SetDefault(old)
+	was := bridge.Leaks.Enabled()
+	bridge.Leaks.SetEnabled(true)
+	defer bridge.Leaks.SetEnabled(was)
+
+	kinds := []string{"Context", "Buffer", "Backend", "Gallocr", "GraphCopy", "Plan", "HostMemory", "ThreadPool", "Scheduler", "gguf.File"}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	b := gguf.NewBuilder()
+	require.NoError(t, b.Set(gguf.KeyArchitecture, "test"))
+	require.NoError(t, b.WriteFile(path))
+	var events bool
+	// open makes one handle of each kind; with close, it closes them.
+	open := func(close bool) {
+		var closers []func() error
+		keep := func(c interface{ Close() error }) { closers = append(closers, c.Close) }
+		be, err := backend.InitByName("CPU", "")
+		require.NoError(t, err)
+		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+		require.NoError(t, err)
+		x := c.NewTensor(ggml.TypeF32, 8)
+		g, err := c.BuildGraph(c.Scale(x, 2))
+		require.NoError(t, err)
+		buf, err := backend.AllocContextTensors(c, be)
+		require.NoError(t, err)
+		ga, err := backend.NewGallocr(be.DefaultBufferType())
+		require.NoError(t, err)
+		gc, err := be.CopyGraph(g)
+		require.NoError(t, err)
+		plan, err := be.NewPlan(g)
+		require.NoError(t, err)
+		hm, err := backend.AllocHostMemory(1 << 12)
+		require.NoError(t, err)
+		tp, err := cpupkg.NewThreadPool(cpupkg.ThreadPoolParams{Threads: 1})
+		require.NoError(t, err)
+		s, err := sched.New([]*backend.Backend{be}, sched.Options{})
+		require.NoError(t, err)
+		f, err := gguf.Open(path)
+		require.NoError(t, err)
+		// Closed in reverse: what uses a handle before the handle.
+		keep(be)
+		keep(c)
+		keep(buf)
+		keep(ga)
+		keep(gc)
+		keep(plan)
+		keep(hm)
+		keep(tp)
+		keep(s)
+		keep(f)
+		if ev, err := be.Device().NewEvent(); err == nil {
+			events = true
+			keep(ev)
+		}
+		if close {
+			for i := len(closers) - 1; i >= 0; i-- {
+				require.NoError(t, closers[i]())
+			}
+		}
+	}
+	open(true)
+	open(false)
+	if events {
+		kinds = append(kinds, "Event")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && strings.Count(out.String(), "never closed") < len(kinds) {
+		testutil.Settle(2)
+	}
+	log := out.String()
+	for _, k := range kinds {
+		assert.Equal(t, 1, strings.Count(log, "a "+k+" opened by"), "%s: %s", k, log)
+	}
+	assert.Equal(t, len(kinds), strings.Count(log, "never closed"), log)
+	assert.Equal(t, len(kinds), strings.Count(log, "TestLeakReportEveryKind"), log)
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
-// The tests leave no backend alive: each is closed or collected.
+// The tests leave no handle alive (the leak report's count) and no backend
+// (backend's own count): each is closed or collected.
 func TestMain(m *testing.M) {
-	os.Exit(testutil.RunChecked(m, "backend(s)", backend.LiveBackends))
+	os.Exit(testutil.RunLeakChecked(m, testutil.LiveCheck{What: "backend(s)", Live: backend.LiveBackends}))
 }

@@ -110,7 +110,8 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
 	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.Isolate(), version: bridge.GraphOf(g).Version()}
-	p.cleanup = runtime.AddCleanup(p, func(r planRes) { r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
+	p.cleanup = runtime.AddCleanup(p, func(r planRes) { bridge.Leaks.Collected(r.p); r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
+	bridge.Leaks.Opened("Plan", c)
 	return p, nil
 }
 
@@ -186,11 +187,13 @@ func (p *Plan) Close() error {
 		}
 		// The backend is closed: it freed its plans, this one too.
 		p.cleanup.Stop()
+		bridge.Leaks.Closed(p.c)
 		p.c = nil
 		return nil
 	}
 	defer p.be.leave()
 	p.cleanup.Stop()
+	bridge.Leaks.Closed(p.c)
 	p.be.plans.free(p.be.c, p.c)
 	p.c = nil
 	return nil

@@ -113,7 +113,8 @@ func NewThreadPool(p ThreadPoolParams) (*ThreadPool, error) {
 	}
 	tp := &ThreadPool{c: c, id: bridge.NewPoolID(), threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0,
 		running: make(chan struct{}, 1)}
-	tp.cleanup = runtime.AddCleanup(tp, freeLater, c)
+	tp.cleanup = runtime.AddCleanup(tp, collectPool, c)
+	bridge.Leaks.Opened("ThreadPool", c)
 	return tp, nil
 }
 
@@ -191,6 +192,7 @@ func (tp *ThreadPool) Close() error {
 		return fmt.Errorf("%w: the thread pool is used by %d backend(s) or plan(s); detach them first (SetThreadPool(be, nil))", ggml.ErrInvalid, tp.users)
 	}
 	tp.cleanup.Stop()
+	bridge.Leaks.Closed(tp.c)
 	freePool(tp.c)
 	tp.c = nil
 	return nil
@@ -222,6 +224,12 @@ var freeQueue struct {
 // by spinning, and sleep) and hands the free to a freeing goroutine.
 // Without the pause, a few hundred dropped pools kept every CPU busy
 // spinning, and each free waited for a spinning thread to be scheduled.
+// collectPool is the cleanup of a pool never closed.
+func collectPool(c *C.struct_ggml_threadpool) {
+	bridge.Leaks.Collected(c)
+	freeLater(c)
+}
+
 func freeLater(c *C.struct_ggml_threadpool) {
 	C.ggml_threadpool_pause(c)
 	q := &freeQueue

@@ -158,7 +158,8 @@ func NewContext(p ContextParams) (*Context, error) {
 	}
 	ctx := &Context{c: c, pool: buf, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife(),
 		tensors: make([]*Tensor, 0, min(p.MaxTensors, 1<<14))}
-	ctx.cleanup = runtime.AddCleanup(ctx, freeContext, contextRes{c: c, pool: buf})
+	ctx.cleanup = runtime.AddCleanup(ctx, collectContext, contextRes{c: c, pool: buf})
+	bridge.Leaks.Opened("Context", c)
 	return ctx, nil
 }
 
@@ -173,6 +174,12 @@ var availableMemory = sysmem.Available
 type contextRes struct {
 	c    *C.struct_ggml_context
 	pool unsafe.Pointer
+}
+
+// collectContext is the cleanup of a context never closed.
+func collectContext(r contextRes) {
+	bridge.Leaks.Collected(r.c)
+	freeContext(r)
 }
 
 // freeContext frees a context and then its pool, which ggml does not own.
@@ -199,6 +206,7 @@ func (c *Context) Close() error {
 		return err
 	}
 	c.cleanup.Stop()
+	bridge.Leaks.Closed(c.c)
 	freeContext(contextRes{c: c.c, pool: c.pool})
 	c.c, c.pool = nil, nil
 	if c.custom != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
-// The tests leave no custom op's Go function registered: each context that
-// defined one is closed or collected.
+// The tests leave no handle alive and no custom op's Go function
+// registered: each context is closed or collected.
 func TestMain(m *testing.M) {
-	os.Exit(testutil.RunChecked(m, "custom op(s)", ggml.LiveCustomOps))
+	os.Exit(testutil.RunLeakChecked(m, testutil.LiveCheck{What: "custom op(s)", Live: ggml.LiveCustomOps}))
 }

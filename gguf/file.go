@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // TensorInfo describes one tensor of a file.
@@ -104,7 +105,8 @@ func Open(path string) (*File, error) {
 	if size <= math.MaxInt {
 		f.m = mapFile(osf, int(size)) // nil where mapping fails: Load copies
 	}
-	f.cleanup = runtime.AddCleanup(f, closeFile, fileRes{osf, f.m})
+	f.cleanup = runtime.AddCleanup(f, collectFile, fileRes{osf, f.m})
+	bridge.Leaks.Opened("gguf.File", osf)
 	return f, nil
 }
 
@@ -139,6 +141,12 @@ type fileRes struct {
 	m   *mapping
 }
 
+// collectFile is the cleanup of a File never closed.
+func collectFile(r fileRes) {
+	bridge.Leaks.Collected(r.osf)
+	closeFile(r)
+}
+
 func closeFile(r fileRes) {
 	r.osf.Close()
 	if r.m != nil {
@@ -157,6 +165,7 @@ func (f *File) Close() error {
 		return nil
 	}
 	f.cleanup.Stop()
+	bridge.Leaks.Closed(f.osf)
 	err := f.osf.Close()
 	if f.m != nil {
 		f.m.release()

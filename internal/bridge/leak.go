@@ -12,16 +12,17 @@ import (
 
 // Leaks is the opt-in leak report: with the environment variable
 // GOGGML_LEAKS set (to anything but "" or "0") when the program starts, every
-// Buffer, Backend and Scheduler remembers where it was opened, and one that
-// the garbage collector frees (it was never closed) is logged with that
-// place, at slog's warning level. GPU memory freed only by the collector is
+// handle that frees a C object (Context, Buffer, Backend, Scheduler, Gallocr,
+// GraphCopy, Plan, Event, HostMemory, cpu.ThreadPool, gguf.File) remembers
+// where it was opened, and one that the garbage collector frees (it was
+// never closed) is logged with that place, at slog's warning level. GPU memory freed only by the collector is
 // invisible to it (the collector sees a few Go bytes and does not hurry),
 // so the report is how to find handles a program forgets to close.
 var Leaks = newLeakReport(os.Getenv("GOGGML_LEAKS") != "" && os.Getenv("GOGGML_LEAKS") != "0")
 
 type leakReport struct {
 	on    atomic.Bool
-	sites sync.Map // *Life -> string
+	sites sync.Map // a handle's key (its *Life, or what its cleanup frees) -> string
 }
 
 func newLeakReport(on bool) *leakReport {
@@ -36,9 +37,10 @@ func (r *leakReport) Enabled() bool { return r.on.Load() }
 // SetEnabled turns the report on or off (tests; programs use GOGGML_LEAKS).
 func (r *leakReport) SetEnabled(on bool) { r.on.Store(on) }
 
-// Opened records that a handle of kind, whose lifetime is l, was opened by
-// the caller of the caller of Opened's caller (the user's code).
-func (r *leakReport) Opened(kind string, l *Life) {
+// Opened records that a handle of kind was opened by the user's code (the
+// first caller outside go-ggml, or a test); key identifies it to Closed
+// and Collected (its *Life, or a pointer its cleanup receives).
+func (r *leakReport) Opened(kind string, key any) {
 	if !r.on.Load() {
 		return
 	}
@@ -56,23 +58,34 @@ func (r *leakReport) Opened(kind string, l *Life) {
 			break
 		}
 	}
-	r.sites.Store(l, kind+" opened by "+site)
+	r.sites.Store(key, kind+" opened by "+site)
 }
 
-// Closed forgets l: its handle was closed explicitly.
-func (r *leakReport) Closed(l *Life) {
+// Open returns where each handle recorded and neither closed nor collected
+// yet was opened (tests check that none is left).
+func (r *leakReport) Open() []string {
+	var out []string
+	r.sites.Range(func(_, v any) bool {
+		out = append(out, v.(string))
+		return true
+	})
+	return out
+}
+
+// Closed forgets key's handle: it was closed explicitly.
+func (r *leakReport) Closed(key any) {
 	if r.on.Load() {
-		r.sites.Delete(l)
+		r.sites.Delete(key)
 	}
 }
 
-// Collected reports l's handle, freed by the garbage collector, if it was
-// recorded; it returns the message (for tests).
-func (r *leakReport) Collected(l *Life) string {
+// Collected reports key's handle, freed by the garbage collector, if it
+// was recorded; it returns the message (for tests).
+func (r *leakReport) Collected(key any) string {
 	if !r.on.Load() {
 		return ""
 	}
-	v, ok := r.sites.LoadAndDelete(l)
+	v, ok := r.sites.LoadAndDelete(key)
 	if !ok {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // The benchmark model: GGML_BENCH_LLAMA names a preset (default "small",
@@ -92,7 +93,8 @@ func benchFile(tb testing.TB, key string, r RandomModel) string {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testutil.RunLeakChecked(m) // no handle left alive
+
 	if benchFiles.dir != "" {
 		os.RemoveAll(benchFiles.dir)
 	}
