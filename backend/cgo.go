@@ -78,8 +78,7 @@ const haveUpstream = C.GOGGML_HAVE_UPSTREAM != 0
 // upstreamOnly is the error of a call that only upstream ggml has, in a
 // binary linked with another provider.
 func upstreamOnly(call string) error {
-	return fmt.Errorf("%w: %s needs upstream ggml: build with -tags ggml_system (upstream ggml v0.21.0); this binary links %s",
-		ErrUnsupported, call, ggml.Provider())
+	return fmt.Errorf("%w: %s", ErrUnsupported, bridge.NeedsUpstream(call))
 }
 
 // embeddedOnly is the error of a call that only the embedded provider's

@@ -244,8 +244,7 @@ func metaOfBuffer(c C.ggml_backend_buffer_t) *metaState {
 
 // metaOnly is the error of the meta calls on a binary without them.
 func metaOnly(call string) error {
-	return fmt.Errorf("%w: %s needs the meta device, which only upstream ggml has: build with -tags ggml_system; this binary links %s",
-		ErrUnsupported, call, ggml.Provider())
+	return fmt.Errorf("%w: %s", ErrUnsupported, bridge.NeedsUpstream(call+" (the meta device)"))
 }
 
 // NewMetaDevice returns a meta device over devs (1 to MaxMetaDevices; a

@@ -569,7 +569,7 @@ func checkMetaGraph(m *metaState, nodes []*C.struct_ggml_tensor, placed bool) er
 			for i := range t.src {
 				if s := t.src[i]; s != nil {
 					if sm := metaOfBuffer(s.buffer); sm != nil && sm.host {
-						return fmt.Errorf("%w: meta device: node %q is computed outside the meta device but reads %q from a meta buffer of host devices: ggml v0.21.0 would copy it from the meta buffer's placeholder address; compute it on the meta device too",
+						return fmt.Errorf("%w: meta device: node %q is computed outside the meta device but reads %q from a meta buffer of host devices: upstream ggml would copy it from the meta buffer's placeholder address; compute it on the meta device too",
 							ErrUnsupported, C.GoString(&t.name[0]), C.GoString(&s.name[0]))
 					}
 				}

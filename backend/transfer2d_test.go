@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // rows2DModel applies a 2-D transfer to Go byte slices, the reference the
@@ -74,6 +75,7 @@ func TestTensor2D(t *testing.T) {
 		} {
 			require.ErrorIs(t, err, backend.ErrUnsupported)
 			require.ErrorContains(t, err, "-tags ggml_system")
+			require.ErrorContains(t, err, "upstream ggml "+bridge.UpstreamVersion, "the release of the pin")
 		}
 		return
 	}

@@ -114,8 +114,7 @@ const haveUpstream = C.GOGGML_HAVE_UPSTREAM != 0
 // upstreamOnly records on the context that op (or what of it is named in
 // what) needs upstream ggml, and returns a poisoned tensor.
 func (c *Context) upstreamOnly(op, what string, inputs ...*Tensor) *Tensor {
-	return c.fail(op, ErrUnsupported, fmt.Sprintf("%s needs upstream ggml: build with -tags ggml_system (upstream ggml v0.21.0); this binary links %s",
-		what, Provider()), inputs...)
+	return c.fail(op, ErrUnsupported, bridge.NeedsUpstream(what), inputs...)
 }
 
 // invalidType records that op was given type t, which is not Valid: an

@@ -5,6 +5,8 @@ import "C"
 
 import (
 	"fmt"
+
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // Type is a ggml tensor element type (enum ggml_type).
@@ -103,8 +105,7 @@ func upstreamOnlyType(t Type) bool {
 // a type only upstream ggml has, else ErrType.
 func typeError(t Type, format string, args ...any) error {
 	if upstreamOnlyType(t) {
-		return fmt.Errorf("%w: %s: %v needs upstream ggml: build with -tags ggml_system (upstream ggml v0.21.0); this binary links %s",
-			ErrUnsupported, fmt.Sprintf(format, args...), upstreamTypeNames[t], Provider())
+		return fmt.Errorf("%w: %s: %s", ErrUnsupported, fmt.Sprintf(format, args...), bridge.NeedsUpstream(upstreamTypeNames[t]))
 	}
 	return fmt.Errorf("%w: %s", ErrType, fmt.Sprintf(format, args...))
 }

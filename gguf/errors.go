@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // Error kinds; test them with errors.Is. Errors about ggml objects (a
@@ -66,8 +67,7 @@ func needsUpstream(t ggml.Type) (string, bool) {
 	if !ok || t.Valid() {
 		return "", false
 	}
-	return fmt.Sprintf("type %d (%s) needs upstream ggml: build with -tags ggml_system; the linked ggml (%s) does not know it",
-		int32(t), name, ggml.Provider()), true
+	return bridge.NeedsUpstream(fmt.Sprintf("type %d (%s)", int32(t), name)), true
 }
 
 // KeyError is the error of a metadata getter: the key is missing

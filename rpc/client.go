@@ -60,8 +60,7 @@ type Error = bridge.LinkError
 // unsupported is the error of every call on a binary without ggml's RPC
 // backend.
 func unsupported(call string) error {
-	return fmt.Errorf("%w: rpc.%s needs ggml's RPC backend, which only the system provider has: build with -tags ggml_system (upstream ggml built with -DGGML_RPC=ON); this binary links %s",
-		backend.ErrUnsupported, call, ggml.Provider())
+	return fmt.Errorf("%w: %s, built with -DGGML_RPC=ON", backend.ErrUnsupported, bridge.NeedsUpstream("rpc."+call+" (ggml's RPC backend)"))
 }
 
 // Options configure Connect.

@@ -183,3 +183,27 @@ func TestArchitectureNames(t *testing.T) {
 	assert.Greater(t, paths, 20)
 	assert.Greater(t, names, 20)
 }
+
+// TestOneUpstreamVersion: the upstream release the system provider is
+// pinned to is written in one Go place (bridge.NeedsUpstream's
+// UpstreamVersion, read from goggml.h), never in another string of the
+// module's code, so that a new pin changes every message at once.
+func TestOneUpstreamVersion(t *testing.T) {
+	version := regexp.MustCompile(`v0\.\d+\.\d+`)
+	fset := token.NewFileSet()
+	goFiles(t, func(rel string) {
+		if strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(rel, "build/") || strings.HasPrefix(rel, "bench/") {
+			return
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(root, rel), nil, 0)
+		require.NoError(t, err, rel)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.Contains(lit.Value, "ggml") && version.MatchString(lit.Value) {
+				if !strings.Contains(lit.Value, "ollama") {
+					t.Errorf("%s: a string names a ggml release (%s): use bridge.NeedsUpstream or bridge.UpstreamVersion", fset.Position(lit.Pos()), lit.Value)
+				}
+			}
+			return true
+		})
+	})
+}

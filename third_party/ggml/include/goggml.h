@@ -30,6 +30,12 @@
 // ggml has no version macro in its headers (the embedded provider compiles
 // ggml_version() as "0x0"), so the pin checks the enums whose sizes change
 // with every ggml release that adds a type or an op.
+//
+// The upstream release the system provider is pinned to, for messages
+// (Go reads it through goggml_upstream_version: package bridge's
+// UpstreamVersion).
+#define GOGGML_UPSTREAM_VERSION "v0.21.0"
+static inline const char *goggml_upstream_version(void) { return GOGGML_UPSTREAM_VERSION; }
 #if defined(GOGGML_SYSTEM)
 // The system provider: upstream ggml v0.21.0 (github.com/ggml-org/ggml, tag
 // v0.21.0). A later release adds types or ops: the binding reads every enum
