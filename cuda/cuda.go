@@ -3,14 +3,8 @@
 package cuda
 
 /*
-// The embedded provider: the static library make cuda builds from its
-// sources. The system provider: upstream's libggml-cuda.so beside the
-// libggml that pkg-config finds (an install built with -DGGML_CUDA=ON),
-// never the embedded library, whose structs differ. (internal/gpulink
-// carries the same lines, and registers the backend for every program
-// built with -tags cuda.)
-#cgo !ggml_system LDFLAGS: ${SRCDIR}/../build/cuda/lib/libggml-cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
-#cgo ggml_system LDFLAGS: -lggml-cuda
+// The library is linked by internal/gpulink (package backend imports it),
+// the one home of the GPU link flags.
 #include "goggml.h"
 #include "goggml/fwd-ggml-cuda.h"
 

@@ -3,15 +3,8 @@
 package vulkan
 
 /*
-// The embedded provider: the static library make vulkan builds from its
-// sources. The system provider: upstream's libggml-vulkan.so beside the
-// libggml that pkg-config finds (the -L of pkg-config --libs ggml; an
-// install built with -DGGML_VULKAN=ON, e.g. GOGGML_UPSTREAM_VULKAN=1
-// build/upstream.sh), never the embedded library, whose structs differ.
-// (internal/gpulink carries the same lines, and registers the backend for
-// every program built with -tags vulkan.)
-#cgo !ggml_system LDFLAGS: ${SRCDIR}/../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
-#cgo ggml_system LDFLAGS: -lggml-vulkan
+// The library is linked by internal/gpulink (package backend imports it),
+// the one home of the GPU link flags.
 #include "goggml.h"
 #include "goggml/fwd-ggml-vulkan.h"
 */

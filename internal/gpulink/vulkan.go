@@ -6,7 +6,7 @@ package gpulink
 // The embedded provider: the static library make vulkan builds from its
 // sources. The system provider: upstream's libggml-vulkan.so beside the
 // libggml that pkg-config finds, never the embedded library, whose structs
-// differ. (Package vulkan carries the same lines for its own calls.)
+// differ. This is the one home of these flags: package vulkan relies on them.
 #cgo !ggml_system LDFLAGS: ${SRCDIR}/../../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
 #cgo ggml_system LDFLAGS: -lggml-vulkan
 #include "goggml.h"
