@@ -48,7 +48,7 @@ import (
 //     ggml.h's order: ops_elementwise.go, ops_unary.go (and the gated
 //     units), ops_reduce.go, ops_norm.go, ops_softmax.go, ops_matrix.go,
 //     ops_view.go (views, copies, rearranging), ops_rope_attn.go,
-//     ops_conv.go (and pooling), ops_seq.go (sequence models),
+//     ops_conv.go, ops_pool.go, ops_upscale.go, ops_seq.go (sequence models),
 //     ops_train.go (backward ops, losses, optimizer steps); custom ops are
 //     in custom.go. Its doc comment says what it computes and names the C
 //     function. An in-place variant (FooInPlace) goes right after it and
