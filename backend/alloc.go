@@ -29,6 +29,9 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if err := placeable("TensorAlloc", tc); err != nil {
 		return err
 	}
+	if err := checkExtraPlacement("TensorAlloc", C.ggml_backend_buffer_get_type(buf.c), tc); err != nil {
+		return err
+	}
 	if C.goggml_buffer_is_meta(buf.c) {
 		return errMetaPlacement("TensorAlloc")
 	}
@@ -150,6 +153,9 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if err := placeable("Tallocr.Alloc", tc); err != nil {
 		return err
 	}
+	if err := checkExtraPlacement("Tallocr.Alloc", C.ggml_backend_buffer_get_type(a.buf.c), tc); err != nil {
+		return err
+	}
 	release, err := bridge.ContextOf(t.Context()).Claim()
 	if err != nil {
 		return err
@@ -224,6 +230,9 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 	for i, bt := range bts {
 		if err := bt.usable(); err != nil {
 			return nil, fmt.Errorf("NewGallocr: buffer type %d: %w", i, err)
+		}
+		if bt.IsCPUExtra() {
+			return nil, errExtraCompute("NewGallocr", bt)
 		}
 		arr[i] = bt.c
 	}

@@ -164,6 +164,17 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	if sc.buffer == nil || dc.buffer == nil {
 		return fmt.Errorf("%w: CopyTensorAsync: both tensors must be allocated in backend buffers (views: through AllocContextTensors)", ErrUnsupported)
 	}
+	if anyExtra.Load() {
+		// ggml's copy reads and writes through the buffers' own calls,
+		// which the CPU's extra buffer types lack or restrict.
+		n := uint64(C.ggml_nbytes(sc))
+		if err := checkExtraTransfer(unsafe.Pointer(sc), 0, n, false); err != nil {
+			return fmt.Errorf("CopyTensorAsync: src: %w", err)
+		}
+		if err := checkExtraTransfer(unsafe.Pointer(dc), 0, n, true); err != nil {
+			return fmt.Errorf("CopyTensorAsync: dst: %w", err)
+		}
+	}
 	if err := b.checkTensor(sc); err != nil {
 		return err
 	}

@@ -448,6 +448,11 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 		if t.ViewSource() != nil || t.IsAllocated() {
 			continue
 		}
+		if tc, err := tensorPtr(t); err == nil {
+			if err := checkExtraPlacement("AllocContextTensors", bt.c, tc); err != nil {
+				return nil, err
+			}
+		}
 		if v := bridge.TensorOf(t); v.Lease() != nil && v.Lease().Err() != nil {
 			v.ResetStorage()
 			dead[t] = true

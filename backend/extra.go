@@ -129,6 +129,17 @@ func (d *Device) WeightBufferType(src int, ops ...*ggml.Tensor) (*BufferType, er
 	if len(ops) == 0 {
 		return nil, fmt.Errorf("%w: WeightBufferType: no ops", ggml.ErrInvalid)
 	}
+	srcOf := func(op *ggml.Tensor) *ggml.Tensor {
+		if s := op.Sources(); src >= 0 && src < len(s) {
+			return s[src]
+		}
+		return nil
+	}
+	for i, op := range ops[1:] {
+		if a, b := srcOf(ops[0]), srcOf(op); op != nil && ops[0] != nil && a != nil && b != nil && a != b {
+			return nil, fmt.Errorf("%w: WeightBufferType: op %d reads %v as source %d, op 0 reads %v: the ops must read one weight", ggml.ErrInvalid, i+1, b, src, a)
+		}
+	}
 	extra, err := d.ExtraBufferTypes()
 	if err != nil && len(extra) == 0 {
 		extra = nil // a device without extra types: its own
@@ -162,16 +173,26 @@ var anyExtra atomic.Bool
 // layout, which is NULL for a type it has none for.
 func checkExtraTransfer(tp unsafe.Pointer, offset, size uint64, write bool) error {
 	t := (*C.struct_ggml_tensor)(tp)
-	if t == nil || t.buffer == nil {
+	if t == nil {
 		return nil
 	}
-	buft := C.goggml_buffer_cpu_extra(t.buffer)
+	buf := t.buffer
+	if t.view_src != nil {
+		buf = t.view_src.buffer
+	}
+	if buf == nil {
+		return nil
+	}
+	buft := C.goggml_buffer_cpu_extra(buf)
 	if buft == nil {
 		return nil
 	}
 	name, kind := C.GoString(&t.name[0]), C.GoString(C.ggml_backend_buft_name(buft))
 	n := uint64(C.ggml_nbytes(t))
 	switch {
+	case t.view_src != nil:
+		return fmt.Errorf("%w: tensor %q is a view of %q, which is in a %s buffer (re-laid for the CPU's kernels): a view of it cannot be read or written; write the whole tensor",
+			ErrUnsupported, name, C.GoString(&t.view_src.name[0]), kind)
 	case !write:
 		return fmt.Errorf("%w: tensor %q is in a %s buffer, which holds it re-laid for the CPU's kernels: ggml cannot read it back", ErrUnsupported, name, kind)
 	case offset != 0 || size != n:
@@ -181,4 +202,28 @@ func checkExtraTransfer(tp unsafe.Pointer, offset, size uint64, write bool) erro
 			ErrUnsupported, kind, name, C.GoString(C.ggml_type_name(t._type)), int64(t.ne[0]), int64(t.ne[1]))
 	}
 	return nil
+}
+
+// checkExtraPlacement refuses to place tensor t (not a view) in a buffer of
+// type buft when buft is one of the CPU's extra types that does not compute
+// the matrix products reading t whole (goggml_extra_takes_tensor): such a
+// buffer would store t in part, or write past its allocation (the AMX type
+// sizes a tensor by its first two dimensions).
+func checkExtraPlacement(op string, buft C.ggml_backend_buffer_type_t, t *C.struct_ggml_tensor) error {
+	if !anyExtra.Load() || t == nil || t.view_src != nil || !bool(C.goggml_buft_is_cpu_extra(buft)) {
+		return nil
+	}
+	if bool(C.goggml_extra_takes_tensor(buft, t)) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s: a %s buffer holds only weights whose matrix products it computes: tensor %q (%s, %d x %d x %d x %d) is not one; place it in the device's own buffer type (Device.WeightBufferType chooses)",
+		ErrUnsupported, op, C.GoString(C.ggml_backend_buft_name(buft)), C.GoString(&t.name[0]), C.GoString(C.ggml_type_name(t._type)),
+		int64(t.ne[0]), int64(t.ne[1]), int64(t.ne[2]), int64(t.ne[3]))
+}
+
+// errExtraCompute is the error of a compute buffer of one of the CPU's
+// extra types (a scheduler's or graph allocator's): they hold weights,
+// re-laid as they are written, not the tensors a graph computes.
+func errExtraCompute(op string, bt *BufferType) error {
+	return fmt.Errorf("%w: %s: buffer type %s is one of the CPU's extra types, which hold weights re-laid for its kernels, not computed tensors; give the device's own buffer type", ErrUnsupported, op, bt.Name())
 }

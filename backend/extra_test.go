@@ -12,6 +12,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
+	"github.com/go-ggml/ggml/sched"
 )
 
 // cpuExtra returns the CPU device and its extra buffer types, skipping
@@ -164,7 +165,10 @@ func TestExtraBufferMisuse(t *testing.T) {
 		buf, err := bt.AllocBuffer(64 << 20)
 		require.NoError(t, err)
 		require.NoError(t, backend.TensorAlloc(buf, w, 0))
-		require.NoError(t, backend.TensorAlloc(buf, f, 32<<20))
+		// Not a weight the type computes with: refused where it is placed
+		// (it would be stored in part, or, for the AMX type, past its
+		// allocation).
+		require.ErrorIs(t, backend.TensorAlloc(buf, f, 32<<20), backend.ErrUnsupported, bt.Name())
 
 		q, err := ggml.Quantize(typ, testutil.RandF32(rng, 2048*64), 2048, nil)
 		require.NoError(t, err)
@@ -174,18 +178,14 @@ func TestExtraBufferMisuse(t *testing.T) {
 		_, err = ggml.Bytes(w)
 		require.ErrorIs(t, err, backend.ErrUnsupported, bt.Name())
 		require.ErrorIs(t, backend.TensorGet(w, make([]byte, 16), 0), backend.ErrUnsupported, bt.Name())
-		if bt.Name() == "CPU_REPACK" {
-			// No layout for f32 (nor, in both providers' repack, for q8_0):
-			// ggml's set_tensor would call through NULL.
-			require.ErrorIs(t, ggml.SetData(f, testutil.RandF32(rng, 64*8)), backend.ErrUnsupported)
-		}
+		require.ErrorIs(t, ggml.SetData(f, testutil.RandF32(rng, 64*8)), ggml.ErrNotAllocated)
 		require.NoError(t, buf.Close())
 		require.NoError(t, c.Close())
 	}
 
 	dev, err := backend.DeviceByType(backend.DeviceCPU)
 	require.NoError(t, err)
-	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true})
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
 	require.NoError(t, err)
 	defer c.Close()
 	a := c.NewTensor(ggml.TypeF32, 4, 4)
@@ -193,4 +193,97 @@ func TestExtraBufferMisuse(t *testing.T) {
 	require.ErrorIs(t, err, ggml.ErrInvalid)
 	_, err = dev.WeightBufferType(0)
 	require.ErrorIs(t, err, ggml.ErrInvalid)
+	b := c.NewTensor(ggml.TypeF32, 4, 4)
+	_, err = dev.WeightBufferType(0, c.MulMat(a, a), c.MulMat(b, a))
+	require.ErrorIs(t, err, ggml.ErrInvalid, "ops reading two different weights")
+}
+
+// TestExtraBufferViewsAndPlacement: what a hostile pass found around the
+// CPU's extra buffer types. A view or reshape of a weight there is refused
+// in transfers and computes (ggml would read the re-laid bytes as the
+// tensor's own layout: wrong numbers, or a NULL read); tensors the type
+// does not compute with are refused where they are placed (AMX sizes a
+// 3-D tensor by its first matrix and packs no row of one shorter than a
+// tile); CopyTensorAsync checks as TensorCopy does; a scheduler or graph
+// allocator refuses an extra type as its compute buffer.
+func TestExtraBufferViewsAndPlacement(t *testing.T) {
+	_, extra := cpuExtra(t)
+	rng := testutil.NewRNG(t)
+	be := testutil.CPU(t)
+	for _, bt := range extra {
+		t.Run(bt.Name(), func(t *testing.T) {
+			typ := ggml.TypeQ4_0
+			if bt.Name() == "AMX" {
+				typ = ggml.TypeQ8_0
+			}
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
+			require.NoError(t, err)
+			defer c.Close()
+			w := c.NewTensor(typ, 2048, 64).SetName("w")
+			buf, err := bt.AllocBuffer(8 << 20)
+			require.NoError(t, err)
+			defer buf.Close()
+			require.NoError(t, backend.TensorAlloc(buf, w, 0))
+			q, err := ggml.Quantize(typ, testutil.RandF32(rng, 2048*64), 2048, nil)
+			require.NoError(t, err)
+			require.NoError(t, backend.TensorSet(w, q, 0))
+
+			// Views made after the weight was placed: no buffer of their
+			// own, the weight's storage.
+			rows := c.View2D(w, 2048, 32, w.Nb()[1], 0)
+			reshaped := c.Reshape(w, 4096, 32)
+			require.NoError(t, c.Err())
+			for _, v := range []*ggml.Tensor{rows, reshaped} {
+				_, err := ggml.Bytes(v)
+				require.ErrorIs(t, err, backend.ErrUnsupported)
+				require.ErrorIs(t, backend.TensorSet(v, q[:v.Bytes()], 0), backend.ErrUnsupported)
+
+				g, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
+				require.NoError(t, err)
+				x := g.NewTensor(ggml.TypeF32, v.Ne()[0], 3)
+				gr, err := g.BuildGraph(g.MulMat(v, x))
+				require.NoError(t, err)
+				xb, err := backend.AllocContextTensors(g, be)
+				require.NoError(t, err)
+				require.NoError(t, ggml.SetData(x, testutil.RandF32(rng, int(v.Ne()[0])*3)))
+				err = be.Compute(context.Background(), gr)
+				require.ErrorIs(t, err, backend.ErrUnsupported)
+				assert.Contains(t, err.Error(), "is a view of \"w\"")
+				require.NoError(t, xb.Close())
+				require.NoError(t, g.Close())
+			}
+
+			// Placement: only weights the type computes with.
+			pc, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true})
+			require.NoError(t, err)
+			defer pc.Close()
+			short := pc.NewTensor(typ, 2048, 4)
+			deep := pc.NewTensor(typ, 2048, 32, 4)
+			pbuf, err := bt.AllocBuffer(8 << 20)
+			require.NoError(t, err)
+			defer pbuf.Close()
+			if bt.Name() == "AMX" {
+				require.ErrorIs(t, backend.TensorAlloc(pbuf, short, 0), backend.ErrUnsupported)
+				require.ErrorIs(t, backend.TensorAlloc(pbuf, deep, 0), backend.ErrUnsupported)
+			}
+
+			// CopyTensorAsync out of the buffer: as TensorCopy, refused.
+			cc, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+			require.NoError(t, err)
+			defer cc.Close()
+			dst := cc.NewTensor(typ, 2048, 64)
+			db, err := backend.AllocContextTensors(cc, be)
+			require.NoError(t, err)
+			defer db.Close()
+			require.ErrorIs(t, be.CopyTensorAsync(be, w, dst), backend.ErrUnsupported)
+			require.ErrorIs(t, backend.TensorCopy(w, dst), backend.ErrUnsupported)
+			require.NoError(t, be.Synchronize())
+
+			// Not a compute buffer.
+			_, err = sched.New([]*backend.Backend{be}, sched.Options{BufferTypes: []*backend.BufferType{bt}})
+			require.ErrorIs(t, err, backend.ErrUnsupported)
+			_, err = backend.NewGallocr(bt)
+			require.ErrorIs(t, err, backend.ErrUnsupported)
+		})
+	}
 }

@@ -114,6 +114,11 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 // graph with the same placement; each compute still checks the data's
 // values and locks them against writes.
 func (g *Graph) checkAllIndices(h *bridge.Holds) error {
+	if t := C.goggml_graph_extra_view(g.c); t != nil {
+		// Not an index check, but every compute runs this one first.
+		return fmt.Errorf("%w: tensor %q of the graph is a view of %q, which is in a %s buffer (re-laid for the CPU's kernels): ops read such a tensor whole, as the weight of a matrix product; use the tensor itself",
+			ErrUnsupported, C.GoString(&t.name[0]), C.GoString(&t.view_src.name[0]), C.GoString(C.ggml_backend_buffer_name(t.view_src.buffer)))
+	}
 	plan := g.indexPlan.Load()
 	if ok, err := plan.holdsFor(g); err != nil {
 		return err

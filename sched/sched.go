@@ -263,6 +263,9 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 			if !backends[i].SupportsBufferType(bt) {
 				return nil, fmt.Errorf("%w: backend %s cannot use buffer type %s", backend.ErrUnsupported, backends[i].Name(), bt.Name())
 			}
+			if bt.IsCPUExtra() {
+				return nil, fmt.Errorf("%w: sched.New: buffer type %d (%s) is one of the CPU's extra types, which hold weights re-laid for its kernels, not the tensors a graph computes; give the device's own buffer type", backend.ErrUnsupported, i, bt.Name())
+			}
 			bts[i] = C.ggml_backend_buffer_type_t(p)
 		}
 	}

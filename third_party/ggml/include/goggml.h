@@ -530,6 +530,61 @@ static inline bool goggml_supports_op_in_buft(ggml_backend_dev_t dev, ggml_backe
 	return ok;
 }
 
+// goggml_extra_takes_tensor reports whether a tensor like t may be placed
+// in buft, one of the CPU's extra buffer types: the type must compute the
+// matrix products that read t whole (MUL_MAT of a 2-D t, MUL_MAT_ID of a 3-D
+// one), asked of copies as goggml_supports_op_in_buft does. Other tensors
+// would be stored in part, or past their allocation (the AMX type sizes a
+// tensor by its first two dimensions, and packs no row of a tensor shorter
+// than a tile). Written for go-ggml.
+static inline bool goggml_extra_takes_tensor(ggml_backend_buffer_type_t buft, const struct ggml_tensor * t) {
+	ggml_backend_dev_t dev = ggml_backend_buft_get_device(buft);
+	if (dev == NULL || t->ne[3] != 1) {
+		return false;
+	}
+	bool id = t->ne[2] != 1;
+	struct ggml_tensor x, ids, op;
+	memset(&x, 0, sizeof x);
+	memset(&ids, 0, sizeof ids);
+	memset(&op, 0, sizeof op);
+	x.type = GGML_TYPE_F32;
+	x.ne[0] = t->ne[0]; x.ne[1] = 1; x.ne[2] = 1; x.ne[3] = 1;
+	x.nb[0] = sizeof(float); x.nb[1] = x.nb[0] * x.ne[0]; x.nb[2] = x.nb[1]; x.nb[3] = x.nb[2];
+	ids.type = GGML_TYPE_I32;
+	ids.ne[0] = 1; ids.ne[1] = 1; ids.ne[2] = 1; ids.ne[3] = 1;
+	ids.nb[0] = sizeof(int32_t); ids.nb[1] = ids.nb[0]; ids.nb[2] = ids.nb[1]; ids.nb[3] = ids.nb[2];
+	op.op = id ? GGML_OP_MUL_MAT_ID : GGML_OP_MUL_MAT;
+	op.type = GGML_TYPE_F32;
+	op.ne[0] = t->ne[1]; op.ne[1] = 1; op.ne[2] = 1; op.ne[3] = 1;
+	op.nb[0] = sizeof(float); op.nb[1] = op.nb[0] * op.ne[0]; op.nb[2] = op.nb[1]; op.nb[3] = op.nb[2];
+	op.src[0] = (struct ggml_tensor *) t;
+	op.src[1] = &x;
+	if (id) {
+		op.src[2] = &ids;
+	}
+	return goggml_supports_op_in_buft(dev, buft, &op, 0);
+}
+
+// goggml_graph_extra_view returns the first tensor of graph g (a node or a
+// node's source) that is a view of a tensor in one of the CPU's extra
+// buffer types, or NULL: ggml would read the re-laid bytes through it as if
+// they were the tensor's own layout (wrong numbers), or call a read the
+// buffer does not have. Written for go-ggml.
+static inline struct ggml_tensor * goggml_graph_extra_view(struct ggml_cgraph * g) {
+	int n = ggml_graph_n_nodes(g);
+	for (int i = 0; i < n; i++) {
+		struct ggml_tensor * node = ggml_graph_node(g, i);
+		for (int j = -1; j < GGML_MAX_SRC; j++) {
+			struct ggml_tensor * t = j < 0 ? node : node->src[j];
+			if (t != NULL && t->view_src != NULL && t->view_src->buffer != NULL &&
+					goggml_buffer_cpu_extra(t->view_src->buffer) != NULL) {
+				return t;
+			}
+		}
+	}
+	return NULL;
+}
+
 // ---- helpers shared by the binding ---------------------------------------
 
 // goggml_abort_flag is an abort callback for backends that take one: it
