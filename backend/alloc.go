@@ -314,20 +314,11 @@ func (a *Gallocr) ReserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 }
 
 func (a *Gallocr) reserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err error) {
-	gp, err := graphPtr(g)
+	gp, nodes, leafs, free, err := a.reserveArgs(g, nodeBuffers, leafBuffers)
 	if err != nil {
 		return err
 	}
-	nodes, err := a.bufferIDs("node", nodeBuffers, g.NumNodes())
-	if err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(nodes))
-	leafs, err := a.bufferIDs("leaf", leafBuffers, g.NumLeafs())
-	if err != nil {
-		return err
-	}
-	defer C.free(unsafe.Pointer(leafs))
+	defer free()
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(a)
 	defer bridge.Catch(&err)
@@ -338,6 +329,22 @@ func (a *Gallocr) reserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 	}
 	a.failed = false
 	return nil
+}
+
+// reserveArgs are the C arguments of a reservation of g: the graph, and
+// the buffer of each node and leaf (checked; see ReserveN). Call free after.
+func (a *Gallocr) reserveArgs(g *ggml.Graph, nodeBuffers, leafBuffers []int) (gp *C.struct_ggml_cgraph, nodes, leafs *C.int, free func(), err error) {
+	if gp, err = graphPtr(g); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if nodes, err = a.bufferIDs("node", nodeBuffers, g.NumNodes()); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if leafs, err = a.bufferIDs("leaf", leafBuffers, g.NumLeafs()); err != nil {
+		C.free(unsafe.Pointer(nodes))
+		return nil, nil, nil, nil, err
+	}
+	return gp, nodes, leafs, func() { C.free(unsafe.Pointer(nodes)); C.free(unsafe.Pointer(leafs)) }, nil
 }
 
 // bufferIDs copies ids (or zeros) for n tensors into C memory, checked.
@@ -514,20 +521,11 @@ func (a *Gallocr) ReserveSizes(g *ggml.Graph, nodeBuffers, leafBuffers []int) (s
 	if err := a.usable(); err != nil {
 		return nil, err
 	}
-	gp, err := graphPtr(g)
+	gp, nodes, leafs, free, err := a.reserveArgs(g, nodeBuffers, leafBuffers)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := a.bufferIDs("node", nodeBuffers, g.NumNodes())
-	if err != nil {
-		return nil, err
-	}
-	defer C.free(unsafe.Pointer(nodes))
-	leafs, err := a.bufferIDs("leaf", leafBuffers, g.NumLeafs())
-	if err != nil {
-		return nil, err
-	}
-	defer C.free(unsafe.Pointer(leafs))
+	defer free()
 	scratch, err := NewGallocr(a.bts...)
 	if err != nil {
 		return nil, err

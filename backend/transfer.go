@@ -380,23 +380,8 @@ func TensorGet2D(t *ggml.Tensor, dst []byte, r Rows2D) (err error) {
 // without async transfers copy at once. Only upstream ggml has it: with
 // another provider it returns an ErrUnsupported error that names
 // -tags ggml_system.
-func (b *Backend) SetTensor2DAsync(t *ggml.Tensor, data []byte, r Rows2D) (err error) {
-	if !haveUpstream {
-		return upstreamOnly("Backend.SetTensor2DAsync (ggml_backend_tensor_set_2d_async)")
-	}
-	if err := b.enter(); err != nil {
-		return err
-	}
-	defer b.leave()
-	const op = "SetTensor2DAsync"
-	tc, err := b.asyncTarget2D(op, t, len(data), r, true)
-	if err != nil || r.empty() {
-		return err
-	}
-	return b.queue(t, data, true, func(p unsafe.Pointer) {
-		C.goggml_tensor_set_2d_async(b.c, tc, p, C.size_t(r.Offset), C.size_t(r.Size),
-			C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
-	})
+func (b *Backend) SetTensor2DAsync(t *ggml.Tensor, data []byte, r Rows2D) error {
+	return b.transfer2DAsync("SetTensor2DAsync", "ggml_backend_tensor_set_2d_async", t, data, r, true)
 }
 
 // GetTensor2DAsync queues TensorGet2D's copy of r's rows of tensor t into
@@ -404,22 +389,31 @@ func (b *Backend) SetTensor2DAsync(t *ggml.Tensor, data []byte, r Rows2D) (err e
 // the data after Synchronize; it is pinned until then. Only upstream ggml
 // has it: with another provider it returns an ErrUnsupported error that
 // names -tags ggml_system.
-func (b *Backend) GetTensor2DAsync(t *ggml.Tensor, dst []byte, r Rows2D) (err error) {
+func (b *Backend) GetTensor2DAsync(t *ggml.Tensor, dst []byte, r Rows2D) error {
+	return b.transfer2DAsync("GetTensor2DAsync", "ggml_backend_tensor_get_2d_async", t, dst, r, false)
+}
+
+// transfer2DAsync is SetTensor2DAsync (write) and GetTensor2DAsync.
+func (b *Backend) transfer2DAsync(op, cname string, t *ggml.Tensor, data []byte, r Rows2D, write bool) (err error) {
 	if !haveUpstream {
-		return upstreamOnly("Backend.GetTensor2DAsync (ggml_backend_tensor_get_2d_async)")
+		return upstreamOnly("Backend." + op + " (" + cname + ")")
 	}
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.leave()
-	const op = "GetTensor2DAsync"
-	tc, err := b.asyncTarget2D(op, t, len(dst), r, false)
+	tc, err := b.asyncTarget2D(op, t, len(data), r, write)
 	if err != nil || r.empty() {
 		return err
 	}
-	return b.queue(t, dst, false, func(p unsafe.Pointer) {
-		C.goggml_tensor_get_2d_async(b.c, tc, p, C.size_t(r.Offset), C.size_t(r.Size),
-			C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+	return b.queue(t, data, write, func(p unsafe.Pointer) {
+		if write {
+			C.goggml_tensor_set_2d_async(b.c, tc, p, C.size_t(r.Offset), C.size_t(r.Size),
+				C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+		} else {
+			C.goggml_tensor_get_2d_async(b.c, tc, p, C.size_t(r.Offset), C.size_t(r.Size),
+				C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
+		}
 	})
 }
 

@@ -145,21 +145,10 @@ func (c *Context) im2colShape(op string, a, b *Tensor, s0, s1, p0, p1, d0, d1 in
 	if p := c.convNonEmpty(op, a, b); p != nil {
 		return none, p
 	}
-	an, bn := a.Ne(), b.Ne()
-	switch {
-	case !isConvFloat(a.Type()):
-		return none, c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b)
-	case b.Type() != TypeF32:
-		return none, c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
-	case dst != TypeF32 && dst != TypeF16:
-		return none, c.fail(op, ErrType, fmt.Sprintf("ggml's kernels produce f32 or f16, not %v", dst), a, b)
-	case dst == TypeF16 && a.Type() != TypeF16:
-		return none, c.fail(op, ErrType, fmt.Sprintf("an f16 result needs an f16 kernel a, not %v (ggml's kernel asserts it)", a.Type()), a, b)
-	case dst == TypeF16 && !adjacent(a):
-		return none, c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0 (ggml's f16 kernel asserts nb0 == 2); copy it with Cont", a, b)
-	case !adjacent(b):
-		return none, c.fail(op, ErrShape, "b's elements must be adjacent in dimension 0 (ggml's kernel asserts nb0 == 4); copy it with Cont", a, b)
+	if p := c.im2colTypes(op, a, b, dst, true); p != nil {
+		return none, p
 	}
+	an, bn := a.Ne(), b.Ne()
 	var ne [MaxDims]int64
 	if is2D {
 		switch {
@@ -170,15 +159,11 @@ func (c *Context) im2colShape(op string, a, b *Tensor, s0, s1, p0, p1, d0, d1 in
 		case !strideFits(b, 2) || !strideFits(b, 3):
 			return none, c.fail(op, ErrShape, "b's strides nb2 and nb3 must fit a C int (ggml's kernel keeps them in one)", a, b)
 		}
-		ow, ok := convOut(bn[0], an[0], s0, p0, d0)
-		if !ok {
-			return none, c.convFail(op, "dimension 0", bn[0], an[0], s0, p0, d0, a, b)
+		out, p := c.convOuts(op, a, b, [3]int{s0, p0, d0}, [3]int{s1, p1, d1})
+		if p != nil {
+			return none, p
 		}
-		oh, ok := convOut(bn[1], an[1], s1, p1, d1)
-		if !ok {
-			return none, c.convFail(op, "dimension 1", bn[1], an[1], s1, p1, d1, a, b)
-		}
-		ne = shape4(an[2]*an[1]*an[0], ow, oh, bn[3])
+		ne = shape4(an[2]*an[1]*an[0], out[0], out[1], bn[3])
 	} else {
 		switch {
 		case an[1] != bn[1]:
@@ -188,16 +173,52 @@ func (c *Context) im2colShape(op string, a, b *Tensor, s0, s1, p0, p1, d0, d1 in
 		case !strideFits(b, 1) || !strideFits(b, 2):
 			return none, c.fail(op, ErrShape, "b's strides nb1 and nb2 must fit a C int (ggml's kernel keeps them in one)", a, b)
 		}
-		ow, ok := convOut(bn[0], an[0], s0, p0, d0)
-		if !ok {
-			return none, c.convFail(op, "dimension 0", bn[0], an[0], s0, p0, d0, a, b)
+		out, p := c.convOuts(op, a, b, [3]int{s0, p0, d0})
+		if p != nil {
+			return none, p
 		}
-		ne = shape4(an[1]*an[0], ow, bn[2], 1)
+		ne = shape4(an[1]*an[0], out[0], bn[2], 1)
 	}
 	if _, err := dataSize(dst, ne); err != nil {
 		return none, c.fail(op, ErrShape, err.Error(), a, b)
 	}
 	return ne, nil
+}
+
+// im2colTypes checks the types Im2Col and Im2Col3D take, for a result of
+// type dst; f16A: the 2-D kernel's f16 path also needs a's elements
+// adjacent.
+func (c *Context) im2colTypes(op string, a, b *Tensor, dst Type, f16A bool) *Tensor {
+	switch {
+	case !isConvFloat(a.Type()):
+		return c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b)
+	case b.Type() != TypeF32:
+		return c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
+	case dst != TypeF32 && dst != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("ggml's kernels produce f32 or f16, not %v", dst), a, b)
+	case dst == TypeF16 && a.Type() != TypeF16:
+		return c.fail(op, ErrType, fmt.Sprintf("an f16 result needs an f16 kernel a, not %v (ggml's kernel asserts it)", a.Type()), a, b)
+	case f16A && dst == TypeF16 && !adjacent(a):
+		return c.fail(op, ErrShape, "a's elements must be adjacent in dimension 0 (ggml's f16 kernel asserts nb0 == 2); copy it with Cont", a, b)
+	case !adjacent(b):
+		return c.fail(op, ErrShape, "b's elements must be adjacent in dimension 0 (ggml's kernel asserts nb0 == 4); copy it with Cont", a, b)
+	}
+	return nil
+}
+
+// convOuts returns the output size of dimension i of b convolved by
+// kernel a with the stride, padding and dilation spd[i], for each i given.
+func (c *Context) convOuts(op string, a, b *Tensor, spd ...[3]int) ([3]int64, *Tensor) {
+	var out [3]int64
+	an, bn := a.Ne(), b.Ne()
+	for i, sp := range spd {
+		o, ok := convOut(bn[i], an[i], sp[0], sp[1], sp[2])
+		if !ok {
+			return out, c.convFail(op, fmt.Sprintf("dimension %d", i), bn[i], an[i], sp[0], sp[1], sp[2], a, b)
+		}
+		out[i] = o
+	}
+	return out, nil
 }
 
 // Conv1D returns the 1-D convolution (cross-correlation) of b by the
@@ -807,28 +828,16 @@ func (c *Context) im2col3DShape(op string, a, b *Tensor, ic int, s0, s1, s2, p0,
 	if p := c.convNonEmpty(op, a, b); p != nil {
 		return none, p
 	}
+	if p := c.im2colTypes(op, a, b, dst, false); p != nil {
+		return none, p
+	}
 	an, bn := a.Ne(), b.Ne()
-	switch {
-	case !isConvFloat(a.Type()):
-		return none, c.fail(op, ErrType, fmt.Sprintf("a must be f32 or f16, not %v", a.Type()), a, b)
-	case b.Type() != TypeF32:
-		return none, c.fail(op, ErrType, fmt.Sprintf("b must be f32, not %v", b.Type()), a, b)
-	case dst != TypeF32 && dst != TypeF16:
-		return none, c.fail(op, ErrType, fmt.Sprintf("ggml's kernels produce f32 or f16, not %v", dst), a, b)
-	case dst == TypeF16 && a.Type() != TypeF16:
-		return none, c.fail(op, ErrType, fmt.Sprintf("an f16 result needs an f16 kernel a, not %v (ggml's kernel asserts it)", a.Type()), a, b)
-	case !adjacent(b):
-		return none, c.fail(op, ErrShape, "b's elements must be adjacent in dimension 0 (ggml's kernel asserts nb0 == 4); copy it with Cont", a, b)
-	case bn[3]%int64(ic) != 0:
+	if bn[3]%int64(ic) != 0 {
 		return none, c.fail(op, ErrShape, fmt.Sprintf("b.ne3 (%d) must be a multiple of ic (%d): b is [W, H, D, IC*N]", bn[3], ic), a, b)
 	}
-	var out [3]int64
-	for i, sp := range [3][3]int{{s0, p0, d0}, {s1, p1, d1}, {s2, p2, d2}} {
-		o, ok := convOut(bn[i], an[i], sp[0], sp[1], sp[2])
-		if !ok {
-			return none, c.convFail(op, fmt.Sprintf("dimension %d", i), bn[i], an[i], sp[0], sp[1], sp[2], a, b)
-		}
-		out[i] = o
+	out, p := c.convOuts(op, a, b, [3]int{s0, p0, d0}, [3]int{s1, p1, d1}, [3]int{s2, p2, d2})
+	if p != nil {
+		return none, p
 	}
 	n := bn[3] / int64(ic)
 	k := an[0] * an[1] * an[2]
