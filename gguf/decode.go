@@ -256,67 +256,36 @@ func decodeFixed(t ValueType, b []byte, n int) any {
 	case TypeUint8:
 		return append(make([]uint8, 0, n), b...)
 	case TypeInt8:
-		out := make([]int8, n)
-		for i := range out {
-			out[i] = int8(b[i])
-		}
-		return out
+		return decodeN(b, n, 1, func(p []byte) int8 { return int8(p[0]) })
 	case TypeBool:
-		out := make([]bool, n)
-		for i := range out {
-			out[i] = b[i] != 0
-		}
-		return out
+		return decodeN(b, n, 1, func(p []byte) bool { return p[0] != 0 })
 	case TypeUint16:
-		out := make([]uint16, n)
-		for i := range out {
-			out[i] = le.Uint16(b[2*i:])
-		}
-		return out
+		return decodeN(b, n, 2, le.Uint16)
 	case TypeInt16:
-		out := make([]int16, n)
-		for i := range out {
-			out[i] = int16(le.Uint16(b[2*i:]))
-		}
-		return out
+		return decodeN(b, n, 2, func(p []byte) int16 { return int16(le.Uint16(p)) })
 	case TypeUint32:
-		out := make([]uint32, n)
-		for i := range out {
-			out[i] = le.Uint32(b[4*i:])
-		}
-		return out
+		return decodeN(b, n, 4, le.Uint32)
 	case TypeInt32:
-		out := make([]int32, n)
-		for i := range out {
-			out[i] = int32(le.Uint32(b[4*i:]))
-		}
-		return out
+		return decodeN(b, n, 4, func(p []byte) int32 { return int32(le.Uint32(p)) })
 	case TypeFloat32:
-		out := make([]float32, n)
-		for i := range out {
-			out[i] = math.Float32frombits(le.Uint32(b[4*i:]))
-		}
-		return out
+		return decodeN(b, n, 4, func(p []byte) float32 { return math.Float32frombits(le.Uint32(p)) })
 	case TypeUint64:
-		out := make([]uint64, n)
-		for i := range out {
-			out[i] = le.Uint64(b[8*i:])
-		}
-		return out
+		return decodeN(b, n, 8, le.Uint64)
 	case TypeInt64:
-		out := make([]int64, n)
-		for i := range out {
-			out[i] = int64(le.Uint64(b[8*i:]))
-		}
-		return out
+		return decodeN(b, n, 8, func(p []byte) int64 { return int64(le.Uint64(p)) })
 	case TypeFloat64:
-		out := make([]float64, n)
-		for i := range out {
-			out[i] = math.Float64frombits(le.Uint64(b[8*i:]))
-		}
-		return out
+		return decodeN(b, n, 8, func(p []byte) float64 { return math.Float64frombits(le.Uint64(p)) })
 	}
 	panic("gguf: decodeFixed of " + t.String())
+}
+
+// decodeN decodes n values of size bytes each from b with conv.
+func decodeN[T any](b []byte, n, size int, conv func([]byte) T) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = conv(b[size*i:])
+	}
+	return out
 }
 
 // header is what parsing a file yields.
