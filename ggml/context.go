@@ -40,6 +40,9 @@ type ContextParams struct {
 	NoAlloc bool
 	// Graph reserves room for one graph of GraphSize nodes, for BuildGraph.
 	Graph bool
+	// Grads makes Graph's room that of a graph with gradients
+	// (NewGradGraph, for BuildBackward), which is larger.
+	Grads bool
 	// GraphSize is the node capacity of graphs built in this context,
 	// at most MaxGraphSize; 0 means DefaultGraphSize.
 	GraphSize int
@@ -123,6 +126,9 @@ func NewContext(p ContextParams) (*Context, error) {
 	}
 	if p.Graph {
 		g, err := GraphOverhead(graphSize)
+		if p.Grads {
+			g, err = GradGraphOverhead(graphSize)
+		}
 		if err != nil {
 			return nil, err
 		}

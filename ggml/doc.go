@@ -142,15 +142,20 @@
 //     ggml_get_first_tensor, ggml_get_next_tensor: data and naming helpers,
 //     not ops; SetData, Context.Tensor, Context.Tensors and SetName do their
 //     work.
-//   - ggml_graph_get_grad, ggml_graph_get_grad_acc (and
-//     ggml_build_backward_expand, which makes them): automatic
-//     differentiation is not bound yet. The backward ops and optimizer
-//     steps above let a graph written by hand train; binding ggml's own
-//     gradient graphs needs the Graph to adopt the nodes ggml creates for
-//     them, which is work of its own.
 //   - ggml_opt_* (the optimization loop of ggml-opt.h): a training driver
 //     around the graph API, not an op; OptStepAdamW and OptStepSGD are the
 //     ops it runs.
+//
+// # Automatic differentiation
+//
+// A graph made by NewGradGraph, with parameters (Tensor.SetParam) and an f32
+// scalar loss (Tensor.SetLoss) in it, gets the nodes that compute each
+// parameter's gradient from Graph.BuildBackward (ggml_build_backward_expand;
+// with accumulate, into accumulators that sum over computes). The Go graph
+// and context adopt the tensors ggml creates; Graph.Grad and Graph.GradAcc
+// return them (ggml_graph_get_grad, _acc), and Graph.ResetGrads prepares a
+// new accumulation (ggml_graph_reset). What ggml would assert on is an error
+// first, naming the op or parameter at fault.
 //
 // # Quantization
 //

@@ -34,6 +34,10 @@ type Graph struct {
 	stack []expandFrame // scratch for Expand, kept between calls
 	// partial: AddNode added nodes whose sources are not in the graph.
 	partial bool
+	// grads: made by NewGradGraph; backward: BuildBackward ran, and byPtr
+	// finds the Go handle of each of the graph's tensors (Grad, GradAcc).
+	grads, backward bool
+	byPtr           map[*C.struct_ggml_tensor]*Tensor
 	// indexPlan: what the index checks learned of the graph's structure
 	// and placement (checkAllIndices); computes on several goroutines may
 	// read and replace it.
@@ -61,7 +65,9 @@ func (g *Graph) change() (func(), error) {
 // (ggml_new_graph_custom, without gradients); size is 1 to MaxGraphSize.
 // The context needs the room for it (GraphOverhead):
 // ContextParams.Graph reserves one graph of ContextParams.GraphSize.
-func (c *Context) NewGraph(size int) (*Graph, error) {
+func (c *Context) NewGraph(size int) (*Graph, error) { return c.newGraph(size, false) }
+
+func (c *Context) newGraph(size int, grads bool) (*Graph, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil *Context", ErrInvalid)
 	}
@@ -75,6 +81,9 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 		return nil, fmt.Errorf("%w: this context belongs to a graph copy; make graphs in a context of your own", ErrInvalid)
 	}
 	need, err := GraphOverhead(size)
+	if grads {
+		need, err = GradGraphOverhead(size)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,13 +92,17 @@ func (c *Context) NewGraph(size int) (*Graph, error) {
 	}
 	defer c.leaveC()
 	if used := c.used.Load(); used > c.memSize || need > c.memSize-used {
-		return nil, fmt.Errorf("%w: a graph of %d nodes needs %d bytes, the context has %d of %d free; set ContextParams.Graph (and GraphSize)",
-			ErrNoMemory, size, need, c.memSize-used, c.memSize)
+		hint := "set ContextParams.Graph (and GraphSize)"
+		if grads {
+			hint = "set ContextParams.Graph and Grads (and GraphSize)"
+		}
+		return nil, fmt.Errorf("%w: a graph of %d nodes needs %d bytes, the context has %d of %d free; %s",
+			ErrNoMemory, size, need, c.memSize-used, c.memSize, hint)
 	}
-	g := C.ggml_new_graph_custom(c.c, C.size_t(size), false)
+	g := C.ggml_new_graph_custom(c.c, C.size_t(size), C.bool(grads))
 	defer runtime.KeepAlive(c)
 	c.used.Add(need)
-	return &Graph{ctx: c, c: g, size: size, seen: newPtrSet(min(size, 1024)), guard: newGuard()}, nil
+	return &Graph{ctx: c, c: g, size: size, seen: newPtrSet(min(size, 1024)), guard: newGuard(), grads: grads}, nil
 }
 
 // BuildGraph creates a graph of the context's GraphSize and expands it with
@@ -295,6 +308,7 @@ func (g *Graph) Clear() error {
 	g.version++
 	g.seen.reset()
 	g.nodes, g.leafs, g.partial = nil, nil, false
+	g.backward, g.byPtr = false, nil
 	return nil
 }
 

@@ -111,6 +111,15 @@ struct goggml_cgraph_layout {
 #endif
 };
 
+// goggml_graph_n_leafs and goggml_graph_leaf read a graph's leafs, which
+// ggml's public API does not list (through the layout above).
+static inline int goggml_graph_n_leafs(struct ggml_cgraph * g) {
+	return ((struct goggml_cgraph_layout *) g)->n_leafs;
+}
+static inline struct ggml_tensor * goggml_graph_leaf(struct ggml_cgraph * g, int i) {
+	return ((struct ggml_tensor **) ((struct goggml_cgraph_layout *) g)->leafs)[i];
+}
+
 // The embedded provider's extras (ollama's patches): on another provider
 // these compile to a fallback that the Go side never reaches, for it checks
 // GOGGML_HAVE_OLLAMA_EXTRAS first.
