@@ -143,7 +143,7 @@ func InitByName(name, params string) (*Backend, error) {
 	c := C.ggml_backend_init_by_name(cn, cp)
 	registryMu.RUnlock()
 	if c == nil {
-		return nil, fmt.Errorf("%w: no backend could be started on a device named %q", ErrNotFound, name)
+		return nil, fmt.Errorf("%w: no backend could be started on a device named %q; the devices are %s", ErrNotFound, name, deviceNames())
 	}
 	return newBackend(c), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -123,7 +124,27 @@ func DeviceByName(name string) (*Device, error) {
 	if d := deviceFromC(C.ggml_backend_dev_by_name(cs)); d != nil {
 		return d, nil
 	}
-	return nil, fmt.Errorf("%w: no device named %q", ErrNotFound, name)
+	return nil, fmt.Errorf("%w: no device named %q; the devices are %s", ErrNotFound, name, deviceNamesLocked())
+}
+
+// deviceNames lists the registry's devices for an error message ("CPU,
+// Vulkan0"; "none").
+func deviceNames() string {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	return deviceNamesLocked()
+}
+
+// deviceNamesLocked is deviceNames under registryMu.
+func deviceNamesLocked() string {
+	var names []string
+	for i := range int(C.ggml_backend_dev_count()) {
+		names = append(names, C.GoString(C.ggml_backend_dev_name(C.ggml_backend_dev_get(C.size_t(i)))))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 // DeviceByType returns the first device of type t (ggml_backend_dev_by_type),
@@ -134,7 +155,7 @@ func DeviceByType(t DeviceType) (*Device, error) {
 	if d := deviceFromC(C.ggml_backend_dev_by_type(C.enum_ggml_backend_dev_type(t))); d != nil {
 		return d, nil
 	}
-	return nil, fmt.Errorf("%w: no %v device", ErrNotFound, t)
+	return nil, fmt.Errorf("%w: no %v device; the devices are %s", ErrNotFound, t, deviceNamesLocked())
 }
 
 // Name returns the device's short name, e.g. "CPU" (ggml_backend_dev_name).

@@ -124,8 +124,8 @@ func (g *Graph) BuildBackward(ctx *Context, accumulate bool) (err error) {
 	if nodes > g.size || leafs > g.size {
 		return fmt.Errorf("%w: BuildBackward: the backward pass takes the graph to %d nodes and %d leafs, it has room for %d; make a larger graph", ErrGraphFull, nodes, leafs, g.size)
 	}
-	if used := ctx.used.Load(); used > ctx.memSize || mem > ctx.memSize-used {
-		return fmt.Errorf("%w: BuildBackward: the gradients' tensors need %d bytes of the context, it has %d of %d free; give it more MaxTensors", ErrNoMemory, mem, ctx.memSize-used, ctx.memSize)
+	if used, space := ctx.used.Load(), ctx.tensorSpace(); used > space || mem > space-used {
+		return fmt.Errorf("%w: BuildBackward: the gradients' tensors need %d bytes of the context, it has %d of %d free; give it more MaxTensors", ErrNoMemory, mem, space-min(used, space), space)
 	}
 	var last *C.struct_ggml_tensor // the context's newest tensor with a Go handle
 	if n := len(ctx.tensors); n > 0 {

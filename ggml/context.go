@@ -76,6 +76,10 @@ type Context struct {
 	noAlloc   bool
 	memSize   uint64
 	graphSize int
+	// graphRoom is the part of the pool ContextParams.Graph reserved for
+	// the first graph: tensors cannot take it (their error then names
+	// MaxTensors, not the graph); 0 once a graph took it.
+	graphRoom atomic.Uint64
 	tensors   []*Tensor     // every wrapper born in this context
 	slab      []*Tensor     // room for the next ops' source slices
 	tslab     []Tensor      // room for the next tensor handles (wrap)
@@ -124,6 +128,7 @@ func NewContext(p ContextParams) (*Context, error) {
 	if hi != 0 || carry != 0 || size > math.MaxInt64/2 {
 		return nil, fmt.Errorf("%w: context of %d tensors and %d bytes is too large", ErrNoMemory, p.MaxTensors, p.MemSize)
 	}
+	var reserved uint64
 	if p.Graph {
 		g, err := GraphOverhead(graphSize)
 		if p.Grads {
@@ -132,6 +137,7 @@ func NewContext(p ContextParams) (*Context, error) {
 		if err != nil {
 			return nil, err
 		}
+		reserved = g
 		if size += g; size > math.MaxInt64/2 {
 			return nil, fmt.Errorf("%w: context of %d tensors, %d bytes and a graph of %d nodes is too large", ErrNoMemory, p.MaxTensors, p.MemSize, graphSize)
 		}
@@ -164,6 +170,7 @@ func NewContext(p ContextParams) (*Context, error) {
 	}
 	ctx := &Context{c: c, pool: buf, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife(),
 		tensors: make([]*Tensor, 0, min(p.MaxTensors, 1<<14))}
+	ctx.graphRoom.Store(reserved)
 	ctx.cleanup = runtime.AddCleanup(ctx, collectContext, contextRes{c: c, pool: buf})
 	bridge.Leaks.Opened("Context", c)
 	return ctx, nil

@@ -6,6 +6,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -65,7 +66,7 @@ func elementTypes[T Element]() (Type, Type) {
 // when the transfer is over.
 func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.Holds) (uint64, error) {
 	if err := bridge.TensorOf(t).Hold(h); err != nil {
-		return 0, fmt.Errorf("ggml: %s: %w", op, err)
+		return 0, opErr(op, err)
 	}
 	if !isContiguousOf(t.c) {
 		return 0, fmt.Errorf("%w: %s: tensor %s is not contiguous; copy it with Cont first", ErrInvalid, op, t.describe())
@@ -80,7 +81,11 @@ func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.H
 	a, b := elementTypes[T]()
 	if ty := t.Type(); ty != a && ty != b {
 		var z T
-		return 0, fmt.Errorf("%w: %s: tensor %s is %v; %T elements fit %v", ErrType, op, t.describe(), ty, z, a)
+		hint := ""
+		if ty.IsQuantized() {
+			hint = "; read quantized data with Bytes and convert it with Dequantize"
+		}
+		return 0, fmt.Errorf("%w: %s: tensor %s is %v; %T elements fit %v%s", ErrType, op, t.describe(), ty, z, a, hint)
 	}
 	if int64(n) != t.Elements() {
 		return 0, fmt.Errorf("%w: %s: tensor %s has %d elements, the slice %d", ErrShape, op, t.describe(), t.Elements(), n)
@@ -100,7 +105,7 @@ func SetData[T Element](t *Tensor, data []T) (err error) {
 		return err
 	}
 	if err := bridge.TensorOf(t).LockWrite(); err != nil {
-		return fmt.Errorf("ggml: SetData: %w", err)
+		return opErr("SetData", err)
 	}
 	defer bridge.TensorOf(t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
@@ -116,7 +121,7 @@ func SetBytes(t *Tensor, data []byte) error {
 		return err
 	}
 	if err := bridge.TensorOf(t).LockWrite(); err != nil {
-		return fmt.Errorf("ggml: SetBytes: %w", err)
+		return opErr("SetBytes", err)
 	}
 	defer bridge.TensorOf(t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
@@ -128,7 +133,7 @@ func Data[T Element](t *Tensor) ([]T, error) {
 	var h bridge.Holds
 	defer h.Release()
 	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
-		return nil, fmt.Errorf("ggml: Data: %w", err)
+		return nil, opErr("Data", err)
 	}
 	out := make([]T, max(t.Elements(), 0))
 	if err := dataInto(t, out, &h); err != nil {
@@ -160,7 +165,7 @@ func Bytes(t *Tensor) ([]byte, error) {
 	var h bridge.Holds
 	defer h.Release()
 	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
-		return nil, fmt.Errorf("ggml: Bytes: %w", err)
+		return nil, opErr("Bytes", err)
 	}
 	out := make([]byte, t.Bytes())
 	size, err := checkTransfer[int8]("Bytes", t, len(out), true, &h)
@@ -208,3 +213,18 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 	C.ggml_backend_tensor_get(t.c, p, 0, C.size_t(size))
 	return nil
 }
+
+// opErr names op in err, with one "ggml: " prefix however many err's own
+// text has (the error kinds' texts begin with it).
+func opErr(op string, err error) error { return &prefixed{op, err} }
+
+type prefixed struct {
+	op  string
+	err error
+}
+
+func (e *prefixed) Error() string {
+	return "ggml: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "ggml: ")
+}
+
+func (e *prefixed) Unwrap() error { return e.err }

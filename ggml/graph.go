@@ -99,6 +99,7 @@ func (c *Context) newGraph(size int, grads bool) (*Graph, error) {
 		return nil, fmt.Errorf("%w: a graph of %d nodes needs %d bytes, the context has %d of %d free; %s",
 			ErrNoMemory, size, need, c.memSize-used, c.memSize, hint)
 	}
+	c.graphRoom.Store(0) // the first graph takes the room ContextParams.Graph kept
 	g := C.ggml_new_graph_custom(c.c, C.size_t(size), C.bool(grads))
 	defer runtime.KeepAlive(c)
 	c.used.Add(need)

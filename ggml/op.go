@@ -176,9 +176,9 @@ func (c *Context) ensureAll(op string, plan []convPlanned, inputs ...*Tensor) *T
 		}
 		var carry uint64
 		need, carry = bits.Add64(need, objectSize+pad(payload, memAlign), 0)
-		if carry != 0 || need > c.memSize {
-			return c.fail(op, ErrNoMemory, fmt.Sprintf("the context's pool is full: the op makes %d tensors, which need more than the %d bytes left (%d of %d used); raise ContextParams.MaxTensors or MemSize",
-				len(plan), c.memSize-c.used.Load(), c.used.Load(), c.memSize), inputs...)
+		if carry != 0 || need > c.tensorSpace() {
+			return c.fail(op, ErrNoMemory, fmt.Sprintf("the context's pool is full: the op makes %d tensors, which need more than the %d bytes left (%d of %d used, the rest kept for its graph); raise ContextParams.MaxTensors or MemSize",
+				len(plan), c.tensorSpace()-min(c.used.Load(), c.tensorSpace()), c.used.Load(), c.tensorSpace()), inputs...)
 		}
 	}
 	return nil
@@ -341,11 +341,20 @@ func findIn(inputs []*Tensor, q *C.struct_ggml_tensor) *Tensor {
 // payload, as ggml_new_object would (it returns NULL, and ggml asserts).
 func (c *Context) room(payload uint64) error {
 	used := c.used.Load()
-	if need := used + pad(payload, memAlign) + objectSize; need > c.memSize {
-		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed); raise ContextParams.MaxTensors or MemSize",
-			ErrNoMemory, used, c.memSize, pad(payload, memAlign)+objectSize)
+	if need := used + pad(payload, memAlign) + objectSize; need > c.tensorSpace() {
+		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed, the rest kept for its graph); raise ContextParams.MaxTensors (it has %d tensors) or MemSize",
+			ErrNoMemory, used, c.tensorSpace(), pad(payload, memAlign)+objectSize, len(c.tensors))
 	}
 	return nil
+}
+
+// tensorSpace is the part of the pool tensors may take: all of it but the
+// room ContextParams.Graph keeps for the first graph.
+func (c *Context) tensorSpace() uint64 {
+	if r := c.graphRoom.Load(); r < c.memSize {
+		return c.memSize - r
+	}
+	return 0
 }
 
 // inPlace builds an op whose result is a view of a: the in-place variants

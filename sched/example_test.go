@@ -89,5 +89,5 @@ func Example() {
 	// Output:
 	// y = [6 15]
 	// y = [1 4 3 6]
-	// the first graph's output after the reset: ggml: Data: ggml: tensor not allocated: the scheduler that allocated the tensor was reset since
+	// the first graph's output after the reset: ggml: Data: tensor not allocated: the scheduler that allocated the tensor was reset since
 }

@@ -49,7 +49,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "llama: interrupted")
 		os.Exit(130)
 	case err != nil:
-		fmt.Fprintln(os.Stderr, "llama:", err)
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "llama: ") {
+			msg = "llama: " + msg // one prefix: the model package's errors have it
+		}
+		fmt.Fprintln(os.Stderr, msg)
 		os.Exit(1)
 	}
 }

@@ -111,7 +111,7 @@ func (t *Tensor) StorageErr() error {
 		}
 	}
 	if t.c.data == nil {
-		return fmt.Errorf("%w: tensor %s", ErrNotAllocated, t.describe())
+		return fmt.Errorf("%w: tensor %s has no memory yet: allocate it (backend.AllocContextTensors, or a scheduler's AllocGraph)", ErrNotAllocated, t.describe())
 	}
 	return nil
 }
