@@ -28,7 +28,16 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage: gguf-dump [-n elements] [-kv=false] [-tensors=false] file.gguf")
+var errUsage = errors.New(`usage: gguf-dump [-n elements] [-kv=false] [-tensors=false] file.gguf
+
+gguf-dump prints a GGUF file's header, its key-value metadata (arrays cut
+short) and its tensor table (name, type, shape, offset, size). It reads the
+header only, checked as go-ggml's gguf package reads it.
+
+flags:
+  -n int       print at most this many elements of an array (default 8)
+  -kv          print the key-value metadata (default true; -kv=false: not)
+  -tensors     print the tensor table (default true; -tensors=false: not)`)
 
 // run dumps the file named in args to w.
 func run(w io.Writer, args []string) error {
@@ -37,7 +46,10 @@ func run(w io.Writer, args []string) error {
 	n := fs.Int("n", 8, "print at most this many elements of an array")
 	kv := fs.Bool("kv", true, "print the key-value metadata")
 	tensors := fs.Bool("tensors", true, "print the tensor table")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 || *n < 0 {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(w, errUsage)
+		return nil
+	} else if err != nil || fs.NArg() != 1 || *n < 0 {
 		return errUsage
 	}
 	path := fs.Arg(0)

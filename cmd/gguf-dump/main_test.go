@@ -67,3 +67,12 @@ alignment 32, data at byte 1248, 2 tensors of 936 B, 4 key-value pairs
 	assert.Equal(t, "1.5 KiB", human(1536))
 	assert.Equal(t, "3.0 GiB", human(3<<30))
 }
+
+// TestHelp: -h says what gguf-dump does and describes every flag.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	require.NoError(t, run(&out, []string{"-h"}))
+	for _, want := range []string{"prints a GGUF file's header", "-n int", "-kv", "-tensors"} {
+		assert.Contains(t, out.String(), want)
+	}
+}

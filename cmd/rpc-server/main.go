@@ -15,6 +15,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,7 +42,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cache := fs.String("cache", "", "directory that caches the tensors clients send (none by default)")
 	lifetime := fs.Duration("lifetime", 0, "exit after this long (0: serve until killed)")
 	list := fs.Bool("list-devices", false, "list the devices and exit")
-	if err := fs.Parse(args); err != nil {
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: rpc-server [-host IP] [-port N] [-devices NAMES] [flags]
+
+rpc-server serves this machine's devices to ggml's RPC clients (go-ggml's
+rpc.Connect, llama.cpp's --rpc): ggml's own RPC server, which serves one
+client at a time. It needs ggml's RPC backend, which only upstream ggml has:
+build with -tags ggml_system (see docs/providers.md). The protocol has no
+authentication and no encryption: keep it on loopback or a network of your own.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -48,6 +48,12 @@ func TestBadFlags(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"-port", "x"}, &out, &errb))
 	assert.Equal(t, 2, run([]string{"extra"}, &out, &errb))
 	assert.Equal(t, 2, run([]string{"-lifetime", "-1s"}, &out, &errb))
+	// -h says what the command is, and that it needs upstream ggml.
+	errb.Reset()
+	assert.Equal(t, 0, run([]string{"-h"}, &out, &errb))
+	assert.Contains(t, errb.String(), "serves this machine's devices")
+	assert.Contains(t, errb.String(), "-tags ggml_system")
+	assert.Contains(t, errb.String(), "-devices")
 	// What Serve refuses before it serves: it returns, and so does run.
 	errb.Reset()
 	assert.Equal(t, 1, run([]string{"-host", "::1"}, &out, &errb))

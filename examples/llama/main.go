@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		model     = flags.String("model", "", "the GGUF file to run")
 		prompt    = flags.String("prompt", "", "the prompt: comma-separated token IDs (default: the BOS token)")
-		n         = flags.Int("n", 16, "tokens to generate")
+		n         = flags.Int("n", 16, "tokens to generate; -1 (or 0): until the end-of-sequence token, or the context is full")
 		gpuLayers = flags.Int("gpu-layers", -1, "blocks on the GPU, from the last; -1: all, 0: CPU only")
 		temp      = flags.Float64("temp", 0, "sampling temperature; 0: greedy")
 		topK      = flags.Int("top-k", 40, "sample from the k most likely tokens; 0: all")
@@ -87,6 +87,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tied    = flags.Bool("tied", false, "with -gen: no output.weight, the output uses token_embd")
 		genSeed = flags.Uint64("gen-seed", 1, "with -gen: the seed of the weights")
 	)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, `usage: llama -model FILE [-prompt IDS] [-n N] [flags]
+       llama -gen FILE [-size S] [-type T] [-vocab V]
+
+llama runs a Llama-architecture GGUF model (Llama 2 and 3, TinyLlama, Mistral,
+SmolLM, as llama.cpp makes them) with go-ggml on the best backend and the CPU:
+it processes the prompt, given as token IDs, in one batch, then generates
+tokens one at a time, printing each token's ID and text, and reports speed and
+memory. With -gen it writes a model with random weights and the metadata
+llama.cpp's converter writes, to try it; its vocabulary is synthetic (token
+texts made up, no real tokenizer).
+
+flags:
+`)
+		flags.PrintDefaults()
+	}
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -96,6 +112,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *model == "" {
 		flags.Usage()
 		return errors.New("-model is required (or -gen to write a random model)")
+	}
+	if *n < -1 {
+		return fmt.Errorf("-n %d: want a count, or -1 (or 0) for until the end of the sequence", *n)
+	}
+	// The prompt's syntax is checked before the model loads (its IDs
+	// against the vocabulary after).
+	ids, err := parseIDs(*prompt)
+	if err != nil {
+		return err
 	}
 	ct, err := parseType(*cacheType)
 	if err != nil {
@@ -128,10 +153,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(c.Params(m.Tied()))/1e6,
 		m.WeightTypes(), m.WeightBuffers(), attn, time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
 
-	tokens, err := parsePrompt(*prompt, m.Vocab)
-	if err != nil {
-		return err
-	}
+	tokens := promptOrBOS(ids, m.Vocab)
 	fmt.Fprintf(stdout, "prompt: %v %q\n", tokens, m.Vocab.Decode(tokens))
 
 	// The prompt in one batch, then one token at a time.
@@ -144,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	promptTime := time.Since(t1)
 	var out []int32
 	t2 := time.Now()
-	for len(out) < *n {
+	for *n <= 0 || len(out) < *n {
 		id, err := sampler.Sample(logits)
 		if err != nil {
 			return err
@@ -182,12 +204,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // parsePrompt reads comma-separated token IDs; an empty prompt is the
 // BOS token (or token 1).
-func parsePrompt(s string, v *llama.Vocab) ([]int32, error) {
+// parseIDs parses -prompt's comma-separated token IDs (none when s is
+// empty).
+func parseIDs(s string) ([]int32, error) {
 	if strings.TrimSpace(s) == "" {
-		if v.BOS >= 0 {
-			return []int32{int32(v.BOS)}, nil
-		}
-		return []int32{1}, nil
+		return nil, nil
 	}
 	var out []int32
 	for _, f := range strings.Split(s, ",") {
@@ -198,6 +219,17 @@ func parsePrompt(s string, v *llama.Vocab) ([]int32, error) {
 		out = append(out, int32(id))
 	}
 	return out, nil
+}
+
+// promptOrBOS is the prompt ids, or the vocabulary's BOS token without one.
+func promptOrBOS(ids []int32, v *llama.Vocab) []int32 {
+	if len(ids) > 0 {
+		return ids
+	}
+	if v.BOS >= 0 {
+		return []int32{int32(v.BOS)}
+	}
+	return []int32{1}
 }
 
 func parseType(name string) (ggml.Type, error) {

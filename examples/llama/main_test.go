@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -94,6 +95,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-gen", path, "-vocab", "t5"}, `vocabulary "t5"`},
 		{[]string{"-gen", path, "-type", "q4_K"}, "a row of 64 is not a whole number of q4_K blocks"},
 		{[]string{"-model", filepath.Join(t.TempDir(), "none.gguf")}, "no such file"},
+		// The prompt is checked before the model is loaded.
+		{[]string{"-model", filepath.Join(t.TempDir(), "none.gguf"), "-prompt", "1,x"}, `"x" is not a token ID`},
+		{[]string{"-model", path, "-n", "-2"}, "-n -2"},
 	} {
 		_, _, err := runCmd(t, ctx, append(c.args, "-threads", "1")...)
 		require.Error(t, err, "%v", c.args)
@@ -171,4 +175,22 @@ func TestRunConvertedFiles(t *testing.T) {
 			assert.Contains(t, out, fmt.Sprintf("text: %q", m.Vocab.Decode(want)))
 		})
 	}
+}
+
+// TestRunHelpAndUntilEnd: -h says what the command does; -n -1 generates
+// until the end of the sequence, here the end of a 24-position context.
+func TestRunHelpAndUntilEnd(t *testing.T) {
+	ctx := context.Background()
+	_, stderr, err := runCmd(t, ctx, "-h")
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, stderr, "runs a Llama-architecture GGUF model")
+	assert.Contains(t, stderr, "-gen FILE")
+
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	_, _, err = runCmd(t, ctx, "-gen", path)
+	require.NoError(t, err)
+	out, stderr, err := runCmd(t, ctx, "-model", path, "-prompt", "1,2,3,4", "-n", "-1", "-ctx", "24", "-ignore-eos", "-threads", "1")
+	require.NoError(t, err, stderr)
+	assert.Len(t, tokenLines(t, out), 24-4+1, "tokens until the context is full (the last one sampled from its final logits)")
+	assert.Contains(t, stderr, "the context is full")
 }
