@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
 
 all: build
 
@@ -89,6 +89,11 @@ bench-system:
 # from a fresh module cache, no environment (see build/outside.sh).
 outside:
 	@bash build/outside.sh
+
+# A GPU from a module of one's own: the quick start built outside this
+# module with -tags vulkan, by the README's instructions, run on lavapipe.
+outside-vulkan:
+	@bash build/outside.sh vulkan
 
 # #14's measure: a user's plain build (outside this module, no environment)
 # against -tags ggml_native, compute rows as pairs (see build/outside.sh).

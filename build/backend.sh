@@ -11,7 +11,10 @@
 #
 # The build happens in a cache directory outside the checkout
 # (GOGGML_CACHE, default ~/.cache/go-ggml), keyed by what goes into it, and
-# is reused; the library is copied to build/<backend>/lib/.
+# is reused; the library is copied to build/<backend>/lib/. With
+# GOGGML_LIB_DIR_ONLY=1 (go-ggml read-only in a module cache: see
+# build/gpulib) nothing is copied: the last line printed is the directory
+# that holds the library, for CGO_LDFLAGS=-L<dir>.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -45,7 +48,7 @@ done
 # the module cache (for a machine without Go that only builds the module).
 if [ -n "${GOGGML_GGML_SRC:-}" ]; then
   ggml=$GOGGML_GGML_SRC
-  provider_version="ggml copy at $ggml"
+  provider_version=${GOGGML_PROVIDER_VERSION:-"ggml copy at $ggml"}
 else
   provider=$(cd "$repo" && "$go" list -m -f '{{.Dir}}' github.com/ollama/ollama)
   [ -n "$provider" ] || { echo "build/backend.sh: cannot find the provider module; run go mod download" >&2; exit 1; }
@@ -58,7 +61,7 @@ cache=${GOGGML_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/go-ggml}/$name-$key
 lib="$cache/out/lib$target.a"
 
 if [ ! -f "$lib" ]; then
-  echo "build/backend.sh: building $name in $cache"
+  echo "build/backend.sh: building $name in $cache" >&2
   rm -rf "$cache"
   mkdir -p "$cache/src" "$cache/out"
   # A writable copy of the provider's ggml: CMake writes beside it, and the
@@ -98,6 +101,11 @@ if [ ! -f "$lib" ]; then
     cp "$(find "$cache/build" -name "lib$target.a" | head -1)" "$lib.tmp"
     mv "$lib.tmp" "$lib"
   fi
+fi
+if [ "${GOGGML_LIB_DIR_ONLY:-}" = 1 ]; then
+  [ "$dl" = OFF ] || { echo "build/backend.sh: GOGGML_LIB_DIR_ONLY is for the static libraries (vulkan, cuda)" >&2; exit 2; }
+  echo "$cache/out"
+  exit 0
 fi
 mkdir -p "$repo/build/$name/lib"
 if [ "$dl" = ON ]; then

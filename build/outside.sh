@@ -7,6 +7,11 @@
 # go build gets ggml's SIMD code (the program prints ggml's CPU features).
 #
 #   build/outside.sh            uses a temporary directory, removed after
+#   build/outside.sh vulkan     also builds the quick start with -tags vulkan
+#                               as the README says a module of its own does
+#                               (the library from go run .../build/gpulib
+#                               vulkan, CGO_LDFLAGS=-L<dir>) and runs it on
+#                               Mesa's lavapipe (GGML_VK_VISIBLE_DEVICES=0)
 #   build/outside.sh bench      also compiles go-ggml's bench package from
 #                               that module cache, at the default CPU level
 #                               and with -tags ggml_native, and runs their
@@ -52,6 +57,15 @@ unset CGO_CFLAGS CGO_CXXFLAGS CGO_CPPFLAGS CGO_LDFLAGS
 echo "outside: building the quick start against github.com/go-ggml/ggml@$version, no environment"
 "$go" build -o app .
 ./app
+if [ "$mode" = vulkan ]; then
+  echo "outside: the quick start with -tags vulkan, the library from build/gpulib"
+  libdir=$("$go" run github.com/go-ggml/ggml/build/gpulib vulkan)
+  CGO_LDFLAGS="-L$libdir" "$go" build -tags vulkan -o app-vulkan .
+  out=$(GGML_VK_VISIBLE_DEVICES=${GGML_VK_VISIBLE_DEVICES:-0} ./app-vulkan)
+  echo "$out"
+  echo "$out" | grep -q "on Vulkan" || { echo "outside: the quick start did not run on Vulkan" >&2; exit 1; }
+  exit 0
+fi
 [ "$mode" = bench ] || exit 0
 
 # The bench package's tests, compiled from the module cache as they are

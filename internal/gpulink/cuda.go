@@ -4,7 +4,7 @@ package gpulink
 
 /*
 // As for Vulkan (vulkan.go); package cuda relies on these lines.
-#cgo !ggml_system LDFLAGS: ${SRCDIR}/../../build/cuda/lib/libggml-cuda.a -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
+#cgo !ggml_system LDFLAGS: -L${SRCDIR}/../../build/cuda/lib -lggml-cuda -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lcuda -lstdc++ -lm
 #cgo ggml_system LDFLAGS: -lggml-cuda
 #include "goggml.h"
 #include "goggml/fwd-ggml-cuda.h"

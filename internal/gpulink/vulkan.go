@@ -4,10 +4,11 @@ package gpulink
 
 /*
 // The embedded provider: the static library make vulkan builds from its
-// sources. The system provider: upstream's libggml-vulkan.so beside the
+// sources, in build/vulkan/lib of a checkout, or, for a module that
+// requires go-ggml, where build/gpulib put it (CGO_LDFLAGS=-L<dir>). The system provider: upstream's libggml-vulkan.so beside the
 // libggml that pkg-config finds, never the embedded library, whose structs
 // differ. This is the one home of these flags: package vulkan relies on them.
-#cgo !ggml_system LDFLAGS: ${SRCDIR}/../../build/vulkan/lib/libggml-vulkan.a -lvulkan -lstdc++ -lm
+#cgo !ggml_system LDFLAGS: -L${SRCDIR}/../../build/vulkan/lib -lggml-vulkan -lvulkan -lstdc++ -lm
 #cgo ggml_system LDFLAGS: -lggml-vulkan
 #include "goggml.h"
 #include "goggml/fwd-ggml-vulkan.h"
