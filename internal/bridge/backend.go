@@ -74,10 +74,10 @@ func (b *Backend) Acquire() (release func(), err error) {
 	if err := b.Usable(); err != nil {
 		return nil, err
 	}
-	if err := b.life.Keep(); err != nil {
+	if err := b.life.keep(); err != nil {
 		return nil, err
 	}
-	return b.life.Unkeep, nil
+	return b.life.unkeep, nil
 }
 
 // Enter starts exclusive work on b (a compute, a plan, a transfer queued on

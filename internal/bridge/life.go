@@ -101,13 +101,13 @@ func (l *Life) Closed() bool { return l.state.Load()&lifeClosed != 0 }
 // with Err's error once the Life or its parent is closed. Under an RPC
 // connection (a Link's Life above), it also takes the connection for the
 // calling goroutine's work until Release: ErrBusy while another
-// goroutine's work holds it (see Keep for holds that do no work).
+// goroutine's work holds it (see keep for holds that do no work).
 func (l *Life) Acquire() error { return l.acquire(true) }
 
-// Keep is Acquire for a hold that keeps the object alive without doing
+// keep is Acquire for a hold that keeps the object alive without doing
 // work on it (a scheduler keeps its backends): it takes no RPC connection.
-// End it with Unkeep.
-func (l *Life) Keep() error { return l.acquire(false) }
+// End it with unkeep.
+func (l *Life) keep() error { return l.acquire(false) }
 
 func (l *Life) acquire(work bool) error {
 	if l.probe != nil {
@@ -158,8 +158,8 @@ func (l *Life) acquire(work bool) error {
 // Release ends a use that Acquire started.
 func (l *Life) Release() { l.release(true) }
 
-// Unkeep ends a hold that Keep started.
-func (l *Life) Unkeep() { l.release(false) }
+// unkeep ends a hold that keep started.
+func (l *Life) unkeep() { l.release(false) }
 
 func (l *Life) release(work bool) {
 	s := l.state.Add(^uint64(0)) // -1

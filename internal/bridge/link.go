@@ -199,9 +199,9 @@ func LinkOf(dev unsafe.Pointer) *Link {
 	return nil
 }
 
-// AnyBroken reports whether a link of ks is broken (probing the open
+// anyBroken reports whether a link of ks is broken (probing the open
 // ones): the free of a C object that spans them must be skipped.
-func AnyBroken(ks []*Link) bool {
+func anyBroken(ks []*Link) bool {
 	for _, k := range ks {
 		if k != nil && k.dead() {
 			return true
@@ -235,7 +235,7 @@ func FreeOver(ks []*Link, free func()) {
 			k.life.own.give()
 		}
 	}()
-	if AnyBroken(ks) {
+	if anyBroken(ks) {
 		return
 	}
 	var err error
