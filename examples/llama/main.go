@@ -78,6 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cacheType = flags.String("cache-type", "f16", "KV cache type: f16 or f32")
 		ignoreEOS = flags.Bool("ignore-eos", false, "go on after the end-of-sequence token")
 		fa        = flags.String("fa", "auto", "flash attention (attention as one fused op): auto (where every backend has it), on or off")
+		dotFile   = flags.String("dot", "", "write the graph of the last token (Graphviz's dot language: dot -Tsvg) to this file")
 		noRepack  = flags.Bool("no-repack", false, "keep the CPU's weights in its own buffer type, not in the extra ones llama.cpp uses (AMX, CPU_REPACK): slower, to compare")
 
 		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
@@ -186,6 +187,12 @@ flags:
 	}
 	genTime := time.Since(t2)
 	fmt.Fprintf(stdout, "text: %q\n", m.Vocab.Decode(out))
+	if *dotFile != "" {
+		if err := writeDot(m, *dotFile); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "graph of the last token: %s (render it with dot -Tsvg)\n", *dotFile)
+	}
 
 	st := m.Stats()
 	fmt.Fprintf(stderr, "prompt: %d tokens in %v (%.1f tokens/s); generation: %d tokens in %v (%.1f tokens/s)\n",
@@ -272,3 +279,16 @@ func generate(stderr io.Writer, path, size, typ, vocab string, tied bool, seed u
 }
 
 func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// writeDot writes the model's last graph to the file path.
+func writeDot(m *llama.Model, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := m.WriteDot(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

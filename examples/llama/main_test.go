@@ -5,6 +5,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -193,4 +195,27 @@ func TestRunHelpAndUntilEnd(t *testing.T) {
 	require.NoError(t, err, stderr)
 	assert.Len(t, tokenLines(t, out), 24-4+1, "tokens until the context is full (the last one sampled from its final logits)")
 	assert.Contains(t, stderr, "the context is full")
+}
+
+// TestRunDot: -dot writes the graph of the last token, which Graphviz
+// renders (CI installs it).
+func TestRunDot(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, dot := filepath.Join(dir, "tiny.gguf"), filepath.Join(dir, "g.dot")
+	_, _, err := runCmd(t, ctx, "-gen", path)
+	require.NoError(t, err)
+	_, stderr, err := runCmd(t, ctx, "-model", path, "-n", "2", "-ignore-eos", "-threads", "1", "-dot", dot)
+	require.NoError(t, err, stderr)
+	src, err := os.ReadFile(dot)
+	require.NoError(t, err)
+	assert.Contains(t, string(src), "digraph")
+	assert.Contains(t, string(src), "on CPU")
+	bin, err := exec.LookPath("dot")
+	if err != nil {
+		t.Skip("Graphviz's dot is not installed (CI installs it)")
+	}
+	out, err := exec.Command(bin, "-Tsvg", dot).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "<svg")
 }

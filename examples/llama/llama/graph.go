@@ -3,6 +3,7 @@ package llama
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -366,4 +367,19 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 	m.stats.Checks += t3.Sub(t2) - inGGML
 	m.stats.Output += t4.Sub(t3)
 	return logits, nil
+}
+
+// WriteDot writes the graph of the last batch computed (after generation,
+// one token's) in Graphviz's dot language to w, each node coloured by the
+// backend the scheduler placed it on (ggml.Graph.WriteDot).
+func (m *Model) WriteDot(w io.Writer) error {
+	if m.step == nil {
+		return fmt.Errorf("%w: WriteDot: nothing computed yet", ggml.ErrInvalid)
+	}
+	return m.step.g.WriteDot(w, &ggml.DotOptions{Placement: func(t *ggml.Tensor) string {
+		if be := m.sched.TensorBackend(t); be != nil {
+			return be.Name()
+		}
+		return ""
+	}})
 }
