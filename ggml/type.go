@@ -12,52 +12,52 @@ import (
 // Type is a ggml tensor element type (enum ggml_type).
 type Type int32
 
-// The ggml types. Numbers are ggml's; gaps are types ggml removed. They
-// come from the linked provider's ggml.h through cgo, because ggml adds types
-// with each version (TypeCount is 40 with the embedded provider, 43 with
-// upstream v0.21.0); so go doc shows C names. Type.String gives a type's
-// name and int(t) its number, the one GGUF files store.
+// The ggml types. Numbers are ggml's (enum ggml_type, checked against the
+// linked provider's ggml.h at compile time); gaps are types ggml removed.
+// ggml adds types with each version: TypeCount is 40 with the embedded
+// provider, 43 with upstream v0.21.0. Type.String gives a type's name and
+// int(t) its number, the one GGUF files store.
 const (
-	TypeF32     Type = C.GGML_TYPE_F32
-	TypeF16     Type = C.GGML_TYPE_F16
-	TypeQ4_0    Type = C.GGML_TYPE_Q4_0
-	TypeQ4_1    Type = C.GGML_TYPE_Q4_1
-	TypeQ5_0    Type = C.GGML_TYPE_Q5_0
-	TypeQ5_1    Type = C.GGML_TYPE_Q5_1
-	TypeQ8_0    Type = C.GGML_TYPE_Q8_0
-	TypeQ8_1    Type = C.GGML_TYPE_Q8_1
-	TypeQ2_K    Type = C.GGML_TYPE_Q2_K
-	TypeQ3_K    Type = C.GGML_TYPE_Q3_K
-	TypeQ4_K    Type = C.GGML_TYPE_Q4_K
-	TypeQ5_K    Type = C.GGML_TYPE_Q5_K
-	TypeQ6_K    Type = C.GGML_TYPE_Q6_K
-	TypeQ8_K    Type = C.GGML_TYPE_Q8_K
-	TypeIQ2_XXS Type = C.GGML_TYPE_IQ2_XXS
-	TypeIQ2_XS  Type = C.GGML_TYPE_IQ2_XS
-	TypeIQ3_XXS Type = C.GGML_TYPE_IQ3_XXS
-	TypeIQ1_S   Type = C.GGML_TYPE_IQ1_S
-	TypeIQ4_NL  Type = C.GGML_TYPE_IQ4_NL
-	TypeIQ3_S   Type = C.GGML_TYPE_IQ3_S
-	TypeIQ2_S   Type = C.GGML_TYPE_IQ2_S
-	TypeIQ4_XS  Type = C.GGML_TYPE_IQ4_XS
-	TypeI8      Type = C.GGML_TYPE_I8
-	TypeI16     Type = C.GGML_TYPE_I16
-	TypeI32     Type = C.GGML_TYPE_I32
-	TypeI64     Type = C.GGML_TYPE_I64
-	TypeF64     Type = C.GGML_TYPE_F64
-	TypeIQ1_M   Type = C.GGML_TYPE_IQ1_M
-	TypeBF16    Type = C.GGML_TYPE_BF16
-	TypeTQ1_0   Type = C.GGML_TYPE_TQ1_0
-	TypeTQ2_0   Type = C.GGML_TYPE_TQ2_0
-	TypeMXFP4   Type = C.GGML_TYPE_MXFP4
+	TypeF32     Type = 0
+	TypeF16     Type = 1
+	TypeQ4_0    Type = 2
+	TypeQ4_1    Type = 3
+	TypeQ5_0    Type = 6
+	TypeQ5_1    Type = 7
+	TypeQ8_0    Type = 8
+	TypeQ8_1    Type = 9
+	TypeQ2_K    Type = 10
+	TypeQ3_K    Type = 11
+	TypeQ4_K    Type = 12
+	TypeQ5_K    Type = 13
+	TypeQ6_K    Type = 14
+	TypeQ8_K    Type = 15
+	TypeIQ2_XXS Type = 16
+	TypeIQ2_XS  Type = 17
+	TypeIQ3_XXS Type = 18
+	TypeIQ1_S   Type = 19
+	TypeIQ4_NL  Type = 20
+	TypeIQ3_S   Type = 21
+	TypeIQ2_S   Type = 22
+	TypeIQ4_XS  Type = 23
+	TypeI8      Type = 24
+	TypeI16     Type = 25
+	TypeI32     Type = 26
+	TypeI64     Type = 27
+	TypeF64     Type = 28
+	TypeIQ1_M   Type = 29
+	TypeBF16    Type = 30
+	TypeTQ1_0   Type = 34
+	TypeTQ2_0   Type = 35
+	TypeMXFP4   Type = 39
 
 	// Types only upstream ggml has (the system provider): with the embedded
 	// provider they are not Valid, and a call given one returns an
 	// ErrUnsupported error that names -tags ggml_system. Their numbers are
 	// upstream's, the ones GGUF files store.
-	TypeNVFP4 Type = C.GOGGML_TYPE_NVFP4 // 4-bit E2M1 values in blocks of 64, an E4M3 scale per 16
-	TypeQ1_0  Type = C.GOGGML_TYPE_Q1_0  // 1 bit (±d) per value in blocks of 128, an f16 scale d
-	TypeQ2_0  Type = C.GOGGML_TYPE_Q2_0  // 2 bits (-d, 0, d, 2d) per value in blocks of 64, an f16 scale d
+	TypeNVFP4 Type = 40 // 4-bit E2M1 values in blocks of 64, an E4M3 scale per 16
+	TypeQ1_0  Type = 41 // 1 bit (±d) per value in blocks of 128, an f16 scale d
+	TypeQ2_0  Type = 42 // 2 bits (-d, 0, d, 2d) per value in blocks of 64, an f16 scale d
 
 	// TypeCount is one past the largest type number (GGML_TYPE_COUNT).
 	TypeCount Type = C.GGML_TYPE_COUNT

@@ -16,9 +16,10 @@ import (
 	"unsafe"
 )
 
-// Error kinds of more than one package: ggml exports ErrInvalid and
-// ErrNotAllocated (with ErrClosed and ErrBusy, life.go), backend and ggml
-// export ErrUnsupported.
+// Error kinds of more than one package. Package ggml's init replaces them
+// with its own exported values (ggml.ErrInvalid, ggml.ErrNotAllocated,
+// ggml.ErrUnsupported, which backend exports too; ErrClosed and ErrBusy:
+// life.go).
 var (
 	ErrInvalid      = errors.New("ggml: invalid argument")
 	ErrNotAllocated = errors.New("ggml: tensor not allocated")

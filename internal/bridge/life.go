@@ -6,8 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// The error kinds that lifetimes report; package ggml exports them as
-// ggml.ErrClosed and ggml.ErrBusy.
+// The error kinds that lifetimes report. Package ggml's init replaces them
+// with its own ggml.ErrClosed and ggml.ErrBusy (the values users test), before
+// any package that uses them runs.
 var (
 	ErrClosed = errors.New("ggml: use of closed handle")
 	ErrBusy   = errors.New("ggml: handle in use")
