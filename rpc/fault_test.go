@@ -317,6 +317,18 @@ func newProxy(t *testing.T, target string) *proxy {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	px := &proxy{endpoint: ln.Addr().String(), target: target}
+	serveProxy(t, ln, target, func(c, s net.Conn) {
+		go func() { io.Copy(c, s) }() // server to client; on EOF the client is left waiting
+		px.forward(c, s)
+	})
+	return px
+}
+
+// serveProxy accepts connections on ln for the test's life, connects each
+// to target and runs pass(client, server) on a goroutine of its own; the
+// connections are closed, and the goroutines waited for, when the test
+// ends.
+func serveProxy(t *testing.T, ln net.Listener, target string, pass func(c, s net.Conn)) {
 	var wg sync.WaitGroup
 	var conns sync.Map
 	t.Cleanup(func() {
@@ -339,12 +351,10 @@ func newProxy(t *testing.T, target string) *proxy {
 			}
 			conns.Store(c, true)
 			conns.Store(s, true)
-			wg.Add(2)
-			go func() { defer wg.Done(); io.Copy(c, s) }() // server to client; on EOF the client is left waiting
-			go func() { defer wg.Done(); px.forward(c, s) }()
+			wg.Add(1)
+			go func() { defer wg.Done(); pass(c, s) }()
 		}
 	}()
-	return px
 }
 
 func (px *proxy) arm(kill func()) {

@@ -143,15 +143,7 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	require.NoError(t, err)
 	px := &stallProxy{endpoint: ln.Addr().String(), held: make(chan struct{}, 1)}
-	var wg sync.WaitGroup
-	var conns sync.Map
-	t.Cleanup(func() {
-		ln.Close()
-		conns.Range(func(k, _ any) bool { k.(net.Conn).Close(); return true })
-		wg.Wait()
-	})
 	pipe := func(dst, src net.Conn, answers bool) {
-		defer wg.Done()
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := src.Read(buf)
@@ -178,26 +170,12 @@ func newStallProxy(t *testing.T, target string) *stallProxy {
 			}
 		}
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp4", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			conns.Store(c, true)
-			conns.Store(s, true)
-			wg.Add(2)
-			go pipe(s, c, false)
-			go pipe(c, s, true)
-		}
-	}()
+	serveProxy(t, ln, target, func(c, s net.Conn) {
+		done := make(chan struct{})
+		go func() { pipe(s, c, false); close(done) }()
+		pipe(c, s, true)
+		<-done
+	})
 	return px
 }
 
