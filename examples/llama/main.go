@@ -33,6 +33,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-ggml/ggml/examples/llama/llama"
@@ -133,9 +134,13 @@ flags:
 	}
 
 	t0 := time.Now()
+	var progress func(done, total uint64)
+	if isTerminal(stderr) {
+		progress = progressBar(stderr)
+	}
 	m, err := llama.Load(ctx, *model, llama.Options{
 		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, CacheType: ct,
-		NoRepack: *noRepack, FlashAttn: faMode,
+		NoRepack: *noRepack, FlashAttn: faMode, Progress: progress,
 	})
 	if err != nil {
 		return err
@@ -291,4 +296,40 @@ func writeDot(m *llama.Model, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progressBar returns a gguf progress callback that draws a bar on w, a
+// terminal, redrawn in place at each whole percent and ended with a line
+// break when the load is done. Calls may come from several goroutines.
+func progressBar(w io.Writer) func(done, total uint64) {
+	var mu sync.Mutex
+	last := -1
+	return func(done, total uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		pct := 100
+		if total > 0 {
+			pct = int(min(done, total) * 100 / total)
+		}
+		if pct == last {
+			return
+		}
+		last = pct
+		const width = 30
+		n := pct * width / 100
+		fmt.Fprintf(w, "\rloading weights [%s%s] %3d%% of %.1f MiB", strings.Repeat("=", n), strings.Repeat(" ", width-n), pct, float64(total)/(1<<20))
+		if pct == 100 {
+			fmt.Fprintln(w)
+		}
+	}
 }

@@ -219,3 +219,24 @@ func TestRunDot(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "<svg")
 }
+
+// TestProgressBar: the bar is drawn in place at whole percents and ends
+// with a line break; a run whose standard error is no terminal draws none.
+func TestProgressBar(t *testing.T) {
+	var b bytes.Buffer
+	p := progressBar(&b)
+	for _, done := range []uint64{0, 10, 11, 500, 1000} {
+		p(done, 1000)
+	}
+	out := b.String()
+	assert.Equal(t, 4, strings.Count(out, "\r"), "0, 1, 50 and 100 %%: %q", out)
+	assert.Contains(t, out, "100% of 0.0 MiB\n")
+	assert.False(t, isTerminal(&b))
+
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	_, _, err := runCmd(t, context.Background(), "-gen", path)
+	require.NoError(t, err)
+	_, stderr, err := runCmd(t, context.Background(), "-model", path, "-n", "1", "-threads", "1")
+	require.NoError(t, err)
+	assert.NotContains(t, stderr, "loading weights")
+}
