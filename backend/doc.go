@@ -3,6 +3,15 @@
 // events, graph plans, tensor placement and graph allocation, tensor
 // transfer and copy.
 //
+//	for d := range backend.Devices() {
+//		fmt.Println(d.Name(), d.Type(), d.Description())
+//	}
+//	be, _ := backend.InitBest()                  // a GPU if there is one, else the CPU
+//	buf, _ := backend.AllocContextTensors(c, be) // a ggml context's tensors in its memory
+//	be.Compute(ctx, g)                           // a ggml graph of those tensors
+//
+// (Example, below, is a whole program.)
+//
 // Calls that depend on the provider (the ggml this binary links; see
 // ggml.Provider): Gallocr.AttemptedBufferSize and Device.Reset exist only in
 // the embedded provider's ggml and return an ErrUnsupported error under
@@ -16,30 +25,6 @@
 // provider they return an ErrUnsupported error that names -tags
 // ggml_system. Caps.Mmap is reported by upstream ggml only; with the
 // embedded provider it is false.
-//
-// # Meta device
-//
-// NewMetaDevice makes a device over 1 to 16 devices (RPC devices, the CPU
-// repeated, GPUs) for tensor parallelism: a SplitFunc says how each weight
-// is spread (SplitAxis0..3 with per-device shares and segments, Mirrored,
-// Partial), its buffers hold each device's share, and its backend computes
-// a graph on every device, all-reducing partial sums where an op needs
-// their total (a mul_mat of two tensors split along axis 0). Use it under
-// a scheduler before the CPU backend ({meta, cpu}), with the weights'
-// buffer marked UsageWeights; place its weights with AllocContextTensors
-// (TensorAlloc and Tallocr refuse meta buffers).
-//
-// ggml's meta backend (upstream v0.21.0) asserts on what it cannot do;
-// go-ggml checks it in Go first: a split that does not add up, a panic or
-// an error of the split function (ErrInvalid, at allocation); a graph with
-// an op whose sources are split in ways ggml cannot combine, a non-linear
-// op of a Partial tensor, a per-row op of a tensor split along its rows
-// (ErrInvalid, before allocation and compute); an op go-ggml does not know
-// the split rule of, a read of a Partial tensor, a write or read of a
-// tensor split along axis 3, a read of a result whose segments ggml lost,
-// and a CPU node reading a meta buffer of host devices (whose addresses are
-// placeholders in v0.21.0) (ErrUnsupported). A meta device lives for the
-// process (ggml keeps it): make each one once.
 //
 // # Model
 //
@@ -157,4 +142,28 @@
 //	    covers conversions.
 //	ggml_gallocr_new
 //	    NewGallocr with one buffer type (it calls ggml_gallocr_new_n).
+//
+// # Meta device
+//
+// NewMetaDevice makes a device over 1 to 16 devices (RPC devices, the CPU
+// repeated, GPUs) for tensor parallelism: a SplitFunc says how each weight
+// is spread (SplitAxis0..3 with per-device shares and segments, Mirrored,
+// Partial), its buffers hold each device's share, and its backend computes
+// a graph on every device, all-reducing partial sums where an op needs
+// their total (a mul_mat of two tensors split along axis 0). Use it under
+// a scheduler before the CPU backend ({meta, cpu}), with the weights'
+// buffer marked UsageWeights; place its weights with AllocContextTensors
+// (TensorAlloc and Tallocr refuse meta buffers).
+//
+// ggml's meta backend (upstream v0.21.0) asserts on what it cannot do;
+// go-ggml checks it in Go first: a split that does not add up, a panic or
+// an error of the split function (ErrInvalid, at allocation); a graph with
+// an op whose sources are split in ways ggml cannot combine, a non-linear
+// op of a Partial tensor, a per-row op of a tensor split along its rows
+// (ErrInvalid, before allocation and compute); an op go-ggml does not know
+// the split rule of, a read of a Partial tensor, a write or read of a
+// tensor split along axis 3, a read of a result whose segments ggml lost,
+// and a CPU node reading a meta buffer of host devices (whose addresses are
+// placeholders in v0.21.0) (ErrUnsupported). A meta device lives for the
+// process (ggml keeps it): make each one once.
 package backend

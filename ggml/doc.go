@@ -1,6 +1,20 @@
 // Package ggml is the core of go-ggml: ggml's types, contexts, tensors,
 // graphs and ops, data transfer, logging and version information.
 //
+//	c, _ := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true, Graph: true})
+//	w := c.NewTensor(ggml.TypeF32, 3, 2) // ne[0] = 3 is the innermost size
+//	x := c.NewTensor(ggml.TypeF32, 3, 1)
+//	y := c.MulMat(w, x)                   // [2 1]
+//	g, _ := c.BuildGraph(y)
+//	be, _ := backend.InitByName("CPU", "")
+//	buf, _ := backend.AllocContextTensors(c, be) // the data lives in a backend buffer
+//	ggml.SetData(w, []float32{1, 2, 3, 4, 5, 6})
+//	ggml.SetData(x, []float32{1, 0, -1})
+//	be.Compute(ctx, g)
+//	ys, _ := ggml.Data[float32](y) // [-2 -2]
+//
+// (Example, below, is the same with its errors handled.)
+//
 // # Model
 //
 // A Context holds tensor metadata, and, unless ContextParams.NoAlloc, tensor
