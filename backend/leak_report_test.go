@@ -32,6 +32,7 @@ func TestLeakReport(t *testing.T) {
 	was := bridge.Leaks.Enabled()
 	bridge.Leaks.SetEnabled(true)
 	defer bridge.Leaks.SetEnabled(was)
+	defer bridge.Leaks.SetQuiet(bridge.Leaks.SetQuiet(false))
 
 	func() {
 		be, err := backend.InitByName("CPU", "")
@@ -83,6 +84,7 @@ func TestLeakReportEveryKind(t *testing.T) {
 	was := bridge.Leaks.Enabled()
 	bridge.Leaks.SetEnabled(true)
 	defer bridge.Leaks.SetEnabled(was)
+	defer bridge.Leaks.SetQuiet(bridge.Leaks.SetQuiet(false))
 
 	kinds := []string{"Context", "Buffer", "Backend", "Gallocr", "GraphCopy", "Plan", "HostMemory", "ThreadPool", "Scheduler", "gguf.File"}
 	path := filepath.Join(t.TempDir(), "m.gguf")
