@@ -33,14 +33,13 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
-	"github.com/go-ggml/ggml/internal/gpureg"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
 // Built reports whether this binary has the CUDA backend.
 const Built = true
 
-var kind = gpureg.Kind{Name: "CUDA", Count: func() int { return int(C.ggml_backend_cuda_get_device_count()) }}
+var kind = backend.GPUKind{Name: "CUDA", Count: func() int { return int(C.ggml_backend_cuda_get_device_count()) }}
 
 // Reg returns the CUDA entry of ggml's registry, or a backend.ErrNotFound
 // error when CUDA could not start.

@@ -15,14 +15,13 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/internal/bridge"
-	"github.com/go-ggml/ggml/internal/gpureg"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
 // Built reports whether this binary has the Vulkan backend.
 const Built = true
 
-var kind = gpureg.Kind{Name: "Vulkan", Count: func() int { return int(C.ggml_backend_vk_get_device_count()) }}
+var kind = backend.GPUKind{Name: "Vulkan", Count: func() int { return int(C.ggml_backend_vk_get_device_count()) }}
 
 // Reg returns the Vulkan entry of ggml's registry, or a backend.ErrNotFound
 // error when Vulkan could not start.

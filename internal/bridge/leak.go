@@ -23,7 +23,7 @@ var Leaks = newLeakReport(os.Getenv("GOGGML_LEAKS") != "" && os.Getenv("GOGGML_L
 type leakReport struct {
 	on    atomic.Bool
 	quiet atomic.Bool // record, but log nothing (tests count what is left)
-	sites sync.Map // a handle's key (its *Life, or what its cleanup frees) -> string
+	sites sync.Map    // a handle's key (its *Life, or what its cleanup frees) -> string
 }
 
 func newLeakReport(on bool) *leakReport {

@@ -1,4 +1,4 @@
-package gpureg_test
+package backend_test
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 )
 
 // TestTagAloneRegistersTheGPU: this test binary imports package backend
-// (through gpureg), not package vulkan, and package backend registers the
+// , not package vulkan, and package backend registers the
 // GPUs through internal/gpulink; with -tags vulkan the Vulkan devices must be in
 // the registry all the same (once each, whichever provider registered
 // them), and without the tag there is no Vulkan entry. make test-vulkan and

@@ -1,5 +1,5 @@
 //go:build !vulkan
 
-package gpureg_test
+package backend_test
 
 const vulkanTag = false
