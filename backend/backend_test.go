@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
@@ -172,5 +173,5 @@ func TestSupportsOp(t *testing.T) {
 }
 
 func cpu(t *testing.T) *backend.Backend {
-	return testutil.CPU(t)
+	return testkit.CPU(t)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
@@ -81,7 +82,7 @@ func pairs(b *testing.B) int {
 }
 
 func cpuBackend(tb testing.TB) *backend.Backend {
-	return testutil.CPU(tb)
+	return testkit.CPU(tb)
 }
 
 // ---- 1. per-call overhead -------------------------------------------------

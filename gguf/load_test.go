@@ -15,6 +15,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
@@ -50,7 +51,7 @@ func TestLoadCompute(t *testing.T) {
 	defer model.Close()
 	require.NoError(t, f.Close()) // the model keeps the mapping
 
-	be := testutil.CPU(t)
+	be := testkit.CPU(t)
 	for _, c := range []struct {
 		name  string
 		w     []float32

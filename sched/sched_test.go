@@ -13,12 +13,13 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
 
 func cpu(t *testing.T) *backend.Backend {
-	return testutil.CPU(t)
+	return testkit.CPU(t)
 }
 
 // newRNG is the shared replayable generator (GGML_TEST_SEED).

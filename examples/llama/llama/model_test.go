@@ -14,6 +14,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
@@ -180,7 +181,7 @@ func TestEvalMatchesReferenceCPU(t *testing.T) {
 // (the order depends on the SIMD lanes), so no token is at float32
 // precision. Elsewhere it returns tl.
 func halfSums(t *testing.T, tl, wide tol) tol {
-	if !testutil.F16HalfAccumulation(t) {
+	if !testkit.F16HalfAccumulation(t) {
 		return tl
 	}
 	t.Log("this ggml sums f16 products in f16: half precision's tolerances")

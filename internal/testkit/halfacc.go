@@ -1,6 +1,6 @@
 //go:build cgo
 
-package testutil
+package testkit
 
 import (
 	"context"

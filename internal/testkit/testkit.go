@@ -1,9 +1,12 @@
 //go:build cgo
 
-package testutil
+// Package testkit holds what go-ggml's tests share that uses packages ggml
+// and backend (internal/testutil holds the rest, below them). Only test
+// files import it; in ARCHITECTURE.md's layers it stands with the
+// programs, above every package it serves.
+package testkit
 
 import (
-	"math/rand/v2"
 	"testing"
 
 	"github.com/go-ggml/ggml/backend"
@@ -18,13 +21,4 @@ func CPU(tb testing.TB) *backend.Backend {
 	}
 	tb.Cleanup(func() { be.Close() })
 	return be
-}
-
-// RandF32 returns n values from the standard normal distribution.
-func RandF32(rng *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(rng.NormFloat64())
-	}
-	return v
 }
