@@ -25,14 +25,7 @@ import (
 // garbage collector frees are logged with the place that opened them; a
 // closed one is not.
 func TestLeakReport(t *testing.T) {
-	out := &lockedBuffer{}
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
-	defer slog.SetDefault(old)
-	was := bridge.Leaks.Enabled()
-	bridge.Leaks.SetEnabled(true)
-	defer bridge.Leaks.SetEnabled(was)
-	defer bridge.Leaks.SetQuiet(bridge.Leaks.SetQuiet(false))
+	out := reportLeaks(t)
 
 	func() {
 		be, err := backend.InitByName("CPU", "")
@@ -52,6 +45,21 @@ func TestLeakReport(t *testing.T) {
 	require.Contains(t, log, "Buffer opened by")
 	require.Contains(t, log, "Backend opened by")
 	require.Contains(t, log, "TestLeakReport")
+}
+
+// reportLeaks turns the leak report on, loud, for the test, and returns
+// where its log goes.
+func reportLeaks(t *testing.T) *lockedBuffer {
+	out := &lockedBuffer{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	was := bridge.Leaks.Enabled()
+	bridge.Leaks.SetEnabled(true)
+	t.Cleanup(func() { bridge.Leaks.SetEnabled(was) })
+	quiet := bridge.Leaks.SetQuiet(false)
+	t.Cleanup(func() { bridge.Leaks.SetQuiet(quiet) })
+	return out
 }
 
 // lockedBuffer is a bytes.Buffer that cleanups (on their own goroutine) may
@@ -77,14 +85,7 @@ func (l *lockedBuffer) String() string {
 // dropped without Close, is reported with the test that opened it; the
 // same kind closed is not.
 func TestLeakReportEveryKind(t *testing.T) {
-	out := &lockedBuffer{}
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
-	defer slog.SetDefault(old)
-	was := bridge.Leaks.Enabled()
-	bridge.Leaks.SetEnabled(true)
-	defer bridge.Leaks.SetEnabled(was)
-	defer bridge.Leaks.SetQuiet(bridge.Leaks.SetQuiet(false))
+	out := reportLeaks(t)
 
 	kinds := []string{"Context", "Buffer", "Backend", "Gallocr", "GraphCopy", "Plan", "HostMemory", "ThreadPool", "Scheduler", "gguf.File"}
 	path := filepath.Join(t.TempDir(), "m.gguf")

@@ -355,6 +355,7 @@ func (g *Graph) Grad(t *Tensor) *Tensor {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
+	defer runtime.KeepAlive(g)
 	return g.byPtr[C.ggml_graph_get_grad(g.c, t.c)]
 }
 
@@ -366,6 +367,7 @@ func (g *Graph) GradAcc(t *Tensor) *Tensor {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
+	defer runtime.KeepAlive(g)
 	return g.byPtr[C.ggml_graph_get_grad_acc(g.c, t.c)]
 }
 

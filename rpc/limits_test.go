@@ -120,7 +120,9 @@ func TestConnectBadSecondConnection(t *testing.T) {
 			var re *rpc.Error
 			require.ErrorAs(t, err, &re)
 			assert.Equal(t, ep, re.Endpoint)
-			assert.Less(t, took, timeout+3*time.Second, "Connect took %v", took)
+			// Bounded, not hung (the fake server waits 30 s): a
+			// generous bound, for a busy machine.
+			assert.Less(t, took, timeout+20*time.Second, "Connect took %v", took)
 			// RPC still works in this process.
 			r := newRig(t, p.Endpoint, p)
 			r.check(t)
@@ -197,7 +199,7 @@ func TestIOTimeout(t *testing.T) {
 	requireBroken(t, err, px.endpoint)
 	require.ErrorIs(t, err, rpc.ErrTimeout)
 	assert.Contains(t, err.Error(), "GET_TENSOR")
-	assert.Less(t, took, 5*time.Second)
+	assert.Less(t, took, 25*time.Second, "bounded, not hung (a generous bound, for a busy machine)")
 	r.checkDead(t, px.endpoint)
 }
 
