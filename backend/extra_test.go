@@ -234,10 +234,13 @@ func TestExtraBufferViewsAndPlacement(t *testing.T) {
 			rows := c.View2D(w, 2048, 32, w.Nb()[1], 0)
 			reshaped := c.Reshape(w, 4096, 32)
 			require.NoError(t, c.Err())
+			require.ErrorIs(t, backend.TensorMemset(w, 0, 0, 18), backend.ErrUnsupported, "raw bytes in a re-laid tensor")
 			for _, v := range []*ggml.Tensor{rows, reshaped} {
+				require.ErrorIs(t, backend.TensorMemset(v, 0, 0, 18), backend.ErrUnsupported)
 				_, err := ggml.Bytes(v)
 				require.ErrorIs(t, err, backend.ErrUnsupported)
 				require.ErrorIs(t, backend.TensorSet(v, q[:v.Bytes()], 0), backend.ErrUnsupported)
+				require.ErrorIs(t, ggml.SetBytes(v, q[:v.Bytes()]), backend.ErrUnsupported)
 
 				g, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 4, NoAlloc: true, Graph: true})
 				require.NoError(t, err)

@@ -112,6 +112,15 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 	if C.goggml_buffer_is_meta(C.ggml_backend_buffer_t(bridge.TensorOf(t).Buffer())) {
 		return fmt.Errorf("%w: TensorMemset: ggml's meta buffer has no memset", ErrUnsupported)
 	}
+	if buf := tc.buffer; anyExtra.Load() {
+		if buf == nil && tc.view_src != nil {
+			buf = tc.view_src.buffer // a view made after its source was placed
+		}
+		if buft := C.goggml_buffer_cpu_extra(buf); buft != nil {
+			return fmt.Errorf("%w: TensorMemset: tensor %v is in a %s buffer, which holds it re-laid for the CPU's kernels: bytes set there are not the tensor's; write the whole tensor (TensorSet)",
+				ErrUnsupported, t, C.GoString(C.ggml_backend_buft_name(buft)))
+		}
+	}
 	if size == 0 {
 		return nil
 	}
