@@ -96,9 +96,9 @@ var (
 	}
 )
 
-// chunk is the most the relay copies per read (deadlines are renewed per
-// read: a slow but moving transfer is not a timeout).
-const chunk = 1 << 20
+// chunk is the most the relay moves per wait (deadlines are renewed per
+// chunk: a slow but moving transfer is not a timeout).
+const chunk = 4 << 20
 
 // newRelay listens on 127.0.0.1 for ggml's client, for a server at
 // target, in Connect's mode until serve, with deadline bounding every wait
@@ -368,16 +368,20 @@ func (s *session) send(b []byte) error {
 // sendFrom copies n bytes of a large request from ggml's client to the
 // server, chunk by chunk, each within a deadline.
 func (s *session) sendFrom(src net.Conn, n uint64) error {
-	buf := make([]byte, min(n, chunk))
 	for n > 0 {
-		m := min(n, uint64(len(buf)))
-		if _, err := io.ReadFull(src, buf[:m]); err != nil {
-			return errClientGone
-		}
-		if err := s.send(buf[:m]); err != nil {
+		m := min(n, chunk)
+		if err := s.server.SetWriteDeadline(s.r.deadlineNow()); err != nil {
 			return err
 		}
-		n -= m
+		// TCP to TCP: the kernel moves the bytes (splice), Go copies none.
+		k, err := io.CopyN(s.server, src, int64(m))
+		n -= uint64(k)
+		if errors.Is(err, io.EOF) {
+			return errClientGone
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -456,16 +460,18 @@ func (s *session) pass(e expect) (partial bool, err error) {
 	if _, err := s.client.Write(hdr[:]); err != nil {
 		return false, errClientGone
 	}
-	buf := make([]byte, min(e.size, chunk))
 	for n := e.size; n > 0; {
-		m := min(n, uint64(len(buf)))
-		if err := s.recv(buf[:m]); err != nil {
+		m := min(n, chunk)
+		if err := s.server.SetReadDeadline(s.r.deadlineNow()); err != nil {
+			return true, err
+		}
+		// As in sendFrom, spliced; an error is the server's (ggml's
+		// client does not close its socket while it waits for an answer).
+		k, err := io.CopyN(s.client, s.server, int64(m))
+		n -= uint64(k)
+		if err != nil {
 			return true, s.serverErr(err, "answering "+cmdNames[e.cmd])
 		}
-		if _, err := s.client.Write(buf[:m]); err != nil {
-			return true, errClientGone
-		}
-		n -= m
 	}
 	return false, nil
 }
