@@ -82,8 +82,9 @@
 //
 // Limits: an abort on one of ggml's own threads still ends the process
 // (ggml's RPC client runs its exchanges on the calling thread); each
-// exchange crosses one more loopback hop, and tensor data is copied once
-// more, in Go.
+// exchange crosses one more loopback hop (tensor data is spliced between
+// the sockets by the kernel; on loopback a 1 MiB transfer took 1.3 to 1.8
+// times as long as without the relay).
 //
 // # Servers
 //

@@ -38,8 +38,8 @@ import (
 //     with the relay hanging up on ggml's client, which aborts on the
 //     calling goroutine, holding no lock: the binding recovers it.
 //
-// The costs: each exchange crosses one more loopback hop, and tensor data
-// is copied once more, in Go.
+// The cost: each exchange crosses one more loopback hop; large payloads
+// are spliced between the sockets by the kernel, small ones copied in Go.
 type relay struct {
 	target  string // the server, "ip:port"
 	ln      net.Listener
