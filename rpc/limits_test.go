@@ -110,9 +110,10 @@ func TestConnectBadSecondConnection(t *testing.T) {
 				}
 				tc.serve(c)
 			})
-			start := time.Now()
+			// Without a bound, Connect would hang here until the test's
+			// own timeout: returning at all, with ErrTimeout where the
+			// server went silent, is what is checked.
 			_, err := rpc.Connect(ep, &rpc.Options{Timeout: timeout})
-			took := time.Since(start)
 			require.Error(t, err)
 			for _, k := range tc.kinds {
 				require.ErrorIs(t, err, k)
@@ -120,9 +121,6 @@ func TestConnectBadSecondConnection(t *testing.T) {
 			var re *rpc.Error
 			require.ErrorAs(t, err, &re)
 			assert.Equal(t, ep, re.Endpoint)
-			// Bounded, not hung (the fake server waits 30 s): a
-			// generous bound, for a busy machine.
-			assert.Less(t, took, timeout+20*time.Second, "Connect took %v", took)
 			// RPC still works in this process.
 			r := newRig(t, p.Endpoint, p)
 			r.check(t)
@@ -193,13 +191,10 @@ func TestIOTimeout(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	r := newRigWith(t, c, p)
 	px.stalled.Store(true)
-	start := time.Now()
-	_, err = ggml.Data[float32](r.l1.w)
-	took := time.Since(start)
+	_, err = ggml.Data[float32](r.l1.w) // would hang without IOTimeout
 	requireBroken(t, err, px.endpoint)
 	require.ErrorIs(t, err, rpc.ErrTimeout)
 	assert.Contains(t, err.Error(), "GET_TENSOR")
-	assert.Less(t, took, 25*time.Second, "bounded, not hung (a generous bound, for a busy machine)")
 	r.checkDead(t, px.endpoint)
 }
 
