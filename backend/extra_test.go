@@ -55,7 +55,7 @@ var extraCases = []extraCase{
 	{ggml.TypeQ8_0, 2048, 32, 1}, {ggml.TypeQ8_0, 2048, 64, 33}, {ggml.TypeQ6_K, 2048, 32, 3},
 	{ggml.TypeF16, 2048, 32, 17}, {ggml.TypeQ4_0, 256, 60, 3}, {ggml.TypeF32, 64, 8, 2},
 	{ggml.TypeQ4_0, 768, 96, 1}, {ggml.TypeQ4_0, 768, 256, 70}, {ggml.TypeQ8_0, 96, 64, 40}, {ggml.TypeQ4_K, 768, 32, 33},
-	{ggml.TypeQ6_K, 256, 64, 2}, {ggml.TypeQ4_1, 224, 32, 45}, {ggml.TypeF16, 48, 32, 5}, {ggml.TypeF16, 4096, 64, 3}, {ggml.TypeIQ4_XS, 512, 64, 9},
+	{ggml.TypeQ6_K, 256, 64, 2}, {ggml.TypeQ4_1, 224, 32, 45}, {ggml.TypeQ4_1, 256, 96, 96}, {ggml.TypeQ4_0, 512, 160, 65}, {ggml.TypeF16, 48, 32, 5}, {ggml.TypeF16, 4096, 64, 3}, {ggml.TypeIQ4_XS, 512, 64, 9},
 }
 
 // TestExtraBufferTypesMulMat places a weight as llama.cpp's loader does
