@@ -82,6 +82,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	pp := func(n int) figure {
 		return figure{fmt.Sprintf("pp%d-%s", n, name),
 			func(b *testing.B) {
+				srv.settle(b)
 				for b.Loop() {
 					if err := m.Rewind(0); err != nil {
 						b.Fatal(err)
@@ -104,6 +105,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	const start, gen = 16, 64
 	tg := figure{fmt.Sprintf("tg%d-%s", gen, name),
 		func(b *testing.B) {
+			srv.settle(b)
 			var total time.Duration
 			for range b.N {
 				if err := m.Rewind(0); err != nil {
@@ -297,6 +299,43 @@ func (s *llamaCpp) run(tb testing.TB, cmd string) time.Duration {
 		tb.Fatalf("llamacpp_bench: %q: %v", cmd, err)
 	}
 	return time.Duration(v)
+}
+
+// settle waits until llama.cpp's threads have stopped running: after a
+// compute, its thread pool spins for work (poll 50, as llama-bench sets
+// it) for about 0.4 s on this project's machines, and on two cores that
+// took one of them from the go side's next sample (its threads, poll 0,
+// sleep at once). Each go sample therefore starts once the process has
+// run less than 1 ms in 50 ms (by /proc's schedstat of all its threads),
+// or after 5 s. llama.cpp's own samples keep the spinning between their
+// computes, as in llama-bench.
+func (s *llamaCpp) settle(tb testing.TB) {
+	busy := func() time.Duration {
+		var sum time.Duration
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", s.cmd.Process.Pid))
+		for _, t := range tasks {
+			b, err := os.ReadFile(t)
+			if err != nil {
+				continue
+			}
+			if f := strings.Fields(string(b)); len(f) > 0 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				sum += time.Duration(ns)
+			}
+		}
+		return sum
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	last := busy()
+	for time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		now := busy()
+		if now-last < time.Millisecond {
+			return
+		}
+		last = now
+	}
+	tb.Logf("llama.cpp's threads still ran after 5 s")
 }
 
 func (s *llamaCpp) close() {
