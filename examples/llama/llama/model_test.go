@@ -232,6 +232,19 @@ func TestEvalVariants(t *testing.T) {
 		require.Equal(t, c, m.Config)
 		checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 12, m.Config.VocabSize), 5, tolerance[ggml.TypeF32])
 	})
+	t.Run("attention in chunks", func(t *testing.T) {
+		// Batches above fusedMaxBatch attend by products, their queries
+		// in chunks of attnChunk: batches of 7 in chunks of 3 (3, 3, 1),
+		// from positions 0, 7, 14 (cells 8, 16, 24 with kvPad 8), with
+		// and without flash attention's cache layout.
+		defer func(c, f, p int) { attnChunk, fusedMaxBatch, kvPad = c, f, p }(attnChunk, fusedMaxBatch, kvPad)
+		attnChunk, fusedMaxBatch, kvPad = 3, 1, 8
+		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+		for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
+			m := loadModel(t, path, Options{ContextSize: 32, BatchSize: 7, FlashAttn: fa})
+			checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 24, m.Config.VocabSize), 21, tolerance[ggml.TypeF32])
+		}
+	})
 	t.Run("kv buckets", func(t *testing.T) {
 		defer func(p int) { kvPad = p }(kvPad)
 		kvPad = 4
