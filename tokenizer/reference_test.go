@@ -398,4 +398,3 @@ func TestReferenceRandom(t *testing.T) {
 		})
 	}
 }
-
