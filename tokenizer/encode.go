@@ -1,6 +1,7 @@
 package tokenizer
 
 import (
+	"math"
 	"strings"
 )
 
@@ -135,62 +136,85 @@ type symbol struct {
 }
 
 // bigram is a candidate merge of symbols left and right, whose texts are
-// size bytes together. SentencePiece takes the best score first,
-// byte-level BPE the lowest rank; ties go to the leftmost.
+// size bytes together. key orders the candidates, the smallest first: for
+// SentencePiece the best score, for byte-level BPE the lowest rank, and
+// then the leftmost.
 type bigram struct {
-	left, right int
-	size        int
-	score       float32
-	rank        int32
+	key         uint64
+	left, right int32
+	size        int32
 }
 
-// bigramHeap is a priority queue of bigrams; less orders it.
-type bigramHeap struct {
-	items []bigram
-	less  func(a, b *bigram) bool
+// spmKey orders SentencePiece merges: the highest score first, then the
+// leftmost (the float's bits made to sort as the float does, negated).
+func spmKey(score float32, left int) uint64 {
+	u := math.Float32bits(score)
+	if u&(1<<31) != 0 {
+		u = ^u
+	} else {
+		u |= 1 << 31
+	}
+	return uint64(^u)<<32 | uint64(uint32(left))
 }
+
+// bpeKey orders byte-level BPE merges: the lowest rank first, then the
+// leftmost.
+func bpeKey(rank int32, left int) uint64 {
+	return uint64(uint32(rank))<<32 | uint64(uint32(left))
+}
+
+// bigramHeap is a priority queue of bigrams, the smallest key on top.
+type bigramHeap []bigram
 
 func (h *bigramHeap) push(b bigram) {
-	h.items = append(h.items, b)
-	i := len(h.items) - 1
+	*h = append(*h, b)
+	q := *h
+	i := len(q) - 1
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !h.less(&h.items[i], &h.items[parent]) {
+		if q[i].key >= q[parent].key {
 			break
 		}
-		h.items[i], h.items[parent] = h.items[parent], h.items[i]
+		q[i], q[parent] = q[parent], q[i]
 		i = parent
 	}
 }
 
-func (h *bigramHeap) pop() bigram {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items = h.items[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && h.less(&h.items[l], &h.items[m]) {
-			m = l
+func (h *bigramHeap) down(i int) {
+	q := *h
+	n := len(q)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
 		}
-		if r < last && h.less(&h.items[r], &h.items[m]) {
+		m := l
+		if r := l + 1; r < n && q[r].key < q[l].key {
 			m = r
 		}
-		if m == i {
-			break
+		if q[i].key <= q[m].key {
+			return
 		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
+		q[i], q[m] = q[m], q[i]
 		i = m
 	}
+}
+
+func (h *bigramHeap) pop() bigram {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	*h = q[:last]
+	h.down(0)
 	return top
 }
 
-func spmBefore(a, b *bigram) bool {
-	return a.score > b.score || (a.score == b.score && a.left < b.left)
-}
-
-func bpeBefore(a, b *bigram) bool {
-	return a.rank < b.rank || (a.rank == b.rank && a.left < b.left)
+// init orders the bigrams pushed with append.
+func (h *bigramHeap) init() {
+	for i := len(*h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // symbols splits text into one symbol a UTF-8 sequence, by lead bytes.
@@ -220,31 +244,78 @@ func merge(syms []symbol, h *bigramHeap, try func(left, right int) (bigram, bool
 		}
 	}
 	for i := 1; i < len(syms); i++ {
-		add(i-1, i)
+		if b, ok := try(i-1, i); ok {
+			*h = append(*h, b)
+		}
 	}
-	for len(h.items) > 0 {
+	h.init()
+	for len(*h) > 0 {
 		b := h.pop()
 		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
+		if l.n == 0 || r.n == 0 || l.n+r.n != int(b.size) {
 			continue // outdated: one side has merged since
 		}
 		l.n += r.n
 		r.n = 0
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = b.left
+			syms[r.next].prev = int(b.left)
 		}
-		add(l.prev, b.left)
-		add(b.left, l.next)
+		add(l.prev, int(b.left))
+		add(int(b.left), l.next)
 	}
 }
 
 // encodeSPM appends the SentencePiece tokens of text (spaces already
 // written "▁"): pairs merge, the best scored token first, while the merged
 // text is a token; what is left that is no token is spelled in bytes.
+//
+// llama.cpp merges the whole text at once. Where no token holds a "▁"
+// after another character (t.spmWords, SentencePiece's usual vocabulary),
+// no merge can cross the place before a "▁" symbol that follows bytes
+// other than a "▁", so the words between such places are merged one at a time,
+// with the same result (the order of merges within a word is the same),
+// and a long text keeps the tokens of the words it has seen.
 func (t *Tokenizer) encodeSPM(text string, out []int32) []int32 {
-	syms := symbols(text, nil)
-	h := &bigramHeap{less: spmBefore, items: make([]bigram, 0, len(syms))}
+	var syms []symbol
+	var h bigramHeap
+	if !t.spmWords {
+		return t.spmWord(text, out, &syms, &h)
+	}
+	var cache map[string][]int32
+	if len(text) > 4096 {
+		cache = map[string][]int32{}
+	}
+	for len(text) > 0 {
+		// The word ends before the next symbol (by lead bytes, as
+		// symbols splits) that is a "▁" after bytes that are not one.
+		end := len(text)
+		for i := utf8Len(text[0]); i < len(text); i += utf8Len(text[i]) {
+			if strings.HasPrefix(text[i:], "▁") && !strings.HasSuffix(text[:i], "▁") {
+				end = i
+				break
+			}
+		}
+		word := text[:end]
+		text = text[end:]
+		if ids, ok := cache[word]; ok {
+			out = append(out, ids...)
+			continue
+		}
+		n := len(out)
+		out = t.spmWord(word, out, &syms, &h)
+		if cache != nil {
+			cache[word] = out[n:len(out):len(out)]
+		}
+	}
+	return out
+}
+
+// spmWord appends the SentencePiece tokens of text, merged as one.
+func (t *Tokenizer) spmWord(text string, out []int32, symsBuf *[]symbol, h *bigramHeap) []int32 {
+	syms := symbols(text, *symsBuf)
+	*symsBuf = syms
+	*h = (*h)[:0]
 	merge(syms, h, func(l, r int) (bigram, bool) {
 		a := syms[l]
 		size := a.n + syms[r].n
@@ -252,7 +323,7 @@ func (t *Tokenizer) encodeSPM(text string, out []int32) []int32 {
 		if !ok {
 			return bigram{}, false
 		}
-		return bigram{left: l, right: r, size: size, score: t.scores[id]}, true
+		return bigram{key: spmKey(t.scores[id], l), left: int32(l), right: int32(r), size: int32(size)}, true
 	})
 	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
 		s := syms[i]
@@ -288,7 +359,7 @@ func (t *Tokenizer) encodeBPE(text string, out []int32, cache map[string][]int32
 	}
 	var raw, word []byte
 	var syms []symbol
-	h := &bigramHeap{less: bpeBefore}
+	h := &bigramHeap{}
 	ini := 0
 	for _, e := range ends {
 		raw = raw[:0]
@@ -322,7 +393,7 @@ func (t *Tokenizer) bpeWord(w string, out []int32, symsBuf *[]symbol, h *bigramH
 	}
 	syms := symbols(w, *symsBuf)
 	*symsBuf = syms
-	h.items = h.items[:0]
+	*h = (*h)[:0]
 	var key []byte
 	merge(syms, h, func(l, r int) (bigram, bool) {
 		a, b := syms[l], syms[r]
@@ -331,7 +402,7 @@ func (t *Tokenizer) bpeWord(w string, out []int32, symsBuf *[]symbol, h *bigramH
 		if !ok {
 			return bigram{}, false
 		}
-		return bigram{left: l, right: r, size: a.n + b.n, rank: rank}, true
+		return bigram{key: bpeKey(rank, l), left: int32(l), right: int32(r), size: int32(a.n + b.n)}, true
 	})
 	for i := 0; i >= 0 && i < len(syms); i = syms[i].next {
 		s := syms[i]

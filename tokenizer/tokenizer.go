@@ -126,6 +126,7 @@ type Tokenizer struct {
 	addBOS, addEOS bool
 	addSpacePrefix bool
 	cleanSpaces    bool
+	spmWords       bool // no token has a "▁" after another character
 	ignoreMerges   bool
 	eog            map[int32]bool
 	special        []int32   // control, user-defined and unknown tokens, longest first
@@ -290,6 +291,15 @@ func New(v Vocab) (*Tokenizer, error) {
 	for b := range 256 {
 		t.byteTokens[b] = t.findByteToken(byte(b))
 	}
+	if !t.bpe {
+		t.spmWords = true
+		for _, s := range t.tokens {
+			if !onlySpaceRuns(s) {
+				t.spmWords = false
+				break
+			}
+		}
+	}
 	t.pieces = make([][]byte, n)
 	for i := range t.pieces {
 		t.pieces[i] = t.piece(int32(i))
@@ -366,4 +376,15 @@ func (t *Tokenizer) Type(id int32) TokenType {
 func (t *Tokenizer) ID(s string) (int32, bool) {
 	id, ok := t.ids[s]
 	return id, ok
+}
+
+// onlySpaceRuns reports whether every "▁" of s that is not at its start
+// follows another "▁".
+func onlySpaceRuns(s string) bool {
+	for i := 1; i < len(s); i++ {
+		if strings.HasPrefix(s[i:], "▁") && !strings.HasSuffix(s[:i], "▁") {
+			return false
+		}
+	}
+	return true
 }
