@@ -81,7 +81,7 @@ type Vocab struct {
 	// documentation); "" is "default".
 	Pre string
 	// BOS, EOS and UNK are the beginning, end of sequence and unknown
-	// tokens; -1: none.
+	// tokens; -1: none (the zero value is token 0).
 	BOS, EOS, UNK int32
 	// EOT and EOM end a turn and a message (they end generation); -1:
 	// none.
