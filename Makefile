@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp test-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
 
 all: build
 
@@ -138,6 +138,12 @@ LLAMA_TYPES ?= q4_0 q8_0 q4_K_M
 LLAMA_THREADS ?= 1 2
 llamacpp:
 	@bash build/llamacpp.sh >/dev/null
+
+# The tokenizer against llama.cpp's, token for token (Llama 3.2's and Gemma
+# 2's vocabularies, War and Peace, hard and random texts): the reference is
+# required here, so a missing llama.cpp fails instead of skipping.
+test-tokenizer: setup llamacpp
+	GOGGML_REQUIRE_LLAMACPP=1 $(GO) test -count=1 ./tokenizer
 
 # llama_pairs runs the pairs of every model, type and thread count, with
 # go test's flags $(1), and prints the table.

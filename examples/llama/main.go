@@ -1,11 +1,12 @@
 // Command llama runs a Llama-architecture GGUF model with go-ggml: the
-// prompt (token IDs) in one batch, then token-by-token generation, on the
-// best backend (all layers on the GPU if there is one) and the CPU through
-// ggml's scheduler. Ctrl-C stops it cleanly.
+// prompt in one batch, then token-by-token generation, on the best backend
+// (all layers on the GPU if there is one) and the CPU through ggml's
+// scheduler. Ctrl-C stops it cleanly.
 //
 //	go run ./examples/llama -gen tiny.gguf -size tiny -type q4_0   # a random model
-//	go run ./examples/llama -model tiny.gguf -prompt 1,2,3 -n 16
-//	go run ./examples/llama -model Llama-3.2-1B-Instruct-Q4_K_M.gguf -prompt 128000,9906 -n 32
+//	go run ./examples/llama -model tiny.gguf -prompt "Once upon a time" -n 16
+//	go run ./examples/llama -model Llama-3.2-1B-Instruct-Q4_K_M.gguf -prompt "The capital of France is" -n 32
+//	go run ./examples/llama -model tiny.gguf -prompt-ids 1,2,3 -ids
 //
 // It runs the Llama-architecture GGUF files llama.cpp makes (Llama 2 and
 // 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; any mix of weight types, such as
@@ -14,13 +15,16 @@
 // architectures), each with an error that names the key or tensor.
 // -gen writes a random model laid out as llama.cpp's converter and
 // quantizer write one; -type q4_K_M gives it llama.cpp's Q4_K_M mix and
-// -vocab gpt2 a Llama 3 style vocabulary.
+// -vocab gpt2 a Llama 3 style vocabulary (synthetic: made-up token texts).
 //
-// It prints each new token's ID and text (from tokenizer.ggml.tokens) on
-// stdout, and the model's shape and weight types, the speed and memory use
-// on stderr. A text tokenizer is not part of this example: the prompt is
-// token IDs (llama.cpp's llama-tokenize prints them for a text). The
-// model code is in package examples/llama/llama.
+// The prompt is text (-prompt, or -p-file), tokenized with the file's
+// tokenizer (package tokenizer, as llama.cpp tokenizes: BOS as the file
+// says, special tokens such as <|eot_id|> read in the text), or token IDs
+// (-prompt-ids). The prompt and the generated text stream to stdout as
+// tokens come, a character split across tokens held back until whole;
+// -ids prints each token's ID and text instead. The model's shape and
+// weight types, the speed and memory use go to stderr. The model code is
+// in package examples/llama/llama.
 package main
 
 import (
@@ -38,6 +42,7 @@ import (
 
 	"github.com/go-ggml/ggml/examples/llama/llama"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/tokenizer"
 )
 
 func main() {
@@ -66,7 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags.SetOutput(stderr)
 	var (
 		model     = flags.String("model", "", "the GGUF file to run")
-		prompt    = flags.String("prompt", "", "the prompt: comma-separated token IDs (default: the BOS token)")
+		prompt    = flags.String("prompt", "", "the prompt text, tokenized with the model's tokenizer (BOS added as the file says; default: the BOS token alone)")
+		promptIDs = flags.String("prompt-ids", "", "the prompt as comma-separated token IDs, instead of -prompt")
+		promptF   = flags.String("p-file", "", "read the prompt text from this file, instead of -prompt")
+		showIDs   = flags.Bool("ids", false, "print each token's ID and text, one a line, instead of the text as it streams")
 		n         = flags.Int("n", 16, "tokens to generate; -1 (or 0): until the end-of-sequence token, or the context is full")
 		gpuLayers = flags.Int("gpu-layers", -1, "blocks on the GPU, from the last; -1: all, 0: CPU only")
 		temp      = flags.Float64("temp", 0, "sampling temperature; 0: greedy")
@@ -90,16 +98,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		genSeed = flags.Uint64("gen-seed", 1, "with -gen: the seed of the weights")
 	)
 	flags.Usage = func() {
-		fmt.Fprint(stderr, `usage: llama -model FILE [-prompt IDS] [-n N] [flags]
+		fmt.Fprint(stderr, `usage: llama -model FILE [-prompt TEXT | -p-file FILE | -prompt-ids IDS] [-n N] [flags]
        llama -gen FILE [-size S] [-type T] [-vocab V]
 
 llama runs a Llama-architecture GGUF model (Llama 2 and 3, TinyLlama, Mistral,
 SmolLM, as llama.cpp makes them) with go-ggml on the best backend and the CPU:
-it processes the prompt, given as token IDs, in one batch, then generates
-tokens one at a time, printing each token's ID and text, and reports speed and
-memory. With -gen it writes a model with random weights and the metadata
-llama.cpp's converter writes, to try it; its vocabulary is synthetic (token
-texts made up, no real tokenizer).
+it tokenizes the prompt text with the model's tokenizer (or takes token IDs),
+processes it in one batch, then generates tokens one at a time, streaming the
+text to stdout, and reports speed and memory on stderr. With -gen it writes a
+model with random weights and the metadata llama.cpp's converter writes, to
+try it: its vocabulary is synthetic (made-up token texts, with a tokenizer
+that works but means nothing), so its text is gibberish.
 
 flags:
 `)
@@ -118,11 +127,28 @@ flags:
 	if *n < -1 {
 		return fmt.Errorf("-n %d: want a count, or -1 (or 0) for until the end of the sequence", *n)
 	}
-	// The prompt's syntax is checked before the model loads (its IDs
-	// against the vocabulary after).
-	ids, err := parseIDs(*prompt)
+	// The prompt's syntax is checked, and its file read, before the model
+	// loads (its IDs against the vocabulary after).
+	given := 0
+	for _, p := range []string{*prompt, *promptIDs, *promptF} {
+		if p != "" {
+			given++
+		}
+	}
+	if given > 1 {
+		return errors.New("-prompt, -prompt-ids and -p-file: give one")
+	}
+	ids, err := parseIDs(*promptIDs)
 	if err != nil {
 		return err
+	}
+	text := *prompt
+	if *promptF != "" {
+		b, err := os.ReadFile(*promptF)
+		if err != nil {
+			return fmt.Errorf("-p-file: %w", err)
+		}
+		text = string(b)
 	}
 	ct, err := parseType(*cacheType)
 	if err != nil {
@@ -159,8 +185,15 @@ flags:
 		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(c.Params(m.Tied()))/1e6,
 		m.WeightTypes(), m.WeightBuffers(), attn, time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
 
+	tok, tokErr := m.Vocab.Tokenizer()
+	if text != "" {
+		if tokErr != nil {
+			return fmt.Errorf("a text prompt needs the model's tokenizer (-prompt-ids takes token IDs): %w", tokErr)
+		}
+		ids = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	}
 	tokens := promptOrBOS(ids, m.Vocab)
-	fmt.Fprintf(stdout, "prompt: %v %q\n", tokens, m.Vocab.Decode(tokens))
+	out := newTextOut(stdout, m.Vocab, tok, *showIDs)
 
 	// The prompt in one batch, then one token at a time.
 	sampler := llama.NewSampler(float32(*temp), *topK, float32(*topP), *seed)
@@ -170,16 +203,25 @@ flags:
 		return err
 	}
 	promptTime := time.Since(t1)
-	var out []int32
+	// The prompt is written once Eval has checked its IDs.
+	if err := out.prompt(tokens); err != nil {
+		return err
+	}
+	if !*showIDs {
+		fmt.Fprintf(stderr, "prompt: %d tokens %v\n", len(tokens), tokens)
+	}
+	var generated []int32
 	t2 := time.Now()
-	for *n <= 0 || len(out) < *n {
+	for *n <= 0 || len(generated) < *n {
 		id, err := sampler.Sample(logits)
 		if err != nil {
 			return err
 		}
-		out = append(out, id)
-		fmt.Fprintf(stdout, "%d\t%q\n", id, m.Vocab.Bytes(id))
-		if (id == int32(m.Vocab.EOS) && !*ignoreEOS) || len(out) == *n {
+		generated = append(generated, id)
+		if err := out.token(id); err != nil {
+			return err
+		}
+		if (m.Vocab.IsEOG(id) && !*ignoreEOS) || len(generated) == *n {
 			break
 		}
 		if m.Pos() == m.ContextSize() {
@@ -191,7 +233,9 @@ flags:
 		}
 	}
 	genTime := time.Since(t2)
-	fmt.Fprintf(stdout, "text: %q\n", m.Vocab.Decode(out))
+	if err := out.end(generated); err != nil {
+		return err
+	}
 	if *dotFile != "" {
 		if err := writeDot(m, *dotFile); err != nil {
 			return err
@@ -202,7 +246,7 @@ flags:
 	st := m.Stats()
 	fmt.Fprintf(stderr, "prompt: %d tokens in %v (%.1f tokens/s); generation: %d tokens in %v (%.1f tokens/s)\n",
 		len(tokens), promptTime.Round(time.Microsecond), float64(len(tokens))/promptTime.Seconds(),
-		len(out), genTime.Round(time.Microsecond), float64(len(out))/genTime.Seconds())
+		len(generated), genTime.Round(time.Microsecond), float64(len(generated))/genTime.Seconds())
 	total := st.Overhead() + st.Compute
 	fmt.Fprintf(stderr, "time outside ggml's compute: %.2f %% (graphs: %d built for %d computes, %v; inputs %v; compute checks %v; logits %v)\n",
 		100*st.Overhead().Seconds()/total.Seconds(), st.Graphs, st.Computes, st.Build.Round(time.Microsecond),
@@ -214,9 +258,7 @@ flags:
 	return nil
 }
 
-// parsePrompt reads comma-separated token IDs; an empty prompt is the
-// BOS token (or token 1).
-// parseIDs parses -prompt's comma-separated token IDs (none when s is
+// parseIDs parses -prompt-ids' comma-separated token IDs (none when s is
 // empty).
 func parseIDs(s string) ([]int32, error) {
 	if strings.TrimSpace(s) == "" {
@@ -226,11 +268,75 @@ func parseIDs(s string) ([]int32, error) {
 	for _, f := range strings.Split(s, ",") {
 		id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("-prompt: %q is not a token ID", f)
+			return nil, fmt.Errorf("-prompt-ids: %q is not a token ID", f)
 		}
 		out = append(out, int32(id))
 	}
 	return out, nil
+}
+
+// textOut writes the prompt and the generated tokens to w: as text
+// streamed through the tokenizer's decoder (a character split across
+// tokens held back until whole; without a tokenizer, each token's bytes as
+// they come), or with ids one line a token ("id\t"text"") between a
+// "prompt:" and a "text:" line.
+type textOut struct {
+	w     io.Writer
+	vocab *llama.Vocab
+	dec   *tokenizer.Decoder
+	ids   bool
+}
+
+func newTextOut(w io.Writer, v *llama.Vocab, tok *tokenizer.Tokenizer, ids bool) *textOut {
+	o := &textOut{w: w, vocab: v, ids: ids}
+	if tok != nil {
+		o.dec = tok.NewDecoder(false)
+	}
+	return o
+}
+
+func (o *textOut) prompt(tokens []int32) error {
+	if o.ids {
+		_, err := fmt.Fprintf(o.w, "prompt: %v %q\n", tokens, o.vocab.Decode(tokens))
+		return err
+	}
+	for _, id := range tokens {
+		if err := o.token(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *textOut) token(id int32) error {
+	var err error
+	switch {
+	case o.ids:
+		_, err = fmt.Fprintf(o.w, "%d\t%q\n", id, o.vocab.Bytes(id))
+	case o.dec != nil:
+		var s string
+		if s, err = o.dec.Add(id); err == nil {
+			_, err = io.WriteString(o.w, s)
+		}
+	default:
+		_, err = o.w.Write(o.vocab.Bytes(id))
+	}
+	return err
+}
+
+// end finishes the output: the bytes held back and a line break, or the
+// "text:" line of gen.
+func (o *textOut) end(gen []int32) error {
+	if o.ids {
+		_, err := fmt.Fprintf(o.w, "text: %q\n", o.vocab.Decode(gen))
+		return err
+	}
+	var rest string
+	if o.dec != nil {
+		rest = o.dec.Flush()
+	}
+	_, err := io.WriteString(o.w, rest+"\n")
+	return err
 }
 
 // promptOrBOS is the prompt ids, or the vocabulary's BOS token without one.

@@ -18,6 +18,7 @@ import (
 	"github.com/go-ggml/ggml/examples/llama/llama"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
+	"github.com/go-ggml/ggml/tokenizer"
 )
 
 // runCmd runs the command and returns its stdout and stderr.
@@ -54,7 +55,7 @@ func TestGenerateAndRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, stderr, "wrote "+path)
 
-	args := []string{"-model", path, "-prompt", "1, 2,3", "-n", "10", "-threads", "1", "-ignore-eos"}
+	args := []string{"-model", path, "-prompt-ids", "1, 2,3", "-ids", "-n", "10", "-threads", "1", "-ignore-eos"}
 	out, stderr, err := runCmd(t, ctx, args...)
 	require.NoError(t, err, stderr)
 	t.Log("\n" + out + stderr)
@@ -89,8 +90,10 @@ func TestRunErrors(t *testing.T) {
 		want string
 	}{
 		{nil, "-model is required"},
-		{[]string{"-model", path, "-prompt", "1,x"}, `"x" is not a token ID`},
-		{[]string{"-model", path, "-prompt", "1,999"}, "token 999 (at 1) outside the vocabulary of 256"},
+		{[]string{"-model", path, "-prompt-ids", "1,x"}, `-prompt-ids: "x" is not a token ID`},
+		{[]string{"-model", path, "-prompt-ids", "1,999"}, "token 999 (at 1) outside the vocabulary of 256"},
+		{[]string{"-model", path, "-prompt", "a", "-prompt-ids", "1"}, "give one"},
+		{[]string{"-model", path, "-p-file", filepath.Join(t.TempDir(), "none.txt")}, "-p-file"},
 		{[]string{"-model", path, "-cache-type", "q9"}, `unknown type "q9"`},
 		{[]string{"-gen", path, "-size", "huge"}, `-size "huge"`},
 		{[]string{"-gen", path, "-vocab", "gpt2"}, "a GPT-2 vocabulary of 256 tokens; want at least 261"},
@@ -98,7 +101,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-gen", path, "-type", "q4_K"}, "a row of 64 is not a whole number of q4_K blocks"},
 		{[]string{"-model", filepath.Join(t.TempDir(), "none.gguf")}, "no such file"},
 		// The prompt is checked before the model is loaded.
-		{[]string{"-model", filepath.Join(t.TempDir(), "none.gguf"), "-prompt", "1,x"}, `"x" is not a token ID`},
+		{[]string{"-model", filepath.Join(t.TempDir(), "none.gguf"), "-prompt-ids", "1,x"}, `"x" is not a token ID`},
 		{[]string{"-model", path, "-n", "-2"}, "-n -2"},
 	} {
 		_, _, err := runCmd(t, ctx, append(c.args, "-threads", "1")...)
@@ -149,7 +152,7 @@ func TestRunConvertedFiles(t *testing.T) {
 			// On the CPU, as the model package's run below: with -tags
 			// vulkan the command would put every layer on the GPU, whose
 			// greedy choice between near-equal logits may differ.
-			out, stderr, err := runCmd(t, ctx, "-model", f.path, "-prompt", f.prompt, "-n", "6", "-threads", "1", "-ignore-eos", "-gpu-layers", "0")
+			out, stderr, err := runCmd(t, ctx, "-model", f.path, "-prompt-ids", f.prompt, "-ids", "-n", "6", "-threads", "1", "-ignore-eos", "-gpu-layers", "0")
 			require.NoError(t, err, stderr)
 			t.Log("\n" + out + stderr)
 			for _, want := range f.types {
@@ -187,11 +190,12 @@ func TestRunHelpAndUntilEnd(t *testing.T) {
 	require.ErrorIs(t, err, flag.ErrHelp)
 	assert.Contains(t, stderr, "runs a Llama-architecture GGUF model")
 	assert.Contains(t, stderr, "-gen FILE")
+	assert.Contains(t, stderr, "synthetic")
 
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
 	_, _, err = runCmd(t, ctx, "-gen", path)
 	require.NoError(t, err)
-	out, stderr, err := runCmd(t, ctx, "-model", path, "-prompt", "1,2,3,4", "-n", "-1", "-ctx", "24", "-ignore-eos", "-threads", "1")
+	out, stderr, err := runCmd(t, ctx, "-model", path, "-prompt-ids", "1,2,3,4", "-ids", "-n", "-1", "-ctx", "24", "-ignore-eos", "-threads", "1")
 	require.NoError(t, err, stderr)
 	assert.Len(t, tokenLines(t, out), 24-4+1, "tokens until the context is full (the last one sampled from its final logits)")
 	assert.Contains(t, stderr, "the context is full")
@@ -239,4 +243,75 @@ func TestProgressBar(t *testing.T) {
 	_, stderr, err := runCmd(t, context.Background(), "-model", path, "-n", "1", "-threads", "1")
 	require.NoError(t, err)
 	assert.NotContains(t, stderr, "loading weights")
+}
+
+// TestRunTextPrompt: a text prompt (-prompt or -p-file) is tokenized with
+// the file's tokenizer, BOS first, and the prompt and generated text
+// stream to stdout as text (the synthetic vocabularies' text is
+// gibberish: the tiny SentencePiece one lacks "▁", so spaces are unknown
+// tokens), the tokens and statistics to stderr; the tokens are those of
+// the same run from their IDs.
+func TestRunTextPrompt(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, vocab := range []string{"llama", "gpt2"} {
+		t.Run(vocab, func(t *testing.T) {
+			path := filepath.Join(dir, vocab+".gguf")
+			size := "tiny"
+			if vocab == "gpt2" {
+				path = filepath.Join(dir, "gpt2.gguf")
+				c := llama.Presets["tiny"]
+				c.VocabSize = 512
+				require.NoError(t, llama.WriteRandom(path, llama.RandomModel{Config: c, Converted: true, Vocab: "gpt2", Type: ggml.TypeQ8_0}))
+			} else {
+				_, _, err := runCmd(t, ctx, "-gen", path, "-size", size, "-vocab", vocab)
+				require.NoError(t, err)
+			}
+			m, err := llama.Load(ctx, path, llama.Options{Threads: 1})
+			require.NoError(t, err)
+			tok, err := m.Vocab.Tokenizer()
+			require.NoError(t, err)
+			m.Close()
+			prompt := "kalo mine the sea"
+			ids := tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+			require.Equal(t, tok.BOS(), ids[0])
+
+			common := []string{"-model", path, "-n", "8", "-threads", "1", "-ignore-eos", "-gpu-layers", "0"}
+			out, stderr, err := runCmd(t, ctx, append(common, "-prompt", prompt)...)
+			require.NoError(t, err, stderr)
+			t.Log("\n" + out + stderr)
+			assert.Contains(t, stderr, fmt.Sprintf("prompt: %d tokens %v", len(ids), ids))
+			assert.Contains(t, stderr, "tokens/s")
+
+			file := filepath.Join(dir, vocab+".txt")
+			require.NoError(t, os.WriteFile(file, []byte(prompt), 0o644))
+			fromFile, _, err := runCmd(t, ctx, append(common, "-p-file", file)...)
+			require.NoError(t, err)
+			assert.Equal(t, out, fromFile)
+
+			var idList []string
+			for _, id := range ids {
+				idList = append(idList, fmt.Sprint(id))
+			}
+			withIDs, _, err := runCmd(t, ctx, append(common, "-prompt-ids", strings.Join(idList, ","), "-ids")...)
+			require.NoError(t, err)
+			gen := tokenLines(t, withIDs)
+			require.Len(t, gen, 8)
+			var text strings.Builder
+			for _, id := range append(ids, toInt32(gen)...) {
+				p, err := tok.Piece(id, false)
+				require.NoError(t, err)
+				text.WriteString(p)
+			}
+			assert.Equal(t, text.String()+"\n", out, "the text is the pieces of the prompt and the tokens generated")
+		})
+	}
+}
+
+func toInt32(ids []int) []int32 {
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
 }

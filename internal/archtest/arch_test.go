@@ -34,6 +34,7 @@ var layers = [][]string{
 	{"sched", "cpu"},
 	{"vulkan", "cuda", "metal"},
 	{"gguf", "rpc"},
+	{"tokenizer"},
 	{"examples", "cmd", "bench", "build", "internal/testkit"},
 }
 

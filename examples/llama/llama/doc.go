@@ -45,9 +45,10 @@
 //   - The vocabulary (ReadVocab): tokenizer.ggml.tokens, decoded as
 //     SentencePiece (model "llama") or byte-level BPE ("gpt2", Llama 3);
 //     token_type (control, byte, ...), bos_token_id and eos_token_id,
-//     checked against the tokens. Other tokenizer keys (merges, scores,
-//     pre, chat_template, add_bos_token) are read by no one here: this
-//     example does not tokenize text.
+//     checked against the tokens. Vocab.Tokenizer is the file's tokenizer
+//     (package tokenizer: merges, scores, pre, add_bos_token, ... as
+//     llama.cpp reads them), for text prompts; a file whose tokenizer it
+//     refuses still runs from token IDs. chat_template is read by no one.
 //   - general.* keys other than the architecture and alignment (name,
 //     file_type, quantization_version, ...) describe the file and change
 //     nothing.

@@ -31,6 +31,11 @@ func TestReadConfig(t *testing.T) {
 	assert.Equal(t, 256, v.Len())
 	assert.Equal(t, 1, v.BOS)
 	assert.Equal(t, 2, v.EOS)
+	tok, err := v.Tokenizer()
+	require.NoError(t, err, "the synthetic vocabulary makes a tokenizer")
+	assert.Equal(t, 256, tok.Len())
+	assert.Equal(t, int32(1), tok.BOS())
+	assert.True(t, v.IsEOG(2))
 }
 
 // TestReadConfigRopeScaling reads RoPE scaling as llama.cpp does: linear

@@ -6,14 +6,18 @@ import (
 	"strings"
 
 	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/tokenizer"
 )
 
 // Vocab is a model's vocabulary (tokenizer.ggml.tokens) for turning token
 // IDs into text. It decodes the two kinds llama.cpp's Llama files use:
 // SentencePiece ("llama": "▁" is a space, <0xNN> is the byte NN) and
 // GPT-2 byte-level BPE ("gpt2", Llama 3: each byte is one printable rune).
-// It does not tokenize text: that is not this example's job.
+// Its tokenizer (Tokenizer: package tokenizer, llama.cpp's tokenizers in
+// Go) turns text into tokens.
 type Vocab struct {
+	tok    *tokenizer.Tokenizer
+	tokErr error
 	tokens []string
 	types  []int32 // tokenizer.ggml.token_type, nil if absent
 	gpt2   bool
@@ -99,7 +103,27 @@ func ReadVocab(f *gguf.File) (*Vocab, error) {
 		}
 		*p.id = int(id)
 	}
+	v.tok, v.tokErr = tokenizer.FromGGUF(f)
 	return v, nil
+}
+
+// Tokenizer returns the file's tokenizer, or the error that says why it
+// has none (no vocabulary, or one package tokenizer refuses); the model
+// runs without one, from token IDs.
+func (v *Vocab) Tokenizer() (*tokenizer.Tokenizer, error) {
+	if v.tok == nil && v.tokErr == nil {
+		return nil, fmt.Errorf("%w: the file has no vocabulary", ErrModel)
+	}
+	return v.tok, v.tokErr
+}
+
+// IsEOG reports whether token id ends generation: EOS, or a token the
+// tokenizer takes for an end (of a turn, "<|eot_id|>"), as llama.cpp does.
+func (v *Vocab) IsEOG(id int32) bool {
+	if v.tok != nil {
+		return v.tok.IsEOG(id)
+	}
+	return v.EOS >= 0 && id == int32(v.EOS)
 }
 
 // Type returns the type of token id (TokenNormal, TokenControl, ...), or

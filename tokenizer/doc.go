@@ -1,0 +1,68 @@
+// Package tokenizer turns text into the token IDs of a Llama GGUF file and
+// back, as llama.cpp does, token for token. It is pure Go: it calls no C
+// and needs nothing of a provider's ggml; of the rest of go-ggml it uses
+// only package gguf, to read a file's tokenizer keys (FromGGUF).
+//
+//	f, err := gguf.Open("model.gguf")
+//	tok, err := tokenizer.FromGGUF(f)
+//	ids := tok.Encode("Once upon a time", tokenizer.EncodeOptions{AddSpecial: true})
+//	text, err := tok.Decode(ids, tokenizer.DecodeOptions{})
+//
+// New builds a tokenizer from plain slices (a Vocab) instead of a file.
+//
+// # Families
+//
+// Two families, the ones Llama files use (tokenizer.ggml.model):
+//
+//   - "llama": SentencePiece (Llama 1 and 2, Mistral, TinyLlama; Gemma's
+//     vocabulary too). Spaces are written "▁", a space is put in front of
+//     the text (tokenizer.ggml.add_space_prefix, default true) and after
+//     each special token; pairs of pieces merge, the best scored first
+//     (tokenizer.ggml.scores); a character no token covers is spelled
+//     with byte tokens <0xNN>.
+//   - "gpt2": byte-level BPE (Llama 3). The text is split into words by
+//     the pre-tokenizer that tokenizer.ggml.pre names, each byte of a
+//     word becomes one printable rune (GPT-2's byte-to-unicode map), and
+//     the pairs of tokenizer.ggml.merges merge, the lowest rank first.
+//     Pre-tokenizers: "llama-bpe" (and its aliases "llama3", "llama-v3",
+//     "falcon3", "pixtral": Llama 3's regular expression, with words that
+//     are whole tokens kept whole), "gpt-2" (GPT-2's expression), and
+//     "default" (llama.cpp's default: punctuation runs, GPT-2's
+//     expression, digit runs and triples), which a file without the key
+//     gets, as in llama.cpp. Another name is an ErrUnsupported error.
+//
+// # Special tokens
+//
+// Control and unknown tokens ("<s>", "<|eot_id|>") are read in a text only
+// when EncodeOptions.ParseSpecial asks; otherwise the text "<s>" is
+// tokenized as the characters it is made of. User-defined tokens are always
+// read whole, as in llama.cpp. EncodeOptions.AddSpecial adds BOS and EOS
+// as the file says (tokenizer.ggml.add_bos_token, add_eos_token, with
+// llama.cpp's defaults: BOS for SentencePiece and Llama 3). As llama.cpp
+// does, tokens whose texts mark the end of a turn or fill-in-the-middle
+// ("<|eot_id|>", "<end_of_turn>", "<|fim_prefix|>", ...) are treated as
+// control tokens whatever their type in the file.
+//
+// # Decoding
+//
+// Decode is llama_detokenize (with its clean-up of spaces before
+// punctuation for byte-level BPE), Piece is llama_token_to_piece, and a
+// Decoder turns tokens into text as they come, holding back the bytes of a
+// character that is not complete yet.
+//
+// # Differences from llama.cpp
+//
+// Character classes (letters, numbers, white space) come from Go's unicode
+// tables, whose Unicode version may differ from llama.cpp's for characters
+// assigned recently. A byte-level text with a UTF-8 sequence that encodes a
+// value above U+10FFFF is read as U+FFFD, where llama.cpp fails. A
+// SentencePiece vocabulary without a byte token for a byte it needs gives
+// the unknown token (or nothing without one), where llama.cpp fails.
+// Per-model attribute rules of llama.cpp for other families (Phi-3's
+// stripped spaces, gpt-oss and Gemma 4 workarounds) are not applied.
+//
+// # Concurrency
+//
+// A Tokenizer is immutable after New and may be used by several goroutines
+// at once. A Decoder is used by one goroutine at a time.
+package tokenizer

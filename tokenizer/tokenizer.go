@@ -1,0 +1,390 @@
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Errors, for errors.Is: every error of New and FromGGUF wraps one.
+var (
+	// ErrUnsupported: a tokenizer model other than "llama" and "gpt2", or
+	// a pre-tokenizer this package does not implement.
+	ErrUnsupported = errors.New("unsupported tokenizer")
+	// ErrKey: a key the tokenizer needs is missing or has the wrong type.
+	ErrKey = errors.New("bad tokenizer key")
+	// ErrLength: scores or token types of another length than the tokens.
+	ErrLength = errors.New("tokenizer arrays of different lengths")
+	// ErrTokenType: a token type that is not one of the TokenType values.
+	ErrTokenType = errors.New("unknown token type")
+	// ErrTokenText: a token that is not valid UTF-8, or the same text
+	// twice in the vocabulary.
+	ErrTokenText = errors.New("bad token text")
+	// ErrMerge: a merge that is not two pieces separated by a space.
+	ErrMerge = errors.New("bad merge")
+	// ErrTokenID: a token ID outside the vocabulary (a special token of
+	// the file, or an ID given to Decode or Piece), or a BOS or EOS to add
+	// that the vocabulary does not have.
+	ErrTokenID = errors.New("token ID outside the vocabulary")
+)
+
+// TokenType is a token's type, as tokenizer.ggml.token_type writes it
+// (llama.cpp's llama_token_type).
+type TokenType int32
+
+// Token types.
+const (
+	TypeUndefined   TokenType = 0
+	TypeNormal      TokenType = 1
+	TypeUnknown     TokenType = 2
+	TypeControl     TokenType = 3
+	TypeUserDefined TokenType = 4
+	TypeUnused      TokenType = 5
+	TypeByte        TokenType = 6
+)
+
+// attr is a token's attributes (llama.cpp's llama_token_attr): its type,
+// and control added by the rules on texts.
+type attr uint8
+
+const (
+	attrUnknown attr = 1 << iota
+	attrUnused
+	attrNormal
+	attrControl
+	attrUserDefined
+	attrByte
+)
+
+var typeAttr = [...]attr{
+	TypeUndefined: 0, TypeNormal: attrNormal, TypeUnknown: attrUnknown, TypeControl: attrControl,
+	TypeUserDefined: attrUserDefined, TypeUnused: attrUnused, TypeByte: attrByte,
+}
+
+// Vocab is what a tokenizer is made of: the tokenizer keys of a GGUF
+// file, as plain values. New checks it; FromGGUF reads one from a file.
+type Vocab struct {
+	// Model is the family: "llama" (SentencePiece) or "gpt2" (byte-level
+	// BPE).
+	Model string
+	// Tokens are the tokens' texts, by ID.
+	Tokens []string
+	// Scores rank SentencePiece merges (higher first); nil: all 0.
+	Scores []float32
+	// Types are the tokens' types; nil: all TypeNormal.
+	Types []TokenType
+	// Merges are byte-level BPE's pairs, "left right", by rank.
+	Merges []string
+	// Pre names the byte-level BPE pre-tokenizer (see the package
+	// documentation); "" is "default".
+	Pre string
+	// BOS, EOS and UNK are the beginning, end of sequence and unknown
+	// tokens; -1: none (the zero value is token 0).
+	BOS, EOS, UNK int32
+	// EOT and EOM end a turn and a message (they end generation); -1:
+	// none.
+	EOT, EOM int32
+	// AddBOS, AddEOS say whether EncodeOptions.AddSpecial adds BOS and
+	// EOS, and AddSpacePrefix whether a space goes in front of the text
+	// (SentencePiece) and is taken off again by Decode. Nil: llama.cpp's
+	// default for the model and pre-tokenizer (BOS for SentencePiece and
+	// Llama 3's pre-tokenizer, no EOS, the space for SentencePiece).
+	AddBOS, AddEOS, AddSpacePrefix *bool
+}
+
+// preKind is a byte-level BPE pre-tokenizer.
+type preKind int
+
+const (
+	preDefault preKind = iota // llama.cpp's LLAMA_VOCAB_PRE_TYPE_DEFAULT
+	preGPT2
+	preLlama3
+)
+
+// preNames maps tokenizer.ggml.pre to the pre-tokenizers implemented.
+var preNames = map[string]preKind{
+	"": preDefault, "default": preDefault,
+	"gpt-2":  preGPT2,
+	"llama3": preLlama3, "llama-v3": preLlama3, "llama-bpe": preLlama3, "falcon3": preLlama3, "pixtral": preLlama3,
+}
+
+// Tokenizer encodes text into token IDs and decodes them, for one
+// vocabulary. It may be used by several goroutines at once.
+type Tokenizer struct {
+	bpe    bool
+	pre    preKind
+	tokens []string
+	scores []float32
+	types  []TokenType
+	attrs  []attr
+	ids    map[string]int32
+	ranks  map[string]int32 // merges: "left right" -> rank
+
+	bos, eos, unk  int32
+	addBOS, addEOS bool
+	addSpacePrefix bool
+	cleanSpaces    bool
+	spmWords       bool // no token has a "▁" after another character
+	ignoreMerges   bool
+	eog            map[int32]bool
+	special        []int32   // control, user-defined and unknown tokens, longest first
+	specialFirst   [256]bool // first bytes of the special tokens' texts
+	byteTokens     [256]int32
+	pieces         [][]byte // llama_token_to_piece(special=true) of each token
+}
+
+// endTexts are the texts llama.cpp takes for tokens that end generation
+// (its EOG list) whatever their type: they become control tokens.
+var endTexts = []string{
+	"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+	"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+	"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+	"<｜end▁of▁sentence｜>", "[e~[",
+}
+
+// fimTexts are the texts llama.cpp takes for fill-in-the-middle tokens
+// when a file does not name them: they become control tokens too, and the
+// pad, repository and file separator ones end generation.
+var fimTexts = []string{
+	"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>",
+	"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
+	"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>",
+}
+
+var fimEndTexts = []string{
+	"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]",
+	"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>",
+	"<|file_sep|>",
+}
+
+// New makes a tokenizer of v, checking it first: the model and
+// pre-tokenizer are ones this package implements (ErrUnsupported), scores
+// and types have one entry a token (ErrLength), types are known
+// (ErrTokenType), token texts are valid UTF-8 and unique (ErrTokenText;
+// an empty text is named "[EMPTY_<id>]" as llama.cpp names it), merges
+// are two pieces (ErrMerge), and the special tokens are in the
+// vocabulary, BOS and EOS too when they are to be added (ErrTokenID).
+func New(v Vocab) (*Tokenizer, error) {
+	t := &Tokenizer{bos: v.BOS, eos: v.EOS, unk: v.UNK}
+	switch v.Model {
+	case "llama":
+		t.addSpacePrefix, t.addBOS = true, true
+	case "gpt2":
+		t.bpe = true
+		pre, ok := preNames[v.Pre]
+		if !ok {
+			return nil, fmt.Errorf("tokenizer: %w: pre-tokenizer %q (this package implements default, gpt-2 and llama-bpe)", ErrUnsupported, v.Pre)
+		}
+		t.pre = pre
+		t.cleanSpaces = true
+		if pre == preLlama3 {
+			t.ignoreMerges, t.addBOS = true, true
+		}
+	default:
+		return nil, fmt.Errorf("tokenizer: %w: model %q (want llama or gpt2)", ErrUnsupported, v.Model)
+	}
+	for _, f := range []struct {
+		v *bool
+		t *bool
+	}{{v.AddBOS, &t.addBOS}, {v.AddEOS, &t.addEOS}, {v.AddSpacePrefix, &t.addSpacePrefix}} {
+		if f.v != nil {
+			*f.t = *f.v
+		}
+	}
+	n := len(v.Tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("tokenizer: %w: no tokens", ErrKey)
+	}
+	if v.Scores != nil && len(v.Scores) != n {
+		return nil, fmt.Errorf("tokenizer: %w: %d scores for %d tokens", ErrLength, len(v.Scores), n)
+	}
+	if v.Types != nil && len(v.Types) != n {
+		return nil, fmt.Errorf("tokenizer: %w: %d token types for %d tokens", ErrLength, len(v.Types), n)
+	}
+	t.tokens = make([]string, n)
+	t.scores = v.Scores
+	if t.scores == nil {
+		t.scores = make([]float32, n)
+	}
+	t.types = make([]TokenType, n)
+	t.attrs = make([]attr, n)
+	t.ids = make(map[string]int32, n)
+	for i, s := range v.Tokens {
+		if s == "" {
+			s = fmt.Sprintf("[EMPTY_%d]", i)
+		}
+		if !utf8.ValidString(s) {
+			return nil, fmt.Errorf("tokenizer: %w: token %d (%q) is not valid UTF-8", ErrTokenText, i, s)
+		}
+		if j, dup := t.ids[s]; dup {
+			return nil, fmt.Errorf("tokenizer: %w: tokens %d and %d are both %q", ErrTokenText, j, i, s)
+		}
+		t.tokens[i] = s
+		t.ids[s] = int32(i)
+		typ := TypeNormal
+		if v.Types != nil {
+			typ = v.Types[i]
+			if typ < 0 || int(typ) >= len(typeAttr) {
+				return nil, fmt.Errorf("tokenizer: %w: token %d (%q) has type %d", ErrTokenType, i, s, typ)
+			}
+		}
+		t.types[i] = typ
+		t.attrs[i] = typeAttr[typ]
+	}
+	for _, id := range []struct {
+		name string
+		id   int32
+	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"UNK", v.UNK}, {"EOT", v.EOT}, {"EOM", v.EOM}} {
+		if id.id < -1 || id.id >= int32(n) {
+			return nil, fmt.Errorf("tokenizer: %w: %s is %d, and the vocabulary has %d tokens", ErrTokenID, id.name, id.id, n)
+		}
+	}
+	if t.addBOS && t.bos < 0 {
+		return nil, fmt.Errorf("tokenizer: %w: BOS is to be added, and there is none", ErrTokenID)
+	}
+	if t.addEOS && t.eos < 0 {
+		return nil, fmt.Errorf("tokenizer: %w: EOS is to be added, and there is none", ErrTokenID)
+	}
+	if t.bpe {
+		t.ranks = make(map[string]int32, len(v.Merges))
+		for r, m := range v.Merges {
+			i := strings.IndexByte(m[min(1, len(m)):], ' ') + 1
+			if i <= 0 || i == len(m)-1 {
+				return nil, fmt.Errorf("tokenizer: %w: merge %d is %q, want two pieces separated by a space", ErrMerge, r, m)
+			}
+			if _, dup := t.ranks[m]; !dup {
+				t.ranks[m] = int32(r)
+			}
+		}
+	}
+
+	// The end-of-generation tokens, and the texts llama.cpp makes control
+	// tokens whatever the file says.
+	t.eog = map[int32]bool{}
+	for _, id := range []int32{v.EOS, v.EOT, v.EOM} {
+		if id >= 0 {
+			t.eog[id] = true
+		}
+	}
+	for _, l := range []struct {
+		texts []string
+		ends  bool
+	}{{endTexts, true}, {fimTexts, false}, {fimEndTexts, true}} {
+		for _, s := range l.texts {
+			if id, ok := t.ids[s]; ok {
+				t.attrs[id] |= attrControl
+				t.eog[id] = t.eog[id] || l.ends
+			}
+		}
+	}
+
+	for i, a := range t.attrs {
+		if a&(attrControl|attrUserDefined|attrUnknown) != 0 {
+			t.special = append(t.special, int32(i))
+			t.specialFirst[t.tokens[i][0]] = true
+		}
+	}
+	slices.SortStableFunc(t.special, func(a, b int32) int { return len(t.tokens[b]) - len(t.tokens[a]) })
+
+	for b := range 256 {
+		t.byteTokens[b] = t.findByteToken(byte(b))
+	}
+	if !t.bpe {
+		t.spmWords = true
+		for _, s := range t.tokens {
+			if !onlySpaceRuns(s) {
+				t.spmWords = false
+				break
+			}
+		}
+	}
+	t.pieces = make([][]byte, n)
+	for i := range t.pieces {
+		t.pieces[i] = t.piece(int32(i))
+	}
+	return t, nil
+}
+
+// findByteToken is the token of byte b: <0xNN> or the byte itself for
+// SentencePiece, its rune of the byte-to-unicode map for byte-level BPE;
+// -1 if the vocabulary has none.
+func (t *Tokenizer) findByteToken(b byte) int32 {
+	if t.bpe {
+		if id, ok := t.ids[string(byteRune[b])]; ok {
+			return id
+		}
+		return -1
+	}
+	if id, ok := t.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+		return id
+	}
+	if id, ok := t.ids[string([]byte{b})]; ok {
+		return id
+	}
+	return -1
+}
+
+// Len returns the number of tokens.
+func (t *Tokenizer) Len() int { return len(t.tokens) }
+
+// Model returns "llama" (SentencePiece) or "gpt2" (byte-level BPE).
+func (t *Tokenizer) Model() string {
+	if t.bpe {
+		return "gpt2"
+	}
+	return "llama"
+}
+
+// BOS returns the beginning-of-sequence token, or -1.
+func (t *Tokenizer) BOS() int32 { return t.bos }
+
+// EOS returns the end-of-sequence token, or -1.
+func (t *Tokenizer) EOS() int32 { return t.eos }
+
+// AddsBOS reports whether EncodeOptions.AddSpecial puts BOS in front.
+func (t *Tokenizer) AddsBOS() bool { return t.addBOS }
+
+// AddsEOS reports whether EncodeOptions.AddSpecial puts EOS at the end.
+func (t *Tokenizer) AddsEOS() bool { return t.addEOS }
+
+// IsEOG reports whether token id ends generation (llama_vocab_is_eog): EOS,
+// EOT, EOM, or a token llama.cpp takes for one by its text
+// ("<|eot_id|>", "<end_of_turn>", ...).
+func (t *Tokenizer) IsEOG(id int32) bool { return t.eog[id] }
+
+// Token returns token id's text as the vocabulary writes it ("▁the",
+// "Ġthe", "<0x0A>"), or "" for an ID outside the vocabulary.
+func (t *Tokenizer) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.tokens) {
+		return ""
+	}
+	return t.tokens[id]
+}
+
+// Type returns token id's type as the vocabulary gives it, or
+// TypeUndefined for an ID outside the vocabulary.
+func (t *Tokenizer) Type(id int32) TokenType {
+	if id < 0 || int(id) >= len(t.types) {
+		return TypeUndefined
+	}
+	return t.types[id]
+}
+
+// ID returns the token whose text is s, as the vocabulary writes it.
+func (t *Tokenizer) ID(s string) (int32, bool) {
+	id, ok := t.ids[s]
+	return id, ok
+}
+
+// onlySpaceRuns reports whether every "▁" of s that is not at its start
+// follows another "▁".
+func onlySpaceRuns(s string) bool {
+	for i := 1; i < len(s); i++ {
+		if strings.HasPrefix(s[i:], "▁") && !strings.HasSuffix(s[:i], "▁") {
+			return false
+		}
+	}
+	return true
+}
