@@ -1,7 +1,8 @@
 // Package tokenizer turns text into the token IDs of a Llama GGUF file and
-// back, as llama.cpp does, token for token. It is pure Go: it calls no C
-// and needs nothing of a provider's ggml; of the rest of go-ggml it uses
-// only package gguf, to read a file's tokenizer keys (FromGGUF).
+// back, as llama.cpp does, token for token. Its code is Go and calls no C,
+// and nothing in it depends on the provider; it imports package gguf (to
+// read a file's tokenizer keys: FromGGUF, ReadVocab), which links ggml, so
+// a program that uses it is built with cgo like the rest of go-ggml.
 //
 //	f, err := gguf.Open("model.gguf")
 //	tok, err := tokenizer.FromGGUF(f)

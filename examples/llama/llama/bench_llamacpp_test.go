@@ -47,7 +47,8 @@ import (
 // GGML_BENCH_LLAMA names the preset (small, 1b), GGML_BENCH_LLAMA_TYPE
 // the weights (q4_0, q8_0, q4_K_M, or another ggml type),
 // GGML_BENCH_LLAMA_THREADS the threads (default: one per core) and
-// GGML_BENCH_PAIRS the pairs (default 1).
+// GGML_BENCH_PAIRS the pairs (default 1). GGML_BENCH_LLAMACPP_NO_AMX=1
+// keeps llama.cpp from its AMX kernels (libsWithoutAMX).
 func BenchmarkLlamaCpp(b *testing.B) {
 	if f := flagCount(); f != "1" {
 		b.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS instead", f)
@@ -260,6 +261,9 @@ func startLlamaCpp(tb testing.TB, path string, threads int) *llamaCpp {
 		tb.Skipf("llama.cpp is not installed in %s (make llamacpp installs it; GOGGML_LLAMACPP names another place)", dir)
 	}
 	lib := filepath.Join(dir, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
+	if os.Getenv("GGML_BENCH_LLAMACPP_NO_AMX") == "1" {
+		lib = libsWithoutAMX(tb, lib)
+	}
 	cmd := exec.Command(bin, lib, path, strconv.Itoa(threads), "512", "512")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -280,6 +284,28 @@ func startLlamaCpp(tb testing.TB, path string, threads int) *llamaCpp {
 	}
 	tb.Logf("llama.cpp: %s", s.out.Text())
 	return s
+}
+
+// libsWithoutAMX returns a directory of links to llama.cpp's libraries in
+// lib, less its CPU variant for Sapphire Rapids, the one with AMX, so that
+// llama.cpp picks its best variant without AMX: the other side for a
+// go-ggml without AMX (the system provider here, whose AMX code gcc 12
+// breaks: docs/providers.md). GGML_BENCH_LLAMACPP_NO_AMX=1 asks for it.
+func libsWithoutAMX(tb testing.TB, lib string) string {
+	entries, err := os.ReadDir(lib)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := tb.TempDir()
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "libggml-cpu-sapphirerapids") {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(lib, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // run sends one command and returns the time llama.cpp took.

@@ -237,8 +237,8 @@ func TestEvalVariants(t *testing.T) {
 		// in chunks of attnChunk: batches of 7 in chunks of 3 (3, 3, 1),
 		// from positions 0, 7, 14 (cells 8, 16, 24 with kvPad 8), with
 		// and without flash attention's cache layout.
-		defer func(c, f, p int) { attnChunk, fusedMaxBatch, kvPad = c, f, p }(attnChunk, fusedMaxBatch, kvPad)
-		attnChunk, fusedMaxBatch, kvPad = 3, 1, 8
+		defer func(c, f, p, pp int) { attnChunk, fusedMaxBatch, kvPad, productsKVPad = c, f, p, pp }(attnChunk, fusedMaxBatch, kvPad, productsKVPad)
+		attnChunk, fusedMaxBatch, kvPad, productsKVPad = 3, 1, 8, 8
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
 		for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
 			m := loadModel(t, path, Options{ContextSize: 32, BatchSize: 7, FlashAttn: fa})
