@@ -40,13 +40,13 @@ type Backend struct {
 	// backend are users, so the C object outlives them (ggml frees a
 	// scheduler by reading its backends).
 	life  *bridge.Life
-	abort *C.int           // flag read by the backend's abort callback; nil if it has none
-	pool  *bridge.PoolSlot // the CPU thread pool it computes on, if any
+	abort *C.int // flag read by the backend's abort callback; nil if it has none
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (bridge.Backend.Refusal).
 	lavapipe bool
 	link     linkSet // the RPC connections it computes over, if any (bridge.Backend.Links)
 	_        bridge.NoCopy
+	pool     *poolSlot  // the CPU thread pool it computes on, if any (cpupool.go)
 	meta     *metaState // the meta device it computes on, if any
 	dev      *Device
 	plans    *planSet
@@ -69,7 +69,7 @@ type backendRes struct {
 	c      C.ggml_backend_t
 	abort  *C.int
 	plans  *planSet
-	pool   *bridge.PoolSlot
+	pool   *poolSlot
 	pins   *runtime.Pinner
 	reg    *Reg          // counts its live backends, for Unload
 	events *waitedEvents // released once the backend is freed
@@ -81,7 +81,7 @@ func freeBackend(r backendRes) {
 	C.ggml_backend_free(r.c)
 	r.events.releaseAll()
 	r.pins.Unpin()
-	r.pool.Release()
+	r.pool.release()
 	if r.reg != nil {
 		regs.Lock()
 		r.reg.backends--
@@ -98,7 +98,7 @@ func freeBackend(r backendRes) {
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
 	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
-		pool: &bridge.PoolSlot{}, pins: new(runtime.Pinner), events: &waitedEvents{}}
+		pool: &poolSlot{}, pins: new(runtime.Pinner), events: &waitedEvents{}}
 	b.lavapipe = isLavapipe(b.dev)
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
@@ -127,7 +127,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 	// The linked CPU backend (not one of a loaded module, whose structs
 	// may not be this ggml's) computes on a thread pool of its own.
 	if b.dev != nil && C.ggml_backend_dev_backend_reg(b.dev.c) == C.ggml_backend_cpu_reg() {
-		bridge.BackendOf(b).WantOwnPool(int(b.threads.Load()))
+		b.pool.ownThreads = int(b.threads.Load())
 	}
 	return b
 }

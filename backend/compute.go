@@ -48,7 +48,7 @@ func (b *Backend) SetThreads(n int) error {
 	C.goggml_call_set_n_threads_c(fn, b.c, C.int(n))
 	b.threads.Store(int64(n))
 	runtime.KeepAlive(b)
-	return bridge.BackendOf(b).ResizeOwnPool(n) // a pool the user attached stays
+	return b.resizeOwnPool(n) // a pool the user attached stays
 }
 
 // Threads returns the number of threads the backend computes with: its
@@ -59,7 +59,7 @@ func (b *Backend) Threads() int {
 		return 0
 	}
 	n := int(b.threads.Load())
-	if p := b.pool.Threads(); p > 0 && n > int(p) {
+	if p := b.pool.threads.Load(); p > 0 && n > int(p) {
 		n = int(p)
 	}
 	return n
@@ -152,10 +152,10 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(b)
-	if err := bridge.BackendOf(b).EnsurePool(); err != nil {
+	if err := b.ensurePool(); err != nil {
 		return err
 	}
-	end, err := b.pool.Begin(ctx)
+	end, err := beginPool(ctx, b.pool.ref)
 	if err != nil {
 		return err
 	}
@@ -195,10 +195,10 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	if b.abort != nil {
 		atomic.StoreInt32((*int32)(unsafe.Pointer(b.abort)), 0)
 	}
-	if err := bridge.BackendOf(b).EnsurePool(); err != nil {
+	if err := b.ensurePool(); err != nil {
 		return err
 	}
-	end, err := b.pool.Begin(context.Background()) // the CPU computes before returning
+	end, err := beginPool(context.Background(), b.pool.ref) // the CPU computes before returning
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 
 // onThread runs a compute, on a thread of its own if the backend's thread
 // pool changes the computing thread (bridge.OnThread).
-func (b *Backend) onThread(f func() error) error { return bridge.OnThread(b.pool.Isolate(), f) }
+func (b *Backend) onThread(f func() error) error { return bridge.OnThread(b.pool.isolate, f) }
 
 // checkGraph validates g for computing on b (see Compute) and holds in h
 // what the compute reads.

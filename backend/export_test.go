@@ -48,7 +48,7 @@ const HaveUpstream = haveUpstream
 // OwnPool returns the thread pool CPU backend b computes on if it is b's
 // own, else nil.
 func OwnPool(b *Backend) any {
-	if p, ok := b.pool.Ref().(*ownPool); ok {
+	if p, ok := b.pool.ref.(*ownPool); ok {
 		return p
 	}
 	return nil

@@ -84,10 +84,10 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	}
 	defer runtime.KeepAlive(b)
 	// The plan captures the backend's thread pool: it stays in use.
-	if err := bridge.BackendOf(b).EnsurePool(); err != nil {
+	if err := b.ensurePool(); err != nil {
 		return nil, err
 	}
-	pool := b.pool.Ref()
+	pool := b.pool.ref
 	if pool != nil {
 		if err := pool.Acquire(); err != nil {
 			return nil, err
@@ -109,7 +109,7 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	b.plans.mu.Lock()
 	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
-	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.Isolate(), version: bridge.GraphOf(g).Version()}
+	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.isolate, version: bridge.GraphOf(g).Version()}
 	p.cleanup = runtime.AddCleanup(p, func(r planRes) { bridge.Leaks.Collected(r.p); r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
 	bridge.Leaks.Opened("Plan", c)
 	return p, nil
@@ -152,7 +152,7 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer runtime.KeepAlive(p)
-	end, err := bridge.BeginPool(ctx, p.pool)
+	end, err := beginPool(ctx, p.pool)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
@@ -33,7 +32,7 @@ import (
 // ownPool is the thread pool that a CPU backend made by this package
 // computes on unless the user attaches one of their own
 // (cpu.SetThreadPool): started by the backend's first compute or plan
-// (bridge.Backend.EnsurePool), its threads stay from compute to compute.
+// (Backend.ensurePool), its threads stay from compute to compute.
 // Without a pool ggml starts and joins the CPU's worker threads in every
 // compute, which made generating a token of the small Llama example
 // ~15-25 % slower and a 0.5 ms matrix-vector product 1.7x slower. Its
@@ -51,16 +50,6 @@ type ownPool struct {
 
 	mu    sync.Mutex
 	users int
-}
-
-func init() {
-	bridge.NewOwnPool = func(n int) (unsafe.Pointer, bridge.PoolRef, error) {
-		p, err := newOwnPool(n)
-		if err != nil {
-			return nil, nil, err
-		}
-		return unsafe.Pointer(p.c), p, nil
-	}
 }
 
 // newOwnPool starts a pool of n threads. ggml asserts when the system

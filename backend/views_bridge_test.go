@@ -33,7 +33,7 @@ func TestViewsSeeHandles(t *testing.T) {
 	_, err = v.Ptr()
 	require.NoError(t, err)
 	assert.NotNil(t, v.Abort(), "the CPU backend has an abort flag")
-	assert.Nil(t, v.Pool().Ref(), "no pool before the first compute")
+	assert.Nil(t, backend.OwnPool(be), "no pool before the first compute")
 
 	// Enter is the backend's own exclusive work: a compute meanwhile is
 	// refused.

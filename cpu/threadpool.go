@@ -321,12 +321,12 @@ func (r poolRef) Release() {
 // that compute, too).
 func SetThreadPool(be *backend.Backend, pool *ThreadPool) error {
 	if pool == nil {
-		return bridge.BackendOf(be).AttachThreadPool(nil, nil, false)
+		return bridge.AttachThreadPool(bridge.BackendOf(be), nil, nil, false)
 	}
 	if err := pool.usable(); err != nil {
 		return err
 	}
-	return bridge.BackendOf(be).AttachThreadPool(unsafe.Pointer(pool.c), poolRef{pool}, pool.isolate)
+	return bridge.AttachThreadPool(bridge.BackendOf(be), unsafe.Pointer(pool.c), poolRef{pool}, pool.isolate)
 }
 
 // BufferFromHostMemory makes a CPU buffer over size bytes of m, starting

@@ -6,11 +6,9 @@ package bridge
 import "C"
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -23,8 +21,7 @@ type Backend struct {
 	// life: computes are exclusive work (Enter); schedulers over the
 	// backend are users, so the C object outlives them.
 	life  *Life
-	abort *C.int    // flag read by the backend's abort callback; nil if it has none
-	pool  *PoolSlot // the CPU thread pool it computes on, if any
+	abort *C.int // flag read by the backend's abort callback; nil if it has none
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (Refusal).
 	lavapipe bool
@@ -107,9 +104,6 @@ func (b *Backend) Watch(ctx context.Context) (stop func()) {
 // Abort returns b's abort flag (C memory), nil if it has none.
 func (b *Backend) Abort() unsafe.Pointer { return unsafe.Pointer(b.abort) }
 
-// Pool returns the slot of the CPU thread pool b computes on.
-func (b *Backend) Pool() *PoolSlot { return b.pool }
-
 // Refusal returns why node t (a *C.struct_ggml_tensor) must not be
 // computed on b although ggml supports it there, or nil: on Mesa's
 // lavapipe, a mul_mat that reads an im2col corrupts the host heap (see
@@ -142,199 +136,30 @@ func Refusal(device string, t unsafe.Pointer) error {
 	return nil
 }
 
-// AttachThreadPool makes CPU backend b compute on thread pool pool (a
-// ggml_threadpool_t, nil to detach) (ggml_backend_cpu_set_threadpool); ref
-// counts the pool's users, isolate says the pool changes the priority or
-// affinity of the thread that computes, so computes must run on a thread
-// of their own. It is the user's choice (cpu.SetThreadPool): b no longer
-// starts a pool of its own. ErrBusy while b computes (a custom op or eval
-// callback of b's own compute, or another goroutine).
-func (b *Backend) AttachThreadPool(pool unsafe.Pointer, ref PoolRef, isolate bool) error {
-	if err := b.Enter(); err != nil {
-		return err
-	}
-	defer b.Leave()
-	if err := b.attachPool(pool, ref, isolate); err != nil {
-		return err
-	}
-	b.pool.ownThreads = 0
-	return nil
-}
-
-// attachPool is AttachThreadPool for a caller that holds b (Enter).
-func (b *Backend) attachPool(pool unsafe.Pointer, ref PoolRef, isolate bool) error {
-	if err := b.Usable(); err != nil {
-		return err
-	}
-	defer runtime.KeepAlive(b)
-	if !bool(C.ggml_backend_is_cpu(b.c)) {
-		return fmt.Errorf("%w: thread pools are for the CPU backend, not %s", ErrUnsupported, b.Name())
-	}
-	// A CPU backend of a module loaded at run time is one too, but its
-	// structs are that module's ggml's, which this one's
-	// ggml_backend_cpu_set_threadpool may not know.
-	if C.ggml_backend_dev_backend_reg(C.ggml_backend_get_device(b.c)) != C.ggml_backend_cpu_reg() {
-		return fmt.Errorf("%w: thread pools attach to the linked ggml's CPU backend, not to one of a module loaded at run time (%s)", ErrUnsupported, b.Name())
-	}
-	if ref != nil {
-		if err := ref.Acquire(); err != nil {
-			return err
-		}
-	}
-	// ggml pauses the pool it replaces: not while another backend
-	// computes on it.
-	end := func() {}
-	if old := b.pool.ref; old != nil && old != ref {
-		end, _ = beginPool(context.Background(), old)
-	}
-	C.ggml_backend_cpu_set_threadpool(b.c, (C.ggml_threadpool_t)(pool))
-	end()
-	b.pool.Release()
-	b.pool.ref, b.pool.isolate = ref, isolate
-	if ref != nil {
-		b.pool.threads.Store(int64(ref.Threads()))
-	}
-	return nil
-}
-
-// NewOwnPool starts a CPU backend's own thread pool of n threads (package
-// backend installs it): the pool, its user count, or why ggml could not.
-var NewOwnPool func(n int) (pool unsafe.Pointer, ref PoolRef, err error)
-
-// WantOwnPool makes b start a thread pool of its own, of n threads, when a
-// compute or plan first needs one (EnsurePool); 0 never. Call it at b's
-// birth or while holding b (Enter).
-func (b *Backend) WantOwnPool(n int) { b.pool.ownThreads = n }
-
-// ResizeOwnPool makes the pool b starts of its own n threads, if b wants
-// one (WantOwnPool): a pool of its own already started, of another size,
-// is let go (freed when no plan holds it), and the next compute starts
-// the new one. The caller holds b (Enter).
-func (b *Backend) ResizeOwnPool(n int) error {
-	if b.pool.ownThreads == 0 {
-		return nil // the user's pool, or none, stays
-	}
-	b.pool.ownThreads = n
-	if b.pool.ref != nil && b.pool.ref.Threads() != n {
-		return b.attachPool(nil, nil, false)
-	}
-	return nil
-}
-
-// EnsurePool starts b's own thread pool if b wants one (WantOwnPool) and
-// has no pool: before a compute or a plan, while holding b (Enter). The
-// pool is made then, not at b's birth, so that a backend that never
-// computes holds no threads.
-func (b *Backend) EnsurePool() error {
-	n := b.pool.ownThreads
-	if n == 0 || b.pool.ref != nil || NewOwnPool == nil {
-		return nil
-	}
-	pool, ref, err := NewOwnPool(n)
-	if err != nil {
-		return err
-	}
-	if err := b.attachPool(pool, ref, false); err != nil {
-		// Not attached: no user holds it. A use taken and given back
-		// frees it (the last user of an own pool frees it).
-		if ref.Acquire() == nil {
-			ref.Release()
-		}
-		return err
-	}
-	return nil
-}
-
 // poolIDs numbers the CPU thread pools of package cpu and package
-// backend's own, for the order of BeginPools.
+// backend's own, for the order in which a compute begins them.
 var poolIDs atomic.Uint64
 
 // NewPoolID returns a number no other pool has.
 func NewPoolID() uint64 { return poolIDs.Add(1) }
 
-// PoolSlot holds the CPU thread pool a backend computes on, where the
-// backend's cleanup can see it.
-type PoolSlot struct {
-	ref     PoolRef
-	isolate bool
-	threads atomic.Int64 // the pool's size; 0: no pool
-	// ownThreads: without a pool, the backend starts one of its own of
-	// this many threads when it needs one (EnsurePool); 0: never (the
-	// user attached one, or detached for good).
-	ownThreads int
-}
-
-// Ref returns the pool, or nil.
-func (s *PoolSlot) Ref() PoolRef { return s.ref }
-
-// Isolate reports whether the pool changes the priority or affinity of the
-// computing thread: computes then run on a thread of their own (OnThread).
-func (s *PoolSlot) Isolate() bool { return s.isolate }
-
-// Threads returns the pool's thread count, 0 without a pool.
-func (s *PoolSlot) Threads() int64 { return s.threads.Load() }
-
-// Release drops the pool.
-func (s *PoolSlot) Release() {
-	if s.ref != nil {
-		s.ref.Release()
-		s.ref, s.isolate = nil, false
-		s.threads.Store(0)
-	}
-}
-
-// Begin waits until the pool, if any, runs no other compute and marks
-// this one running (ggml's pool runs one graph at a time); end marks it
-// over.
-func (s *PoolSlot) Begin(ctx context.Context) (end func(), err error) { return beginPool(ctx, s.ref) }
-
-func beginPool(ctx context.Context, ref PoolRef) (end func(), err error) {
-	if ref == nil {
-		return func() {}, nil
-	}
-	if err := ref.Begin(ctx); err != nil {
-		return nil, err
-	}
-	return ref.End, nil
-}
-
-// BeginPools calls Begin on the distinct thread pools of the CPU backends
-// bes, in one global order so that two callers never wait on each other's
-// pools; end calls End on them. isolate says a pool changes the priority or
-// affinity of the thread that computes. The caller holds bes (Enter): the
-// pools they want of their own are started first (EnsurePool).
-func BeginPools(ctx context.Context, bes []*Backend) (end func(), isolate bool, err error) {
-	var refs []PoolRef
-	for _, b := range bes {
-		if b != nil {
-			if err := b.EnsurePool(); err != nil {
-				return nil, false, err
-			}
-		}
-		if b == nil || b.pool.ref == nil || slices.Contains(refs, b.pool.ref) {
-			continue
-		}
-		refs = append(refs, b.pool.ref)
-		isolate = isolate || b.pool.isolate
-	}
-	slices.SortFunc(refs, func(a, b PoolRef) int { return cmp.Compare(a.ID(), b.ID()) })
-	for i, r := range refs {
-		if err := r.Begin(ctx); err != nil {
-			for _, r := range refs[:i] {
-				r.End()
-			}
-			return nil, false, err
-		}
-	}
-	return func() {
-		for _, r := range refs {
-			r.End()
-		}
-	}, isolate, nil
-}
-
-// BeginPool is beginPool for a pool captured elsewhere (a plan's).
-func BeginPool(ctx context.Context, ref PoolRef) (end func(), err error) { return beginPool(ctx, ref) }
+// The CPU thread pools that backends compute on are package backend's
+// (backend/cpupool.go); package cpu attaches a user's pool, and package
+// sched begins the pools of its backends around a compute, through these
+// functions, which backend installs at init.
+var (
+	// AttachThreadPool makes CPU backend b compute on thread pool pool (a
+	// ggml_threadpool_t, nil to detach); ref counts the pool's users,
+	// isolate says the pool changes the priority or affinity of the thread
+	// that computes. ErrBusy while b computes.
+	AttachThreadPool func(b *Backend, pool unsafe.Pointer, ref PoolRef, isolate bool) error
+	// BeginPools starts the pools of the CPU backends among bes that want
+	// one of their own, then waits until each distinct pool runs no other
+	// compute and marks it running (in one global order); end marks them
+	// over. isolate says a pool changes the priority or affinity of the
+	// thread that computes. The caller holds bes (Enter).
+	BeginPools func(ctx context.Context, bes []*Backend) (end func(), isolate bool, err error)
+)
 
 // BufferType is the view of a *backend.BufferType (see views.go).
 type BufferType struct {
