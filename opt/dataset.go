@@ -128,7 +128,8 @@ func mul64(a, b uint64) (hi, lo uint64) {
 
 // NewDatasetFrom creates a dataset of data's datapoints, dataLen values
 // each, with labels (labelLen values per datapoint, or nil labels and
-// labelLen 0), shuffled in shards of one datapoint.
+// labelLen 0), shuffled in shards of one datapoint (ggml_opt_dataset_init,
+// then a copy into ggml_opt_dataset_data's and _labels' tensors).
 func NewDatasetFrom(data []float32, dataLen int, labels []float32, labelLen int) (*Dataset, error) {
 	if dataLen <= 0 || len(data) == 0 || len(data)%dataLen != 0 {
 		return nil, fmt.Errorf("%w: opt.NewDatasetFrom: %d values are not datapoints of %d", ggml.ErrShape, len(data), dataLen)
@@ -249,10 +250,10 @@ func (d *Dataset) set(labels bool, src []float32) error {
 	return nil
 }
 
-// Data returns a copy of the datapoints.
+// Data returns a copy of the datapoints (ggml_opt_dataset_data's tensor).
 func (d *Dataset) Data() ([]float32, error) { return d.get(false) }
 
-// Labels returns a copy of the labels.
+// Labels returns a copy of the labels (ggml_opt_dataset_labels' tensor).
 func (d *Dataset) Labels() ([]float32, error) { return d.get(true) }
 
 func (d *Dataset) get(labels bool) ([]float32, error) {
@@ -266,7 +267,8 @@ func (d *Dataset) get(labels bool) ([]float32, error) {
 }
 
 // Fill sets each datapoint and its label from fn, called for i from 0 to
-// Len()-1 with slices of the dataset's own memory to write (label is empty
+// Len()-1 with slices of the dataset's own memory to write (the tensors of
+// ggml_opt_dataset_data and ggml_opt_dataset_labels) (label is empty
 // without labels): for data made on the fly, or too large for one Go
 // slice beside the copy. An error from fn stops it and is returned.
 func (d *Dataset) Fill(fn func(i int, data, label []float32) error) error {

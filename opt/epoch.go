@@ -82,7 +82,8 @@ func (o *Optimizer) Epoch(ctx context.Context, ds *Dataset, p EpochParams) error
 }
 
 // Evaluate computes the model on every batch of ds without training,
-// adding to r (Epoch with Split 0).
+// adding to r (Epoch with Split 0: ggml_opt_epoch with idata_split 0, as
+// ggml's mnist-eval calls it).
 func (o *Optimizer) Evaluate(ctx context.Context, ds *Dataset, r *Result) error {
 	if ctx == nil {
 		ctx = nilCtx

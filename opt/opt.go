@@ -111,7 +111,8 @@ func (m Method) String() string {
 	return C.GoString(C.ggml_opt_optimizer_name(C.enum_ggml_opt_optimizer_type(m)))
 }
 
-// AdamWParams are one AdamW step's parameters.
+// AdamWParams are one AdamW step's parameters (the adamw part of struct
+// ggml_opt_optimizer_params, read by ggml_opt_step_adamw).
 type AdamWParams struct {
 	Alpha float32 // learning rate, > 0
 	Beta1 float32 // first moment's decay, 0 to 1
@@ -120,7 +121,8 @@ type AdamWParams struct {
 	WD    float32 // weight decay, 0 to 1 (0: none)
 }
 
-// SGDParams are one SGD step's parameters.
+// SGDParams are one SGD step's parameters (the sgd part of struct
+// ggml_opt_optimizer_params, read by ggml_opt_step_sgd).
 type SGDParams struct {
 	Alpha float32 // learning rate, > 0
 	WD    float32 // weight decay, 0 to 1 (0: none)
@@ -513,7 +515,8 @@ func (o *Optimizer) enter() error {
 	return o.life.Enter("the optimizer")
 }
 
-// BatchSize returns the datapoints of one batch: the inputs' columns.
+// BatchSize returns the datapoints of one batch: the inputs' columns
+// (ggml_opt_inputs' ne[1]).
 func (o *Optimizer) BatchSize() int {
 	if o == nil {
 		return 0
