@@ -86,6 +86,12 @@ func TestNewMisuse(t *testing.T) {
 	assert.ErrorIs(t, err, ggml.ErrUnsupported)
 	require.NoError(t, ctx.Err())
 
+	// A closed scheduler.
+	s2 := newSched(t, cpu)
+	require.NoError(t, s2.Close())
+	_, err = opt.New(s2, opt.Params{Inputs: m.x, Outputs: m.y})
+	assert.ErrorIs(t, err, ggml.ErrClosed)
+
 	// The scheduler is lent to one optimizer at a time.
 	o, err := opt.New(s, opt.Params{Inputs: m.x, Outputs: m.y})
 	require.NoError(t, err)

@@ -274,8 +274,11 @@ func (r optRes) free() {
 // parameter, a loss already marked, an op without a backward pass
 // (ErrUnsupported), a graph too large for ggml-opt's graphs of
 // ggml.DefaultGraphSize nodes or for the scheduler (ErrGraphFull), an op
-// that none of the scheduler's backends runs (ErrUnsupported), a scheduler
-// busy or lent to another Optimizer (ErrBusy).
+// that none of the scheduler's backends runs, or weights in a buffer none
+// of them uses (ErrUnsupported), a scheduler busy or lent to another
+// Optimizer (ErrBusy), or closed (ErrClosed). The scheduler is reset
+// first (what it placed is unplaced, as by its Reset), also when New then
+// fails.
 func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 	if s == nil {
 		return nil, fmt.Errorf("%w: opt.New: nil *sched.Scheduler", ggml.ErrInvalid)
@@ -315,11 +318,6 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 	if out.IsAllocated() {
 		return nil, fmt.Errorf("%w: opt.New: the outputs have memory already; build the model's graph in a NoAlloc context that nothing allocates (ggml-opt allocates copies of its tensors)", ggml.ErrInvalid)
 	}
-	nodes, leafs, nparams, err := dryRun(s, in, out, p.Loss, period, p.Forward)
-	if err != nil {
-		return nil, err
-	}
-
 	lent, err := bridge.LendScheduler(s)
 	if err != nil {
 		return nil, fmt.Errorf("opt.New: the scheduler: %w", err)
@@ -330,6 +328,10 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 			lent.GiveBack()
 		}
 	}()
+	nodes, leafs, nparams, err := dryRun(s, in, out, p.Loss, period, p.Forward)
+	if err != nil {
+		return nil, err
+	}
 	// ggml-opt's largest graph (forward, backward and optimizer steps:
 	// for AdamW, two moments per parameter) must fit the scheduler.
 	if total := nodes + leafs + 3*nparams + 1; total > lent.GraphSize {
@@ -343,7 +345,7 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 			holds.Release()
 		}
 	}()
-	if err := holdModel(holds, out); err != nil {
+	if err := holdModel(holds, out, lent); err != nil {
 		return nil, fmt.Errorf("opt.New: %w", err)
 	}
 	// ggml-opt creates its graphs and backward tensors in ctx_compute: a
@@ -380,8 +382,10 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 }
 
 // holdModel acquires into h the contexts of out's graph and the memory of
-// its tensors that have some.
-func holdModel(h *bridge.Holds, out *ggml.Tensor) error {
+// its tensors that have some, and checks that some backend of the lent
+// scheduler can use each such memory (ggml's scheduler aborts on a
+// tensor in a buffer that none of its backends takes).
+func holdModel(h *bridge.Holds, out *ggml.Tensor, lent *bridge.Lent) error {
 	seen := map[*ggml.Tensor]bool{}
 	stack := []*ggml.Tensor{out}
 	for len(stack) > 0 {
@@ -391,8 +395,22 @@ func holdModel(h *bridge.Holds, out *ggml.Tensor) error {
 			continue
 		}
 		seen[t] = true
-		if err := bridge.TensorOf(t).Hold(h); err != nil && !errors.Is(err, ggml.ErrNotAllocated) {
+		tv := bridge.TensorOf(t)
+		if err := tv.Hold(h); err != nil && !errors.Is(err, ggml.ErrNotAllocated) {
 			return err
+		}
+		if buf := tv.Buffer(); buf != nil {
+			buft := C.ggml_backend_buffer_get_type(C.ggml_backend_buffer_t(buf))
+			usable := false
+			for _, be := range lent.Backends {
+				if bp, err := be.Ptr(); err == nil && bool(C.ggml_backend_supports_buft(C.ggml_backend_t(bp), buft)) {
+					usable = true
+					break
+				}
+			}
+			if !usable {
+				return fmt.Errorf("%w: %v lives in a %s buffer, which none of the scheduler's backends uses", ggml.ErrUnsupported, t, C.GoString(C.ggml_backend_buffer_name(C.ggml_backend_buffer_t(buf))))
+			}
 		}
 		stack = append(stack, t.Sources()...)
 		if vs := t.ViewSource(); vs != nil {
