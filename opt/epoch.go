@@ -119,6 +119,9 @@ func (o *Optimizer) check(ds *Dataset, split int64) error {
 
 // runEpoch is Epoch, entered.
 func (o *Optimizer) runEpoch(ctx context.Context, ds *Dataset, p EpochParams, epoch int) error {
+	if err := o.usable(); err != nil {
+		return err
+	}
 	if err := ds.acquire(); err != nil {
 		return err
 	}
@@ -199,6 +202,7 @@ func (o *Optimizer) runEpoch(ctx context.Context, ds *Dataset, p EpochParams, ep
 		runtime.KeepAlive(o)
 		runtime.KeepAlive(ds)
 		if err != nil {
+			o.failed = err
 			return fmt.Errorf("opt: batch %d: %w", ib, err)
 		}
 		if step {

@@ -244,8 +244,9 @@ type Optimizer struct {
 	optI     int   // ggml's opt_i: evaluations since the last optimizer step, mod period
 	iter     int64 // ggml's iter: the next optimizer step's number
 	epoch    int
-	accuracy bool // the loss counts correct predictions
-	forward  bool // only the forward graph was built
+	accuracy bool  // the loss counts correct predictions
+	forward  bool  // only the forward graph was built
+	failed   error // a C call failed: ggml-opt's state is unknown
 	cleanup  runtime.Cleanup
 }
 
@@ -533,6 +534,14 @@ func (o *Optimizer) enter() error {
 	return o.life.Enter("the optimizer")
 }
 
+// usable returns why o cannot run batches any more, or nil.
+func (o *Optimizer) usable() error {
+	if o.failed != nil {
+		return fmt.Errorf("%w: the optimizer failed in ggml before (%v); close it and make another", ggml.ErrInvalid, o.failed)
+	}
+	return nil
+}
+
 // BatchSize returns the datapoints of one batch: the inputs' columns
 // (ggml_opt_inputs' ne[1]).
 func (o *Optimizer) BatchSize() int {
@@ -558,9 +567,13 @@ func (o *Optimizer) Reset(optimizer bool) error {
 		return err
 	}
 	defer o.life.Leave()
+	if err := o.usable(); err != nil {
+		return err
+	}
 	err := o.lent.Run(nilCtx, func() { C.ggml_opt_reset(o.c, C.bool(optimizer)) })
 	runtime.KeepAlive(o)
 	if err != nil {
+		o.failed = err
 		return fmt.Errorf("opt: Reset: %w", err)
 	}
 	if optimizer {
