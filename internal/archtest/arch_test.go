@@ -33,7 +33,7 @@ var layers = [][]string{
 	{"backend"},
 	{"sched", "cpu"},
 	{"vulkan", "cuda", "metal"},
-	{"gguf", "rpc"},
+	{"gguf", "rpc", "opt"},
 	{"tokenizer"},
 	{"examples", "cmd", "bench", "build", "internal/testkit"},
 }

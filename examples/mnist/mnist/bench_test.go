@@ -1,0 +1,85 @@
+package mnist_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/examples/mnist/mnist"
+	"github.com/go-ggml/ggml/internal/testutil"
+)
+
+// BenchmarkMNIST times go-ggml's training against upstream's mnist-train
+// on the same data, threads (the count mnist-train picks, min(cores,
+// (cores+4)/2), on both sides) and batch sizes, in interleaved pairs
+// (GGML_BENCH_PAIRS, the side that goes first alternating): a sample is
+// one whole training of mnist-train's fixed 30 epochs, go-ggml's side the
+// same Fit, with the model's initialization and save, but not the reading
+// of the files, which the C side does (a fraction of a second). The
+// s/epoch metric is the sample over 30. GGML_BENCH_MNIST_ARCH picks the
+// network: fc (the default, about 35 s a side on 2 cores) or cnn (about 14
+// minutes a side). Needs GOGGML_UPSTREAM_MNIST (build/upstream-mnist.sh);
+// run with -benchtime 1x:
+//
+//	GOGGML_UPSTREAM_MNIST=$(bash build/upstream-mnist.sh) GGML_BENCH_PAIRS=3 \
+//	  go test -run '^$' -bench MNIST -benchtime 1x -timeout 2h ./examples/mnist/mnist | go run ./bench/table
+func BenchmarkMNIST(b *testing.B) {
+	bin := os.Getenv("GOGGML_UPSTREAM_MNIST")
+	if bin == "" {
+		b.Skip("GOGGML_UPSTREAM_MNIST is not set (build/upstream-mnist.sh prints the folder of upstream's programs)")
+	}
+	arch := map[string]string{"": mnist.ArchFC, "fc": mnist.ArchFC, "cnn": mnist.ArchCNN}[os.Getenv("GGML_BENCH_MNIST_ARCH")]
+	require.NotEmpty(b, arch, "GGML_BENCH_MNIST_ARCH is fc or cnn")
+	pairs := 1
+	if v := os.Getenv("GGML_BENCH_PAIRS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err)
+		pairs = max(n, 1)
+	}
+	raw := rawFiles(b)
+	train, _ := sets(b)
+	cpu, s := setup(b)
+	threads := min(runtime.NumCPU(), (runtime.NumCPU()+4)/2) // mnist-train's count
+	require.NoError(b, cpu.SetThreads(threads))
+	out := filepath.Join(b.TempDir(), "model.gguf")
+	const epochs = mnist.Epochs
+	goSide := func(b *testing.B) {
+		for range b.N {
+			ds, err := train.Dataset(mnist.TrainShard)
+			require.NoError(b, err)
+			m, err := mnist.NewRandom(arch, mnist.BatchPhysical, testutil.NewRNG(b), cpu)
+			require.NoError(b, err)
+			_, err = mnist.Train(context.Background(), s, m, ds, epochs, mnist.ValSplit, 1, false)
+			require.NoError(b, err)
+			require.NoError(b, m.Save(out))
+			require.NoError(b, m.Close())
+			require.NoError(b, ds.Close())
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/epochs, "s/epoch")
+	}
+	cSide := func(b *testing.B) {
+		for range b.N {
+			cmd := exec.Command(filepath.Join(bin, "mnist-train"), arch, out,
+				filepath.Join(raw, "train-images-idx3-ubyte"), filepath.Join(raw, "train-labels-idx1-ubyte"), "CPU")
+			o, err := cmd.CombinedOutput()
+			require.NoError(b, err, "%s", o)
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/epochs, "s/epoch")
+	}
+	b.Logf("%s, %d threads a side", arch, threads)
+	name := arch[len("mnist-"):] + "-" + strconv.Itoa(epochs) + "epochs"
+	for i := range pairs {
+		first, second, fn, sn := goSide, cSide, "go", "c"
+		if i%2 == 1 {
+			first, second, fn, sn = cSide, goSide, "c", "go"
+		}
+		b.Run(name+"/"+fn, first)
+		b.Run(name+"/"+sn, second)
+	}
+}
