@@ -42,6 +42,21 @@ func run() error {
 	threads := flag.Int("threads", 0, "CPU threads (default: as ggml's example, min(cores, (cores+4)/2))")
 	seed := flag.Uint64("seed", 0, "the seed of the initial weights, the shuffles and the digit shown (default: the clock)")
 	quiet := flag.Bool("quiet", false, "no progress bar")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `usage: mnist [-arch fc|cnn] [-epochs N] [-o FILE] [flags]
+       mnist -eval FILE
+
+mnist is ggml's MNIST example in Go: it trains a fully connected network
+(784-500-10) or a CNN on the MNIST digits (GoMNIST's files), with ggml-opt
+through package opt on the CPU, writes the model as GGUF in the layout of
+ggml's examples/mnist, reads it back, evaluates it on the test set and
+prints a test digit with its prediction. With -eval it evaluates a GGUF
+model (one it wrote, or one of upstream's mnist-train).
+
+flags:
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
