@@ -36,9 +36,9 @@ test: setup
 # AddressSanitizer: a use after free that happens not to crash shows here
 # (in ggml's C files: cgo instruments C, not C++). The misuse tests ask for
 # allocations no allocator grants, expecting an error: allocator_may_return_null.
-ASAN_TESTS ?= Close|Race|Goroutine|Goexit|Panic|Shared|Busy|Lifetime|Leak|Realloc|CustomOp|Indices|Misuse|Hostile
+ASAN_TESTS ?= Close|Race|Goroutine|Goexit|Panic|Shared|Busy|Lifetime|Leak|Realloc|CustomOp|Indices|Misuse|Hostile|Dropped
 test-asan: setup
-	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1} $(GO) test -asan -count=1 -run '$(ASAN_TESTS)' ./ggml ./backend ./sched ./cpu ./gguf
+	ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=0:allocator_may_return_null=1} $(GO) test -asan -count=1 -run '$(ASAN_TESTS)' ./ggml ./backend ./sched ./cpu ./gguf ./opt
 
 # The ggml_system provider (-tags ggml_system) against upstream ggml v0.21.0:
 # build/upstream.sh builds ../shared/upstream/ggml-0.21.0.tar.gz with CMake
