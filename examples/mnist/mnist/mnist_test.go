@@ -75,25 +75,46 @@ func TestData(t *testing.T) {
 	}
 }
 
-// One epoch of the FC network reaches a clear accuracy on the test set,
-// and the model written as GGUF and read back predicts the same digits
-// with the same loss.
-func TestTrainFCAndRoundTrip(t *testing.T) {
+// trainedFC is an FC network trained for one epoch (fcEpoch) and what it
+// was trained and is tested with.
+type trainedFC struct {
+	cpu  *backend.Backend
+	s    *sched.Scheduler
+	m    *mnist.Model
+	test *mnist.Set
+	tds  *opt.Dataset // the test set's
+	res  opt.FitResult
+}
+
+// fcEpoch trains a fresh FC network (initial weights and shuffles from the
+// test's seed) for one epoch on the training set; everything it returns is
+// closed when the test ends.
+func fcEpoch(t *testing.T) trainedFC {
+	t.Helper()
 	rng := testutil.NewRNG(t)
 	train, test := sets(t)
 	cpu, s := setup(t)
 	ds, err := train.Dataset(mnist.TrainShard)
 	require.NoError(t, err)
-	defer ds.Close()
+	t.Cleanup(func() { require.NoError(t, ds.Close()) })
 	tds, err := test.Dataset(mnist.BatchPhysical)
 	require.NoError(t, err)
-	defer tds.Close()
+	t.Cleanup(func() { require.NoError(t, tds.Close()) })
 	m, err := mnist.NewRandom(mnist.ArchFC, mnist.BatchPhysical, rng, cpu)
 	require.NoError(t, err)
-	defer m.Close()
-	ctx := context.Background()
-	res, err := mnist.Train(ctx, s, m, ds, 1, mnist.ValSplit, rng.Uint64(), false)
+	t.Cleanup(func() { require.NoError(t, m.Close()) })
+	res, err := mnist.Train(context.Background(), s, m, ds, 1, mnist.ValSplit, rng.Uint64(), false)
 	require.NoError(t, err)
+	return trainedFC{cpu: cpu, s: s, m: m, test: test, tds: tds, res: res}
+}
+
+// One epoch of the FC network reaches a clear accuracy on the test set,
+// and the model written as GGUF and read back predicts the same digits
+// with the same loss.
+func TestTrainFCAndRoundTrip(t *testing.T) {
+	fc := fcEpoch(t)
+	cpu, s, m, test, tds, res := fc.cpu, fc.s, fc.m, fc.test, fc.tds, fc.res
+	ctx := context.Background()
 	assert.Equal(t, int64(mnist.NTrain*95/100), res.Train.N)
 	assert.Equal(t, int64(mnist.NTrain*5/100), res.Val.N)
 	t.Logf("validation: loss %.4f, accuracy %.4f", res.Val.Loss, res.Val.Accuracy)

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/examples/mnist/mnist"
-	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // upstreamMNIST returns the folder of upstream's mnist-train and
@@ -98,21 +97,9 @@ func upstreamEval(t *testing.T, bin, raw, model string) (acc, loss float64) {
 func TestUpstreamEvalOfGoModel(t *testing.T) {
 	bin := upstreamMNIST(t)
 	raw := rawFiles(t)
-	rng := testutil.NewRNG(t)
-	train, test := sets(t)
-	cpu, s := setup(t)
-	ds, err := train.Dataset(mnist.TrainShard)
-	require.NoError(t, err)
-	defer ds.Close()
-	tds, err := test.Dataset(mnist.BatchPhysical)
-	require.NoError(t, err)
-	defer tds.Close()
-	m, err := mnist.NewRandom(mnist.ArchFC, mnist.BatchPhysical, rng, cpu)
-	require.NoError(t, err)
-	defer m.Close()
+	fc := fcEpoch(t)
+	s, m, tds := fc.s, fc.m, fc.tds
 	ctx := context.Background()
-	_, err = mnist.Train(ctx, s, m, ds, 1, mnist.ValSplit, rng.Uint64(), false)
-	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "mnist-fc-f32.gguf")
 	require.NoError(t, m.Save(path))
 	st, _, err := mnist.Eval(ctx, s, m, tds)
