@@ -132,17 +132,7 @@ func TestTrainFCAndRoundTrip(t *testing.T) {
 	}
 	assert.InDelta(t, float64(right)/mnist.NTest, st.Accuracy, 1e-12)
 
-	path := filepath.Join(t.TempDir(), "mnist-fc-f32.gguf")
-	require.NoError(t, m.Save(path))
-	back, err := mnist.Load(path, mnist.BatchPhysical, cpu)
-	require.NoError(t, err)
-	defer back.Close()
-	assert.Equal(t, mnist.ArchFC, back.Arch)
-	st2, pred2, err := mnist.Eval(ctx, s, back, tds)
-	require.NoError(t, err)
-	assert.Equal(t, pred, pred2)
-	assert.Equal(t, st.Loss, st2.Loss)
-	assert.Equal(t, st.Accuracy, st2.Accuracy)
+	checkRoundTrip(t, cpu, s, m, tds, st, pred)
 }
 
 // The CNN trains: on a part of the training set, a few epochs with a
@@ -183,13 +173,21 @@ func TestTrainCNN(t *testing.T) {
 	assert.Less(t, st.Loss, math.Log(10)/2)
 	assert.Greater(t, st.Accuracy, 0.5)
 
-	path := filepath.Join(t.TempDir(), "mnist-cnn-f32.gguf")
+	checkRoundTrip(t, cpu, s, m, tds, st, pred)
+}
+
+// checkRoundTrip writes m as GGUF, reads it back, and checks that the copy
+// evaluates on tds to the same predictions, loss and accuracy as m did
+// (st, pred).
+func checkRoundTrip(t *testing.T, cpu *backend.Backend, s *sched.Scheduler, m *mnist.Model, tds *opt.Dataset, st opt.Stats, pred []int32) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mnist-"+m.Arch+"-f32.gguf")
 	require.NoError(t, m.Save(path))
 	back, err := mnist.Load(path, mnist.BatchPhysical, cpu)
 	require.NoError(t, err)
 	defer back.Close()
-	assert.Equal(t, mnist.ArchCNN, back.Arch)
-	st2, pred2, err := mnist.Eval(ctx, s, back, tds)
+	assert.Equal(t, m.Arch, back.Arch)
+	st2, pred2, err := mnist.Eval(context.Background(), s, back, tds)
 	require.NoError(t, err)
 	assert.Equal(t, pred, pred2)
 	assert.Equal(t, st.Loss, st2.Loss)
