@@ -160,7 +160,9 @@ func TestTrainCNN(t *testing.T) {
 	o, err := opt.New(s, opt.Params{Inputs: m.Images, Outputs: m.Logits, Loss: opt.LossCrossEntropy,
 		StepParams: func(opt.Step) opt.StepParams {
 			p := opt.DefaultStepParams()
-			p.AdamW.Alpha = 0.01
+			// 20 steps need more than upstream's 0.001; 0.01 diverged
+			// for some seeds (CI: loss 2.87), 0.005 passed 14 of 14.
+			p.AdamW.Alpha = 0.005
 			return p
 		}})
 	require.NoError(t, err)
