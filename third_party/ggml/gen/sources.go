@@ -85,9 +85,11 @@ var srcGroups = []srcGroup{
 		// amx/mmq.cpp), compiled for x86-64-v4 with AVX-512 VNNI and AMX
 		// in package cpuamx; package cpu registers the buffer type at
 		// start where the CPU and the OS grant AMX (amx.cpp in package
-		// cpu, ours).
+		// cpu, ours). The kernels (amx/mmq.cpp) are not forwarded: our
+		// amx_mmq.cpp in that package includes them, with go-ggml's own
+		// driver in place of the provider's.
 		Dir:     "embedded/cpuamx",
-		Globs:   []string{"ggml-cpu/amx/*.cpp"},
+		Globs:   []string{"ggml-cpu/amx/amx.cpp"},
 		Include: []string{"include", "src", "src/ggml-cpu", "src/ggml-cpu/amx"},
 		Build:   variantBuild,
 	},
