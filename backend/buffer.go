@@ -1,11 +1,42 @@
 package backend
 
-// #include "goggml.h"
+/*
+#include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+#include "goggml.h"
+
+// goggml_buffer_advise_huge asks Linux for transparent huge pages over the
+// whole pages of buf's memory (MADV_HUGEPAGE), and returns 0 or errno;
+// elsewhere it does nothing and returns 0.
+static int goggml_buffer_advise_huge(ggml_backend_buffer_t buf) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+	const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	const uintptr_t p = (uintptr_t)ggml_backend_buffer_get_base(buf);
+	const size_t n = ggml_backend_buffer_get_size(buf);
+	const uintptr_t start = (p + page - 1) / page * page;
+	const uintptr_t end = (p + n) / page * page;
+	// A buffer without memory (ggml's no_alloc) answers a placeholder
+	// address below the first page.
+	if (p < page || end <= start) {
+		return 0;
+	}
+	return madvise((void *)start, end - start, MADV_HUGEPAGE) == 0 ? 0 : errno;
+#else
+	(void)buf;
+	return 0;
+#endif
+}
+*/
 import "C"
 
 import (
 	"fmt"
 	"runtime"
+	"syscall"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -284,6 +315,47 @@ func (b *Buffer) Base() (unsafe.Pointer, error) {
 		return nil, fmt.Errorf("%w: buffer %s is not in host memory", ErrUnsupported, b.Name())
 	}
 	return C.ggml_backend_buffer_get_base(b.c), nil
+}
+
+// AdviseHugePages asks the operating system to back the buffer's memory
+// with transparent huge pages, which the CPU reaches with fewer TLB misses
+// and its prefetchers stream across (Linux: madvise MADV_HUGEPAGE over the
+// buffer's whole pages; with the system's THP setting "madvise" or
+// "always", the pages written after the call come as huge pages where
+// memory allows). Call it before writing the buffer: pages already written
+// stay small until the kernel's background work merges them. It changes no
+// data and nothing the buffer does. gguf.Load calls it for the weights it
+// copies into CPU buffers: it took a 1B model's generation from 30 to 34
+// tokens per second on a 2-vCPU Sapphire Rapids (bench/README.md).
+//
+// It applies to buffers in this process's memory: host buffers and those
+// of the CPU device's extra buffer types (AMX, CPU_REPACK: not "host" to
+// ggml, since their layout is not ggml's, but in the process's memory).
+// A multi-buffer advises each of its parts. Other buffers return an
+// ErrUnsupported error. Outside Linux it does nothing and returns nil.
+func (b *Buffer) AdviseHugePages() error {
+	var h bridge.Holds
+	defer h.Release()
+	if err := b.hold(&h); err != nil {
+		return err
+	}
+	defer runtime.KeepAlive(b)
+	if len(b.parts) > 0 { // a multi-buffer has no memory of its own
+		for _, p := range b.parts {
+			if err := p.AdviseHugePages(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if C.goggml_buffer_is_meta(b.c) ||
+		!(C.ggml_backend_buffer_is_host(b.c) || C.goggml_buft_is_cpu_extra(C.ggml_backend_buffer_get_type(b.c))) {
+		return fmt.Errorf("%w: buffer %s is not in this process's memory", ErrUnsupported, b.Name())
+	}
+	if e := C.goggml_buffer_advise_huge(b.c); e != 0 {
+		return fmt.Errorf("backend: AdviseHugePages: madvise: %w", syscall.Errno(e))
+	}
+	return nil
 }
 
 // AllocSize returns the bytes tensor t needs in this buffer
