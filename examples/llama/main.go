@@ -89,6 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fa        = flags.String("fa", "auto", "flash attention (attention as one fused op): auto (where every backend has it), on or off")
 		dotFile   = flags.String("dot", "", "write the graph of the last token (Graphviz's dot language: dot -Tsvg) to this file")
 		noRepack  = flags.Bool("no-repack", false, "keep the CPU's weights in its own buffer type, not in the extra ones llama.cpp uses (AMX, CPU_REPACK): slower, to compare")
+		smallPgs  = flags.Bool("small-pages", false, "keep the weights copied into CPU memory in the system's default pages, not huge pages: slower generation, to compare")
 
 		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
 		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(llama.PresetNames(), ", "))
@@ -166,7 +167,7 @@ flags:
 	}
 	m, err := llama.Load(ctx, *model, llama.Options{
 		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, CacheType: ct,
-		NoRepack: *noRepack, FlashAttn: faMode, Progress: progress,
+		NoRepack: *noRepack, SmallPages: *smallPgs, FlashAttn: faMode, Progress: progress,
 	})
 	if err != nil {
 		return err

@@ -49,6 +49,9 @@ import (
 // GGML_BENCH_LLAMA_THREADS the threads (default: one per core) and
 // GGML_BENCH_PAIRS the pairs (default 1). GGML_BENCH_LLAMACPP_NO_AMX=1
 // keeps llama.cpp from its AMX kernels (libsWithoutAMX).
+// GGML_BENCH_LLAMA_SMALL_PAGES=1 keeps go-ggml's copied weights in small
+// pages (Options.SmallPages), as llama.cpp keeps its own: the huge pages
+// are go-ggml's, and most of its lead in generation.
 func BenchmarkLlamaCpp(b *testing.B) {
 	if f := flagCount(); f != "1" {
 		b.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS instead", f)
@@ -62,7 +65,8 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	defer srv.close()
 
 	ctx := context.Background()
-	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, CacheType: ggml.TypeF16})
+	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, CacheType: ggml.TypeF16,
+		SmallPages: os.Getenv("GGML_BENCH_LLAMA_SMALL_PAGES") == "1"})
 	if err != nil {
 		b.Fatal(err)
 	}

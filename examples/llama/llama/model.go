@@ -52,6 +52,11 @@ type Options struct {
 	// the CPU has them, else CPU_REPACK's interleaved blocks. Those are
 	// much faster, and are copied out of the file at load.
 	NoRepack bool
+	// SmallPages keeps the weights copied into the CPU's buffers in the
+	// system's default pages (gguf.LoadOptions.SmallPages); by default
+	// they are in huge pages where the system grants them, which makes
+	// generation faster.
+	SmallPages bool
 	// FlashAttn says whether attention is one fused op
 	// (ggml.Context.FlashAttnExt, as llama.cpp runs it by default) or
 	// matrix products around a softmax. FlashAttnAuto, the zero value,
@@ -272,6 +277,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	m.weights, err = gguf.Load(ctx, f, gguf.LoadOptions{
 		BufferType: func(ti gguf.TensorInfo) *backend.BufferType { return place(ti.Name) },
 		NoMmap:     opts.NoMmap,
+		SmallPages: opts.SmallPages,
 		Progress:   opts.Progress,
 	})
 	if err != nil {
