@@ -218,6 +218,12 @@ func TestOutProd(t *testing.T) {
 		{ggml.TypeF32, [4]int{8, 6, 2, 1}, [4]int{4, 6, 4, 3}, false}, // a broadcast over b's dims 2, 3
 		{ggml.TypeF32, [4]int{33, 40, 1, 1}, [4]int{9, 40, 1, 1}, true},
 		{ggml.TypeF32, [4]int{6, 5, 1, 2}, [4]int{70, 5, 3, 2}, true},
+		// Rows of 16-float vectors with a tail, blocks of 8 and 32 of k
+		// with remainders, more than 16 result rows a thread: the shapes
+		// of go-ggml's AVX-512 path (embedded/cpu/outprod.c).
+		{ggml.TypeF32, [4]int{100, 45, 1, 2}, [4]int{37, 45, 2, 2}, false},
+		{ggml.TypeF32, [4]int{64, 70, 1, 1}, [4]int{40, 70, 1, 1}, true},
+		{ggml.TypeF32, [4]int{17, 9, 1, 1}, [4]int{20, 9, 1, 1}, false},
 		{ggml.TypeQ8_0, [4]int{64, 5, 2, 1}, [4]int{6, 5, 2, 1}, false},
 		{ggml.TypeQ4_0, [4]int{32, 9, 1, 1}, [4]int{4, 9, 1, 1}, true},
 		{ggml.TypeQ4_K, [4]int{256, 3, 2, 1}, [4]int{5, 3, 2, 1}, false},

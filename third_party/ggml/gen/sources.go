@@ -95,6 +95,17 @@ var srcGroups = []srcGroup{
 	},
 }
 
+// hooks are go-ggml's own functions that take a provider function's place
+// where one provider file calls it: that file's forwarding source renames
+// the calls (and the declaration it includes) with a #define before the
+// include, and ours, in the same package, does its work and calls the
+// provider's function where it does not apply.
+var hooks = map[string]string{
+	// embedded/cpu/outprod.c: f32 OUT_PROD with AVX-512 where the CPU has
+	// it and the package was compiled for AVX2.
+	"ggml-cpu/ggml-cpu.c": "#define ggml_compute_forward_out_prod goggml_compute_forward_out_prod",
+}
+
 // entryPoint is an external function of a variant source, with the kind
 // of its signature (the X-macro of variants_gen.h that declares it).
 type entryPoint struct{ Kind, Name string }
@@ -268,6 +279,12 @@ func forwardSources(files map[string][]byte, version string) error {
 					prelude = "#if defined(GOGGML_CPU_VARIANTS)\n" + prelude + "\n#endif"
 					all = append(all, eps...)
 				}
+			}
+			if h, ok := hooks[rel]; ok {
+				if prelude != "" {
+					h += "\n" + prelude
+				}
+				prelude = h
 			}
 			var buf bytes.Buffer
 			err := srcTmpl.Execute(&buf, map[string]string{

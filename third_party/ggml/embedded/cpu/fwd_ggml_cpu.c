@@ -5,6 +5,7 @@
 // Forwarding source: go-ggml carries no ggml source. This file compiles
 // the embedded provider's src/ggml-cpu/ggml-cpu.c (github.com/ollama/ollama@v0.17.4)
 // with the flags of this package.
+#define ggml_compute_forward_out_prod goggml_compute_forward_out_prod
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/ggml-cpu.c")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/ggml-cpu.c"
 #elif __has_include("../../provider-ggml/src/ggml-cpu/ggml-cpu.c")
