@@ -1,18 +1,23 @@
 package mnist_test
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/examples/mnist/mnist"
 	"github.com/go-ggml/ggml/internal/testutil"
+	"github.com/go-ggml/ggml/sched"
 )
 
 // BenchmarkMNIST times go-ggml's training against upstream's mnist-train
@@ -24,8 +29,12 @@ import (
 // of the files, which the C side does (a fraction of a second). The
 // s/epoch metric is the sample over 30. GGML_BENCH_MNIST_ARCH picks the
 // network: fc (the default, about 35 s a side on 2 cores) or cnn (about 14
-// minutes a side). Needs GOGGML_UPSTREAM_MNIST (build/upstream-mnist.sh);
-// run with -benchtime 1x:
+// minutes a side). GGML_BENCH_MNIST_EPOCHS=1 times one epoch instead (the
+// only other value): go-ggml's side one epoch's Fit (the model made
+// outside the timer), upstream's the time between mnist-train's lines
+// "epoch 0001/0030" and "epoch 0002/0030" (ggml_opt_fit prints each as
+// its epoch starts), after which the process is killed. Needs
+// GOGGML_UPSTREAM_MNIST (build/upstream-mnist.sh); run with -benchtime 1x:
 //
 //	GOGGML_UPSTREAM_MNIST=$(bash build/upstream-mnist.sh) GGML_BENCH_PAIRS=3 \
 //	  go test -run '^$' -bench MNIST -benchtime 1x -timeout 2h ./examples/mnist/mnist | go run ./bench/table
@@ -49,6 +58,10 @@ func BenchmarkMNIST(b *testing.B) {
 	require.NoError(b, cpu.SetThreads(threads))
 	out := filepath.Join(b.TempDir(), "model.gguf")
 	const epochs = mnist.Epochs
+	if os.Getenv("GGML_BENCH_MNIST_EPOCHS") == "1" {
+		oneEpoch(b, arch, bin, raw, train, cpu, s, pairs)
+		return
+	}
 	goSide := func(b *testing.B) {
 		for range b.N {
 			ds, err := train.Dataset(mnist.TrainShard)
@@ -82,4 +95,72 @@ func BenchmarkMNIST(b *testing.B) {
 		b.Run(name+"/"+fn, first)
 		b.Run(name+"/"+sn, second)
 	}
+}
+
+// oneEpoch is BenchmarkMNIST's pairs of single epochs
+// (GGML_BENCH_MNIST_EPOCHS=1).
+func oneEpoch(b *testing.B, arch, bin, raw string, train *mnist.Set, cpu *backend.Backend, s *sched.Scheduler, pairs int) {
+	goSide := func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			ds, err := train.Dataset(mnist.TrainShard)
+			require.NoError(b, err)
+			m, err := mnist.NewRandom(arch, mnist.BatchPhysical, testutil.NewRNG(b), cpu)
+			require.NoError(b, err)
+			b.StartTimer()
+			_, err = mnist.Train(context.Background(), s, m, ds, 1, mnist.ValSplit, 1, false)
+			b.StopTimer()
+			require.NoError(b, err)
+			require.NoError(b, m.Close())
+			require.NoError(b, ds.Close())
+			b.StartTimer()
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/epoch")
+	}
+	cSide := func(b *testing.B) {
+		var total time.Duration
+		for range b.N {
+			total += upstreamEpoch(b, bin, arch, raw)
+		}
+		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+		b.ReportMetric(total.Seconds()/float64(b.N), "s/epoch")
+	}
+	name := arch[len("mnist-"):] + "-1epoch"
+	for i := range pairs {
+		first, second, fn, sn := goSide, cSide, "go", "c"
+		if i%2 == 1 {
+			first, second, fn, sn = cSide, goSide, "c", "go"
+		}
+		b.Run(name+"/"+fn, first)
+		b.Run(name+"/"+sn, second)
+	}
+}
+
+// upstreamEpoch runs mnist-train and returns the time from the start of
+// its first epoch to the start of its second, then kills it.
+func upstreamEpoch(b *testing.B, bin, arch, raw string) time.Duration {
+	cmd := exec.Command(filepath.Join(bin, "mnist-train"), arch, filepath.Join(b.TempDir(), "model.gguf"),
+		filepath.Join(raw, "train-images-idx3-ubyte"), filepath.Join(raw, "train-labels-idx1-ubyte"), "CPU")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(b, err)
+	require.NoError(b, cmd.Start())
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	var start time.Time
+	sc := bufio.NewScanner(stderr)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.Contains(line, "epoch 0001/"):
+			start = time.Now()
+		case strings.Contains(line, "epoch 0002/"):
+			require.False(b, start.IsZero(), "mnist-train printed its second epoch before its first")
+			return time.Since(start)
+		}
+	}
+	b.Fatalf("mnist-train ended before its second epoch (%v)", sc.Err())
+	return 0
 }
