@@ -59,6 +59,7 @@ test-upstream-mnist:
 # examples/mnist's training against upstream's mnist-train, whole 30-epoch
 # runs in interleaved pairs (BENCH_COUNT of them; MNIST_ARCH=cnn for the
 # CNN, about 14 minutes a side): the table's go/c ratio is the epochs'.
+# GGML_BENCH_MNIST_EPOCHS=1 in the environment times single epochs.
 bench-mnist:
 	@dir=$$(bash build/upstream-mnist.sh) && \
 	GOGGML_UPSTREAM_MNIST=$$dir GGML_BENCH_PAIRS=$(BENCH_COUNT) GGML_BENCH_MNIST_ARCH=$(MNIST_ARCH) \
