@@ -86,15 +86,7 @@ func BenchmarkMNIST(b *testing.B) {
 		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)/epochs, "s/epoch")
 	}
 	b.Logf("%s, %d threads a side", arch, threads)
-	name := arch[len("mnist-"):] + "-" + strconv.Itoa(epochs) + "epochs"
-	for i := range pairs {
-		first, second, fn, sn := goSide, cSide, "go", "c"
-		if i%2 == 1 {
-			first, second, fn, sn = cSide, goSide, "c", "go"
-		}
-		b.Run(name+"/"+fn, first)
-		b.Run(name+"/"+sn, second)
-	}
+	runPairs(b, arch[len("mnist-"):]+"-"+strconv.Itoa(epochs)+"epochs", pairs, goSide, cSide)
 }
 
 // oneEpoch is BenchmarkMNIST's pairs of single epochs
@@ -125,7 +117,12 @@ func oneEpoch(b *testing.B, arch, bin, raw string, train *mnist.Set, cpu *backen
 		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 		b.ReportMetric(total.Seconds()/float64(b.N), "s/epoch")
 	}
-	name := arch[len("mnist-"):] + "-1epoch"
+	runPairs(b, arch[len("mnist-"):]+"-1epoch", pairs, goSide, cSide)
+}
+
+// runPairs runs the two sides as pairs of sub-benchmarks name/go and
+// name/c, the side that goes first alternating.
+func runPairs(b *testing.B, name string, pairs int, goSide, cSide func(*testing.B)) {
 	for i := range pairs {
 		first, second, fn, sn := goSide, cSide, "go", "c"
 		if i%2 == 1 {
