@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -21,6 +22,20 @@ const (
 )
 
 func main() {
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `usage: mlp
+
+mlp lists ggml's devices, runs a small two-layer perceptron (random weights,
+8 inputs, 16 hidden units, 3 outputs, a batch of 4) on the best of them, and
+prints its output and largest difference from the same network computed in
+float64 in Go. It takes no flags and no input (make run runs it).
+`)
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "mlp:", err)
 		os.Exit(1)

@@ -39,6 +39,18 @@ func main() {
 	servers := flag.Int("servers", 2, "local servers to start (1 to 16)")
 	endpoints := flag.String("endpoints", "", "comma-separated host:port of running servers (instead of -servers)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the random weights and inputs")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), `usage: rpc [-servers N | -endpoints HOST:PORT,...] [-seed S]
+
+rpc splits a small MLP over ggml RPC servers with the meta device (tensor
+parallelism): it starts N local servers on 127.0.0.1 (children of itself,
+stopped at the end) or uses running ones, prints each device's share of
+the weights and the result's largest difference from the same MLP on one
+CPU backend. It needs upstream ggml: build with -tags ggml_system.
+
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	if err := run(*servers, *endpoints, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "rpc:", err)
