@@ -12,9 +12,8 @@ import (
 )
 
 // AdviseHugePages gets a CPU buffer's pages written after it as huge pages
-// where the system grants them on request (THP "madvise"), where the same
-// buffer without the call gets none; it accepts the CPU's extra buffer
-// types, refuses memory outside the process, and reports a closed buffer.
+// where the system grants them; it accepts the CPU's extra buffer types,
+// refuses memory outside the process, and reports a closed buffer.
 func TestAdviseHugePages(t *testing.T) {
 	const size = 16 << 20
 	mode := testutil.THPMode()
@@ -27,18 +26,17 @@ func TestAdviseHugePages(t *testing.T) {
 		return buf, uintptr(p)
 	}
 
+	// Only the advised buffer is checked: smaps counts whole mappings,
+	// and the one around a buffer without the advice can hold other
+	// memory's huge pages. The check fails when the advice does nothing
+	// (tried: madvise taken out).
 	advised, at := alloc()
 	require.NoError(t, advised.AdviseHugePages())
 	require.NoError(t, advised.AdviseHugePages(), "advice twice is advice")
 	require.NoError(t, advised.Clear(1)) // the pages are written now
-	plain, plainAt := alloc()
-	require.NoError(t, plain.Clear(1))
 	switch mode {
-	case "madvise":
-		assert.Positive(t, testutil.HugePagesIn(t, at, size), "the advised buffer's pages")
-		assert.Zero(t, testutil.HugePagesIn(t, plainAt, size), "a buffer without the advice, THP %q", mode)
-	case "always":
-		assert.Positive(t, testutil.HugePagesIn(t, at, size), "the advised buffer's pages")
+	case "madvise", "always":
+		assert.Positive(t, testutil.HugePagesIn(t, at, size), "the advised buffer's pages, THP %q", mode)
 	default:
 		t.Logf("THP is %q here: the pages are not checked", mode)
 	}

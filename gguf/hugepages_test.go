@@ -15,8 +15,8 @@ import (
 )
 
 // Weights that Load copies into a CPU buffer land in huge pages (where
-// the system grants them on request), unless SmallPages; either way the
-// data is the file's.
+// the system grants them on request); with SmallPages too, the data is
+// the file's.
 func TestLoadHugePages(t *testing.T) {
 	rng := newRNG(t)
 	shape := []int64{1024, 3 * 1024} // 12 MiB of f32: several huge pages
@@ -42,13 +42,14 @@ func TestLoadHugePages(t *testing.T) {
 				t.Fatalf("SmallPages %v: element %d is %v, the file has %v", small, i, v, want)
 			}
 		}
+		// Only the default is checked: smaps counts whole mappings, and the
+		// one around a SmallPages buffer can hold other memory's huge
+		// pages (a CI run found 8 MiB there).
 		switch {
 		case mode != "madvise" && mode != "always":
 			t.Logf("THP is %q here: the pages are not checked", mode)
 		case !small:
 			assert.Positive(t, huge, "huge pages by default, THP %q", mode)
-		case mode == "madvise":
-			assert.Zero(t, huge, "SmallPages, THP %q", mode)
 		}
 		require.NoError(t, m.Close())
 	}
