@@ -34,3 +34,6 @@ func TouchTruncated(path string, keep int64) error {
 	}
 	return touch(m.data, 0)
 }
+
+// LoadChunk is how many bytes one step of Load's copy moves.
+const LoadChunk = loadChunk

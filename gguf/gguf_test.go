@@ -3,6 +3,7 @@ package gguf_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -462,3 +463,43 @@ func TestReadShortReader(t *testing.T) {
 type failReaderAt struct{}
 
 func (failReaderAt) ReadAt([]byte, int64) (int, error) { return 0, os.ErrDeadlineExceeded }
+
+// Tensors larger than one step of the copy, copied through staging as into
+// a GPU's buffers by several workers: every byte arrives. A worker per
+// chunk had two goroutines write one tensor at once, which TensorSet
+// refuses (ErrBusy), so that a real model failed to load onto CUDA.
+func TestLoadTensorsLargerThanAChunk(t *testing.T) {
+	rng := newRNG(t)
+	var specs []spec
+	for i, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeF32} {
+		// 2 to 3 chunks each, and a row count that leaves a partial chunk.
+		ne0 := int64(1024)
+		rows := (int64(2*gguf.LoadChunk) + rng.Int64N(int64(gguf.LoadChunk))) / (ne0 * int64(typ.Size()))
+		data := make([]byte, ne0*rows*int64(typ.Size()))
+		for k := range data {
+			data[k] = byte(rng.Uint32())
+		}
+		if typ == ggml.TypeF16 {
+			for k := 1; k < len(data); k += 2 {
+				data[k] &= 0x3b // finite halves: no NaN or Inf bit patterns
+			}
+		} else {
+			for k := 3; k < len(data); k += 4 {
+				data[k] &= 0x3f
+			}
+		}
+		specs = append(specs, spec{fmt.Sprintf("big.%d", i), typ, []int64{ne0, rows}, data})
+	}
+	path := writeTemp(t, build(t, nil, specs))
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	defer gguf.SetCopyThroughStaging()()
+	var last uint64
+	m, err := gguf.Load(context.Background(), f, gguf.LoadOptions{NoMmap: true, Workers: 4, Validate: true,
+		Progress: func(done, total uint64) { last = done }})
+	require.NoError(t, err)
+	defer m.Close()
+	checkModel(t, m, specs)
+	assert.Equal(t, totalSize(specs), last)
+}

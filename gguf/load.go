@@ -78,8 +78,9 @@ type Model struct {
 // and a tensor's place in the file is aligned for the buffer, the tensor is
 // not copied: it lives in a buffer over the file's mapping (zero-copy).
 // Everything else is read from the file in chunks, by opts.Workers
-// goroutines across tensors: straight into host buffers, through a
-// staging chunk into device buffers (ggml_backend_tensor_set).
+// goroutines, each tensor's chunks by one of them in order: straight into
+// host buffers, through a staging chunk into device buffers
+// (ggml_backend_tensor_set).
 //
 // Cancelling ctx stops the copy between chunks; Load then frees what it
 // made and returns ctx.Err(). Any error frees everything too.
@@ -348,10 +349,17 @@ type job struct {
 	off, n uint64
 }
 
+// The steps of one tensor go to one worker, in order: TensorSet refuses a
+// second writer of a tensor (ErrBusy) while one is writing, even into
+// another range, so two workers must never copy into the same tensor at
+// once. A device buffer's tensors larger than loadChunk (most weight
+// matrices of a real model) have several steps.
+
 // fill copies (and validates) the tensors' data.
 func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []placement) error {
 	infos := f.h.tensors
 	var jobs []job
+	var firsts []int // jobs[firsts[k]:firsts[k+1]] are one tensor's steps
 	var total, free uint64
 	validate := make([]bool, len(infos))
 	for i, ti := range infos {
@@ -365,10 +373,12 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 		if plan[i].whole {
 			step = max(ti.Size, 1)
 		}
+		firsts = append(firsts, len(jobs))
 		for off := uint64(0); off < ti.Size; off += step {
 			jobs = append(jobs, job{i, off, min(step, ti.Size-off)})
 		}
 	}
+	firsts = append(firsts, len(jobs))
 	// Tensors set whole are read from the mapping where there is one (no
 	// staging copy of a whole tensor).
 	var src []byte
@@ -411,7 +421,7 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 	if workers == 0 {
 		workers = min(runtime.GOMAXPROCS(0), 4)
 	}
-	workers = min(workers, len(jobs))
+	workers = min(workers, len(firsts)-1)
 	var next atomic.Int64
 	var failed atomic.Bool
 	var firstErr error
@@ -422,21 +432,25 @@ func (m *Model) fill(ctx context.Context, f *File, opts LoadOptions, plan []plac
 		go func() {
 			defer wg.Done()
 			var staging []byte
-			for !failed.Load() && ctx.Err() == nil {
+			for {
 				k := next.Add(1) - 1
-				if k >= int64(len(jobs)) {
+				if k >= int64(len(firsts)-1) {
 					return
 				}
-				j := jobs[k]
-				if err := m.step(f, j, plan[j.t], validate[j.t], src, &staging); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					failed.Store(true)
-					return
-				}
-				if err := report(j.n); err != nil {
-					errOnce.Do(func() { firstErr = err })
-					failed.Store(true)
-					return
+				for _, j := range jobs[firsts[k]:firsts[k+1]] {
+					if failed.Load() || ctx.Err() != nil {
+						return
+					}
+					if err := m.step(f, j, plan[j.t], validate[j.t], src, &staging); err != nil {
+						errOnce.Do(func() { firstErr = err })
+						failed.Store(true)
+						return
+					}
+					if err := report(j.n); err != nil {
+						errOnce.Do(func() { firstErr = err })
+						failed.Store(true)
+						return
+					}
 				}
 			}
 		}()
