@@ -1,6 +1,16 @@
 package backend
 
-// #include "goggml.h"
+/*
+#include "goggml.h"
+
+// goggml_tensor_alloc_at places t at offset bytes into buf. The address is
+// made here, not in Go: a GPU buffer's base is a placeholder (Vulkan's is
+// 0x1000), and base+offset as a Go unsafe.Pointer argument can land in the
+// Go binary's data, where cgo's pointer check panics on it.
+static enum ggml_status goggml_tensor_alloc_at(ggml_backend_buffer_t buf, struct ggml_tensor * t, size_t offset) {
+	return ggml_backend_tensor_alloc(buf, t, (char *) ggml_backend_buffer_get_base(buf) + offset);
+}
+*/
 import "C"
 
 import (
@@ -55,8 +65,7 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 		return fmt.Errorf("%w: TensorAlloc: offset %d is not a multiple of the buffer's alignment %d", ggml.ErrInvalid, offset, align)
 	}
 	defer bridge.Catch(&err)
-	addr := unsafe.Add(C.ggml_backend_buffer_get_base(buf.c), offset)
-	if err := statusErr(C.ggml_backend_tensor_alloc(buf.c, tc, addr)); err != nil {
+	if err := statusErr(C.goggml_tensor_alloc_at(buf.c, tc, C.size_t(offset))); err != nil {
 		return err
 	}
 	bridge.TensorOf(t).SetLease(buf.life, buf)

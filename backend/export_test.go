@@ -61,3 +61,13 @@ func OwnPoolFreed(p any) bool {
 	defer op.mu.Unlock()
 	return op.c == nil
 }
+
+// DataAddr returns the address ggml holds for t's memory (tensor->data):
+// for a GPU's buffers, a device address or a placeholder.
+func DataAddr(t *ggml.Tensor) uintptr {
+	tc, err := tensorPtr(t)
+	if err != nil {
+		return 0
+	}
+	return uintptr(tc.data)
+}

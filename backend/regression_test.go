@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,4 +187,58 @@ func TestCopyGraphBoundedByMemory(t *testing.T) {
 		}
 		require.ErrorIs(t, err, ggml.ErrNoMemory)
 	})
+}
+
+// bssPointer is a global that holds a pointer: it lives in the test
+// binary's .bss, where cgo's pointer check refuses any unsafe.Pointer
+// argument.
+var bssPointer *int
+
+// A tensor placed in a GPU buffer at an offset where the buffer's
+// placeholder base (Vulkan's is 0x1000) plus the offset is an address in the
+// Go binary's data: TensorAlloc made that address in Go and passed it to C
+// as an unsafe.Pointer, and cgo's check panicked ("Go pointer to unpinned Go
+// pointer"), on lavapipe loading a 1b model's 40 MiB-in weights.
+func TestTensorAllocAtAnOffsetInGoData(t *testing.T) {
+	target := uintptr(unsafe.Pointer(&bssPointer))
+	ran := false
+	for d := range backend.Devices() {
+		bt := d.BufferType()
+		if d.Type() == backend.DeviceCPU || bt == nil || bt.IsHost() {
+			continue
+		}
+		t.Run(d.Name(), func(t *testing.T) {
+			probe := noAllocCtx(t, 1)
+			p := probe.NewTensor(ggml.TypeF32, 16)
+			_, err := backend.AllocContextTensorsFromType(probe, bt)
+			require.NoError(t, err)
+			base := backend.DataAddr(p)
+			if base > target || target-base > 1<<30 {
+				t.Skipf("%s's buffers are at %#x, far from the binary's data at %#x", d.Name(), base, target)
+			}
+			align := bt.Alignment()
+			offset := uint64(target-base) / align * align
+			buf, err := bt.AllocBuffer(offset + 4096)
+			require.NoError(t, err)
+			defer buf.Close()
+			c := noAllocCtx(t, 1)
+			x := c.NewTensor(ggml.TypeF32, 16)
+			require.NoError(t, backend.TensorAlloc(buf, x, offset))
+			if backend.DataAddr(x) > target || uint64(target-backend.DataAddr(x)) >= align {
+				t.Logf("the buffer's base moved: the tensor is at %#x, the data at %#x", backend.DataAddr(x), target)
+			}
+			want := make([]float32, 16)
+			for i := range want {
+				want[i] = float32(i) - 7.5
+			}
+			require.NoError(t, backend.TensorSet(x, unsafe.Slice((*byte)(unsafe.Pointer(&want[0])), 4*len(want)), 0))
+			got := make([]float32, len(want))
+			require.NoError(t, backend.TensorGet(x, unsafe.Slice((*byte)(unsafe.Pointer(&got[0])), 4*len(got)), 0))
+			assert.Equal(t, want, got)
+			ran = true
+		})
+	}
+	if !ran {
+		t.Skip("no GPU buffer here: make test-vulkan runs this on lavapipe")
+	}
 }
