@@ -33,6 +33,26 @@ var gpuTolerance = map[ggml.Type]tol{
 	ggml.TypeQ4_0: {5e-2, 0.15},
 }
 
+// cudaTolerance replaces gpuTolerance's entries on CUDA, where ggml
+// multiplies f32 matrices in TF32 (cuBLAS's TF32 tensor-op math and its
+// own mmf kernels: a 10-bit mantissa, as f16's), and its quantized kernels
+// (MMQ, MMVQ) take activations as q8_1, whose block sums are kept in f16:
+// q4_0's and the k-quants' offset terms carry that rounding. On an H200
+// (2026-11-27) the best token's error was 0.00176 for f32, 0.0565 for
+// q4_0 (worst 0.118) and 0.0552 for the q4_K_M mix (worst 0.103).
+var cudaTolerance = map[ggml.Type]tol{
+	ggml.TypeF32:  gpuTolerance[ggml.TypeF16],
+	ggml.TypeQ4_0: {8e-2, 0.2},
+}
+
+// gpuTol is the tolerance for weights of type typ on device dev.
+func gpuTol(dev *backend.Device, typ ggml.Type) tol {
+	if tl, ok := cudaTolerance[typ]; ok && strings.HasPrefix(dev.Name(), "CUDA") {
+		return tl
+	}
+	return gpuTolerance[typ]
+}
+
 // TestEvalMatchesReferenceGPU runs the reference test on the accelerator:
 // every layer there, and split with the first block on the CPU.
 func TestEvalMatchesReferenceGPU(t *testing.T) {
@@ -58,7 +78,7 @@ func TestEvalMatchesReferenceGPU(t *testing.T) {
 					assert.Zero(t, mem[1].KVCache)
 				}
 				seq := randomTokens(rng, 12, m.Config.VocabSize)
-				checkAgainstReference(t, m, openRef(t, path), seq, 7, gpuTolerance[typ])
+				checkAgainstReference(t, m, openRef(t, path), seq, 7, gpuTol(dev, typ))
 				for _, u := range m.Memory() {
 					assert.Equal(t, u.ComputeReserved, u.ComputePeak, "%s: a compute needed more than the reserve", u.Backend)
 				}
@@ -118,7 +138,7 @@ func TestEvalMixedTypesGPU(t *testing.T) {
 			mem := m.Memory()
 			assert.GreaterOrEqual(t, mem[1].Weights, onCPU)
 			assert.LessOrEqual(t, mem[1].Weights, onCPU+uint64(n)*backend.CPUBufferType().Alignment())
-			checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 12, m.Config.VocabSize), 7, gpuTolerance[ggml.TypeQ4_0])
+			checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 12, m.Config.VocabSize), 7, gpuTol(dev, ggml.TypeQ4_0))
 		})
 	}
 }
