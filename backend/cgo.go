@@ -21,8 +21,8 @@ var (
 	// ErrNotFound: no backend or device of that name or type.
 	ErrNotFound = errors.New("ggml backend: not found")
 	// ErrUnsupported: the backend cannot run an op, use a buffer type, or
-	// offer a feature.
-	ErrUnsupported = bridge.ErrUnsupported
+	// offer a feature. The same value as ggml.ErrUnsupported.
+	ErrUnsupported = ggml.ErrUnsupported
 	// ErrComputeFailed: the backend reported GGML_STATUS_FAILED.
 	ErrComputeFailed = errors.New("ggml backend: compute failed")
 	// ErrAborted: the compute was aborted (GGML_STATUS_ABORTED) other than

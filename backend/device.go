@@ -17,17 +17,17 @@ import (
 // DeviceType is the kind of a device (enum ggml_backend_dev_type).
 type DeviceType int
 
-// Device types. The numbers come from the linked provider's
-// ggml-backend.h through cgo: ggml renumbered GGML_BACKEND_DEVICE_TYPE_ACCEL
-// when it added the IGPU type.
+// Device types, with ggml's numbers: enum_check.go does not compile where
+// the linked provider's ggml-backend.h numbers them otherwise (ggml
+// renumbered GGML_BACKEND_DEVICE_TYPE_ACCEL when it added the IGPU type).
 const (
-	DeviceCPU   DeviceType = C.GGML_BACKEND_DEVICE_TYPE_CPU   // the CPU, system memory
-	DeviceGPU   DeviceType = C.GGML_BACKEND_DEVICE_TYPE_GPU   // a GPU with its own memory
-	DeviceIGPU  DeviceType = C.GGML_BACKEND_DEVICE_TYPE_IGPU  // an integrated GPU using host memory
-	DeviceAccel DeviceType = C.GGML_BACKEND_DEVICE_TYPE_ACCEL // an accelerator used beside the CPU (BLAS, AMX)
+	DeviceCPU   DeviceType = 0 // the CPU, system memory
+	DeviceGPU   DeviceType = 1 // a GPU with its own memory
+	DeviceIGPU  DeviceType = 2 // an integrated GPU using host memory
+	DeviceAccel DeviceType = 3 // an accelerator used beside the CPU (BLAS, AMX)
 	// DeviceMeta is a meta device over other devices (NewMetaDevice;
 	// upstream ggml only).
-	DeviceMeta DeviceType = C.GOGGML_DEVICE_TYPE_META
+	DeviceMeta DeviceType = 4
 )
 
 // String returns "CPU", "GPU", "IGPU" or "ACCEL".

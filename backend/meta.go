@@ -48,12 +48,12 @@ const (
 	SplitAxis2 SplitAxis = 2 // along ne2
 	SplitAxis3 SplitAxis = 3 // along ne3 (ggml's meta buffer neither writes nor reads such a tensor)
 	// SplitMirrored: every device holds the whole tensor.
-	SplitMirrored SplitAxis = C.GOGGML_SPLIT_MIRRORED
+	SplitMirrored SplitAxis = 10
 	// SplitPartial: every device holds a partial sum; the tensor is their
 	// sum. A PARTIAL weight is written as value/n on each of the n devices;
 	// it cannot be read back (ggml has no read of a partial sum), and it
 	// must be f32.
-	SplitPartial SplitAxis = C.GOGGML_SPLIT_PARTIAL
+	SplitPartial SplitAxis = 11
 )
 
 const (

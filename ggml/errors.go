@@ -51,7 +51,13 @@ func init() {
 // error means a check is missing: please report it. The C object involved
 // may be left inconsistent and should be discarded. An assert on one of
 // ggml's own worker threads still ends the process.
-type AssertError = bridge.AssertError
+type AssertError struct {
+	// Message is ggml's own text: "file:line: condition".
+	Message string
+}
+
+// Error returns ggml's message with a prefix that says it came from C.
+func (e *AssertError) Error() string { return "ggml: assertion failed in C: " + e.Message }
 
 // OpError is the error an op records on its context when its inputs break a
 // rule of ggml. It names the op, describes the inputs and states the rule.

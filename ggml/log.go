@@ -87,5 +87,5 @@ func goggmlLog(level C.int, text *C.char) {
 func goggmlAbort(message *C.char) {
 	// Unwinds through ggml's C frames to the nearest bridge.Catch of the
 	// goroutine that called into C; see AssertError.
-	panic(&bridge.AssertError{Message: C.GoString(message)})
+	panic(bridge.AssertPanic{Err: &AssertError{Message: C.GoString(message)}})
 }

@@ -193,10 +193,11 @@ func (c *Context) call(op string, f func() *C.struct_ggml_tensor, inputs ...*Ten
 	defer c.leaveC()
 	defer func() {
 		if r := recover(); r != nil {
-			ae, ok := r.(*AssertError)
+			p, ok := r.(bridge.AssertPanic)
 			if !ok {
 				panic(r)
 			}
+			ae := p.Err.(*AssertError)
 			t = c.fail(op, ae, "ggml asserted: "+ae.Message, inputs...)
 		}
 	}()

@@ -250,32 +250,33 @@ type UnaryOp int
 
 // The unary functions. Each has its own method too (Abs, Relu, ...);
 // Unary and UnaryInPlace take one as a value. UnaryXIELU needs its
-// parameters: use XIELU. The numbers come from the linked provider's ggml.h
-// through cgo: ggml has inserted functions in the middle of enum
-// ggml_unary_op from one version to the next.
+// parameters: use XIELU. The numbers are ggml's: enum_check.go does not
+// compile where the linked provider's ggml.h numbers them otherwise (ggml
+// has inserted functions in the middle of enum ggml_unary_op from one
+// version to the next).
 const (
-	UnaryAbs         UnaryOp = C.GGML_UNARY_OP_ABS
-	UnarySgn         UnaryOp = C.GGML_UNARY_OP_SGN
-	UnaryNeg         UnaryOp = C.GGML_UNARY_OP_NEG
-	UnaryStep        UnaryOp = C.GGML_UNARY_OP_STEP
-	UnaryTanh        UnaryOp = C.GGML_UNARY_OP_TANH
-	UnaryElu         UnaryOp = C.GGML_UNARY_OP_ELU
-	UnaryRelu        UnaryOp = C.GGML_UNARY_OP_RELU
-	UnarySigmoid     UnaryOp = C.GGML_UNARY_OP_SIGMOID
-	UnaryGelu        UnaryOp = C.GGML_UNARY_OP_GELU
-	UnaryGeluQuick   UnaryOp = C.GGML_UNARY_OP_GELU_QUICK
-	UnarySilu        UnaryOp = C.GGML_UNARY_OP_SILU
-	UnaryHardswish   UnaryOp = C.GGML_UNARY_OP_HARDSWISH
-	UnaryHardsigmoid UnaryOp = C.GGML_UNARY_OP_HARDSIGMOID
-	UnaryExp         UnaryOp = C.GGML_UNARY_OP_EXP
-	UnaryExpm1       UnaryOp = C.GGML_UNARY_OP_EXPM1
-	UnarySoftplus    UnaryOp = C.GGML_UNARY_OP_SOFTPLUS
-	UnaryGeluErf     UnaryOp = C.GGML_UNARY_OP_GELU_ERF
-	UnaryXIELU       UnaryOp = C.GGML_UNARY_OP_XIELU
-	UnaryFloor       UnaryOp = C.GGML_UNARY_OP_FLOOR
-	UnaryCeil        UnaryOp = C.GGML_UNARY_OP_CEIL
-	UnaryRound       UnaryOp = C.GGML_UNARY_OP_ROUND
-	UnaryTrunc       UnaryOp = C.GGML_UNARY_OP_TRUNC
+	UnaryAbs         UnaryOp = 0
+	UnarySgn         UnaryOp = 1
+	UnaryNeg         UnaryOp = 2
+	UnaryStep        UnaryOp = 3
+	UnaryTanh        UnaryOp = 4
+	UnaryElu         UnaryOp = 5
+	UnaryRelu        UnaryOp = 6
+	UnarySigmoid     UnaryOp = 7
+	UnaryGelu        UnaryOp = 8
+	UnaryGeluQuick   UnaryOp = 9
+	UnarySilu        UnaryOp = 10
+	UnaryHardswish   UnaryOp = 11
+	UnaryHardsigmoid UnaryOp = 12
+	UnaryExp         UnaryOp = 13
+	UnaryExpm1       UnaryOp = 14
+	UnarySoftplus    UnaryOp = 15
+	UnaryGeluErf     UnaryOp = 16
+	UnaryXIELU       UnaryOp = 17
+	UnaryFloor       UnaryOp = 18
+	UnaryCeil        UnaryOp = 19
+	UnaryRound       UnaryOp = 20
+	UnaryTrunc       UnaryOp = 21
 )
 
 // unaryNames are the op names the unary checks use.
@@ -334,14 +335,14 @@ func (c *Context) unaryOp(a *Tensor, fn UnaryOp, inPlace bool) *Tensor {
 // GLUOp is the activation of a gated linear unit (enum ggml_glu_op).
 type GLUOp int
 
-// GLU activations. The numbers come from the linked provider's ggml.h
-// through cgo: enum ggml_glu_op grows with ggml's op set.
+// GLU activations, with ggml's numbers (enum ggml_glu_op; enum_check.go
+// checks them against the linked provider's ggml.h).
 const (
-	GLUReglu      GLUOp = C.GGML_GLU_OP_REGLU       // relu
-	GLUGeglu      GLUOp = C.GGML_GLU_OP_GEGLU       // gelu (tanh approximation, ggml's f16 table)
-	GLUSwiglu     GLUOp = C.GGML_GLU_OP_SWIGLU      // silu
-	GLUGegluErf   GLUOp = C.GGML_GLU_OP_GEGLU_ERF   // exact gelu
-	GLUGegluQuick GLUOp = C.GGML_GLU_OP_GEGLU_QUICK // gelu quick
+	GLUReglu      GLUOp = 0 // relu
+	GLUGeglu      GLUOp = 1 // gelu (tanh approximation, ggml's f16 table)
+	GLUSwiglu     GLUOp = 2 // silu
+	GLUGegluErf   GLUOp = 4 // exact gelu
+	GLUGegluQuick GLUOp = 5 // gelu quick
 )
 
 var gluNames = map[GLUOp]string{GLUReglu: "reglu", GLUGeglu: "geglu", GLUSwiglu: "swiglu", GLUGegluErf: "geglu_erf", GLUGegluQuick: "geglu_quick"}

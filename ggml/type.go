@@ -59,8 +59,6 @@ const (
 	TypeQ1_0  Type = 41 // 1 bit (±d) per value in blocks of 128, an f16 scale d
 	TypeQ2_0  Type = 42 // 2 bits (-d, 0, d, 2d) per value in blocks of 64, an f16 scale d
 
-	// TypeCount is one past the largest type number (GGML_TYPE_COUNT).
-	TypeCount Type = C.GGML_TYPE_COUNT
 )
 
 type typeInfo struct {

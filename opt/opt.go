@@ -58,17 +58,17 @@ type Loss int
 const (
 	// LossMean is the mean of the outputs (GGML_OPT_LOSS_TYPE_MEAN): a
 	// model that computes its own loss per datapoint.
-	LossMean Loss = C.GGML_OPT_LOSS_TYPE_MEAN
+	LossMean Loss = 0
 	// LossSum is the sum of the outputs (GGML_OPT_LOSS_TYPE_SUM).
-	LossSum Loss = C.GGML_OPT_LOSS_TYPE_SUM
+	LossSum Loss = 1
 	// LossCrossEntropy is the cross-entropy of the softmax of each output
 	// column against its label column, averaged over the batch
 	// (GGML_OPT_LOSS_TYPE_CROSS_ENTROPY); results count the datapoints
 	// whose largest output is the label's largest (accuracy).
-	LossCrossEntropy Loss = C.GGML_OPT_LOSS_TYPE_CROSS_ENTROPY
+	LossCrossEntropy Loss = 2
 	// LossMSE is the mean squared difference of outputs and labels
 	// (GGML_OPT_LOSS_TYPE_MEAN_SQUARED_ERROR).
-	LossMSE Loss = C.GGML_OPT_LOSS_TYPE_MEAN_SQUARED_ERROR
+	LossMSE Loss = 3
 )
 
 // String returns the loss's name.
@@ -97,10 +97,10 @@ const (
 	// AdamW is Adam with decoupled weight decay
 	// (GGML_OPT_OPTIMIZER_TYPE_ADAMW); it keeps two moments per
 	// parameter.
-	AdamW Method = C.GGML_OPT_OPTIMIZER_TYPE_ADAMW
+	AdamW Method = 0
 	// SGD is stochastic gradient descent with weight decay
 	// (GGML_OPT_OPTIMIZER_TYPE_SGD).
-	SGD Method = C.GGML_OPT_OPTIMIZER_TYPE_SGD
+	SGD Method = 1
 )
 
 // String returns ggml's name of the method (ggml_opt_optimizer_name).

@@ -465,8 +465,9 @@ func refreshRegistry() {
 // end the exchange): the error is that connection's *Error. Other
 // connections are left alone: ggml's client is synchronous, so their
 // streams hold no half exchange.
-func onAssert(ae *ggml.AssertError) error {
-	if !strings.Contains(ae.Message, "ggml-rpc") {
+func onAssert(err error) error {
+	var ae *ggml.AssertError
+	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "ggml-rpc") {
 		return nil
 	}
 	var all []*Client

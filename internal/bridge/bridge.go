@@ -26,27 +26,22 @@ var (
 	ErrUnsupported  = errors.New("ggml backend: not supported")
 )
 
-// AssertError is a GGML_ASSERT (or GGML_ABORT) raised in ggml on the calling
-// goroutine's thread, caught by go-ggml's abort callback.
-type AssertError struct {
-	// Message is ggml's own text: "file:line: condition".
-	Message string
-}
+// AssertPanic is the panic that go-ggml's abort callback (package ggml's
+// goggmlAbort) raises on the goroutine whose C call hit a GGML_ASSERT or
+// GGML_ABORT. Err is the *ggml.AssertError that Catch reports.
+type AssertPanic struct{ Err error }
 
-// Error returns ggml's message with a prefix that says it came from C.
-func (e *AssertError) Error() string { return "ggml: assertion failed in C: " + e.Message }
-
-// Catch turns a panic carrying an *AssertError into an error stored in
-// *errp. Use it as `defer bridge.Catch(&err)`; other panics propagate.
+// Catch turns an AssertPanic into its error, stored in *errp. Use it as
+// `defer bridge.Catch(&err)`; other panics propagate.
 func Catch(errp *error) {
 	if r := recover(); r != nil {
-		ae, ok := r.(*AssertError)
+		p, ok := r.(AssertPanic)
 		if !ok {
 			panic(r)
 		}
-		var err error = ae
+		err := p.Err
 		if h := OnAssert; h != nil {
-			if e := h(ae); e != nil {
+			if e := h(p.Err); e != nil {
 				err = e
 			}
 		}

@@ -17,7 +17,7 @@ var ErrBroken = errors.New("connection broken")
 
 // LinkError is an error of package rpc about one server: it names the
 // server's endpoint; Err wraps the kind (ErrBroken, or rpc's connect and
-// version kinds) and the cause (an *AssertError when ggml's RPC client
+// version kinds) and the cause (an *ggml.AssertError when ggml's RPC client
 // aborted). Package rpc exports it as rpc.Error.
 type LinkError struct {
 	Endpoint string
@@ -256,11 +256,11 @@ func FreeOver(ks []*Link, free func()) {
 	}
 }
 
-// OnAssert, if set (by package rpc), sees every *AssertError that Catch
-// recovers: it breaks the links that an RPC failure broke and returns the
-// error to report instead (a *LinkError naming the endpoint), or nil to
+// OnAssert, if set (by package rpc), sees every *ggml.AssertError that
+// Catch recovers: it breaks the links that an RPC failure broke and returns
+// the error to report instead (a *LinkError naming the endpoint), or nil to
 // report ae unchanged.
-var OnAssert func(ae *AssertError) error
+var OnAssert func(ae error) error
 
 // Links are the RPC connections a C object depends on: none for local
 // devices, one for an RPC device, those of its devices for a meta device.
