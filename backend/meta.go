@@ -23,9 +23,9 @@ import (
 	"github.com/go-ggml/ggml/internal/bridge"
 )
 
-// HaveMeta reports whether this binary's ggml has the meta device: only
-// the system provider's (-tags ggml_system, upstream ggml v0.21.0) does.
-const HaveMeta = C.GOGGML_HAVE_META != 0
+// haveMetaC is what goggml.h says of the meta device; HaveMeta
+// (have_embedded.go, have_system.go) must agree (TestHaveAgreesWithC).
+var haveMetaC = C.GOGGML_HAVE_META != 0
 
 // MaxMetaDevices is the most devices a meta device spans
 // (GGML_BACKEND_META_MAX_DEVICES).

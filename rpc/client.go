@@ -24,9 +24,9 @@ import (
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
-// Have reports whether this binary's ggml has the RPC backend: only the
-// system provider's (-tags ggml_system) does.
-const Have = C.GOGGML_HAVE_RPC != 0
+// haveC is what goggml.h says of the RPC backend; Have (have_embedded.go,
+// have_system.go) must agree (TestHaveAgreesWithC).
+var haveC = C.GOGGML_HAVE_RPC != 0
 
 // ProtocolVersion is the RPC protocol of this binary's ggml (5.1.0 for
 // upstream ggml v0.21.0; zero without the RPC backend).
