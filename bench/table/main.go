@@ -98,6 +98,19 @@ func pairRatios(gs, cs *side) (ratio, spread string) {
 
 func main() {
 	sides := flag.String("sides", "go,c", "the two sides of each figure: the last element of the benchmark names, numerator first")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `usage: go test -run '^$' -bench . ./bench | go run ./bench/table [-sides A,B]
+
+table reads go test -bench output on standard input (the bench package's,
+examples/llama's model bench, examples/mnist's epochs: make bench*) and prints one row per figure: each side's
+median over the repeated runs, the ratio A/B as the median of the pair
+ratios with their range, flagged NOISY when too wide to trust or UNPAIRED
+when the pairs were not measured one right after the other.
+
+flags:
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	names := strings.SplitN(*sides, ",", 2)
 	if len(names) != 2 {

@@ -32,6 +32,18 @@ const (
 
 func main() {
 	print := flag.String("print", "check", "what to print: include (the provider's include directory), ggml (its ggml directory) or check")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `usage: go run ./build/cgoenv [-print include|ggml|check]
+
+cgoenv tells where the embedded provider's ggml is, for builds of go-ggml
+from a checkout (make setup links third_party/ggml/provider-include and
+provider-ggml to what it prints); with no flag it says whether anything is
+missing.
+
+flags:
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	switch *print {
 	case "include", "ggml":

@@ -20,6 +20,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -93,6 +94,24 @@ import "C"
 const generated = "provider_gen.go"
 
 func main() {
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `usage: go generate ./third_party/ggml
+
+gen writes go-ggml's generated C glue: the forwarding headers of the
+embedded provider's ggml headers (include/goggml), its forwarding sources
+(embedded/core, embedded/cpu) and provider_gen.go in every cgo package.
+It takes no flags and runs in third_party/ggml, where go generate starts
+it; run from anywhere else it refuses, since it writes relative paths.
+`)
+	}
+	flag.Parse()
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if _, err := os.Stat("generate.go"); err != nil {
+		fail("run me through go generate ./third_party/ggml: this directory is not third_party/ggml (no generate.go)")
+	}
 	files, err := generate()
 	if err != nil {
 		fail("%v", err)
