@@ -27,6 +27,22 @@
 //
 // f16 weights, and every other product, go to the provider's driver.
 
+// The provider's kernels keep their tiles in function-local thread_local
+// arrays aligned only as their element type (one byte for q4_0's int8
+// tiles), so that AMX tile loads and stores and the AVX-512 moves of
+// unpack_B straddle cache lines. Every thread_local of mmq.cpp is given
+// 64-byte alignment here: GCC takes its attribute among the
+// decl-specifiers, where the provider's `static thread_local T x[...]`
+// puts it. (llama.cpp's copy of mmq.cpp has alignas(64) on the same
+// arrays today.) The standard headers that mmq.cpp includes come first, so
+// that the macro reaches mmq.cpp alone.
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define thread_local thread_local __attribute__((aligned(64)))
+
 // The provider's driver keeps its code under another name, static to this
 // file ("void static f(...)" is a valid declaration), and ours takes the
 // name that mmq.h declares and the buffer type's code (amx.cpp) calls.
@@ -39,6 +55,7 @@
 #error "go-ggml: cannot find src/ggml-cpu/amx/mmq.cpp of github.com/ollama/ollama@v0.17.4. In a go-ggml checkout run 'make setup'; elsewhere run 'go mod download github.com/ollama/ollama'."
 #endif
 #undef ggml_backend_amx_mul_mat
+#undef thread_local
 
 #if defined(__AMX_INT8__) && defined(__AVX512VNNI__)
 

@@ -25,6 +25,16 @@ type Object struct {
 	StartCode []string
 	// TLS reports thread-local data (.tdata, .tbss).
 	TLS bool
+	// TLSVars are its thread-local variables, local ones too.
+	TLSVars []TLSVar
+}
+
+// TLSVar is a thread-local variable of an object: its offset in its
+// section and the section's alignment.
+type TLSVar struct {
+	Name         string
+	Offset       uint64
+	SectionAlign uint64
 }
 
 // Objects returns the ELF objects of the compiled package pkg (an import
@@ -62,6 +72,9 @@ func Objects(pkg string) ([]Object, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_TLS && s.Section < elf.SectionIndex(len(f.Sections)) {
+				o.TLSVars = append(o.TLSVars, TLSVar{s.Name, s.Value, f.Sections[s.Section].Addralign})
+			}
 			bind := elf.ST_BIND(s.Info)
 			if s.Section == elf.SHN_UNDEF || (bind != elf.STB_GLOBAL && bind != elf.STB_WEAK && bind != elf.STB_LOOS) {
 				continue // STB_LOOS is STB_GNU_UNIQUE
