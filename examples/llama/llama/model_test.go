@@ -2,6 +2,7 @@ package llama
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -170,6 +171,35 @@ func TestEvalMatchesReferenceCPU(t *testing.T) {
 				checkAgainstReference(t, m, ref, seq, 7, tl)
 			}
 		})
+	}
+}
+
+// TestEvalLastTokenOnly: a prompt evaluated for its last token's logits
+// alone (Eval with all false, where the last layer's output projection and
+// feed-forward run on that token only) matches the reference, the prompt
+// in one batch and in several.
+func TestEvalLastTokenOnly(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeQ8_0} {
+		for _, batch := range []int{16, 5} {
+			t.Run(fmt.Sprintf("%v/batch %d", typ, batch), func(t *testing.T) {
+				path := tinyFile(t, typ, false, rng.Uint64())
+				m := loadModel(t, path, Options{ContextSize: 32, BatchSize: batch})
+				ref := openRef(t, path)
+				ref.emulateCPU()
+				seq := randomTokens(rng, 13, m.Config.VocabSize)
+				var want []float64
+				for _, id := range seq {
+					want = ref.next(id)
+				}
+				got, err := m.Eval(context.Background(), seq, false)
+				require.NoError(t, err)
+				require.Len(t, got, m.Config.VocabSize)
+				e := logitError(got, want)
+				assert.LessOrEqual(t, e, tolerance[typ].worst)
+				t.Logf("the last token's logit error: %.3g of the reference's rms", e)
+			})
+		}
 	}
 }
 
