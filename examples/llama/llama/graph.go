@@ -73,7 +73,7 @@ type step struct {
 	pos    *ggml.Tensor // i32 [nTokens]: positions, for RoPE
 	kIdx   *ggml.Tensor // i64 [nTokens]: the cache row of each token's key
 	vIdx   *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed); nil with flash attention
-	mask   *ggml.Tensor // f32 [nKV, nTokens] (f16 with flash attention): 0 where a token sees a cell, -Inf elsewhere
+	mask   *ggml.Tensor // f32 [nKV, nTokens] (f16 for the fused kernel): 0 where a token sees a cell, -Inf elsewhere
 
 	logits *ggml.Tensor // f32 [VocabSize, nTokens or 1]
 
@@ -126,10 +126,16 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	s.tokens = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_tokens").SetInput().SetOutput()
 	s.pos = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_pos").SetInput()
 	s.kIdx = ctx.NewTensor(ggml.TypeI64, n).SetName("inp_k_idx").SetInput().SetOutput()
-	if m.flash {
+	// The fused kernel takes an f16 mask; the softmax of the products an
+	// f32 one, which the CPU's softmax adds in a vector loop where an f16
+	// mask is converted element by element (a fifth of a prompt's softmax).
+	fused := m.flash && n <= int64(fusedMaxBatch)
+	if !m.flash {
+		s.vIdx = ctx.NewTensor(ggml.TypeI64, n*kvDim).SetName("inp_v_idx").SetInput().SetOutput()
+	}
+	if fused {
 		s.mask = ctx.NewTensor(ggml.TypeF16, int64(nKV), n).SetName("inp_mask").SetInput()
 	} else {
-		s.vIdx = ctx.NewTensor(ggml.TypeI64, n*kvDim).SetName("inp_v_idx").SetInput().SetOutput()
 		s.mask = ctx.NewTensor(ggml.TypeF32, int64(nKV), n).SetName("inp_mask").SetInput()
 	}
 
@@ -178,7 +184,7 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 		kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
 		var attn *ggml.Tensor
 		switch {
-		case m.flash && n <= int64(fusedMaxBatch):
+		case fused:
 			vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
 			fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, s.mask,
 				ggml.FlashAttnParams{Scale: scale, Precision: ggml.PrecF32}) // [hd, heads, n]
