@@ -101,9 +101,11 @@ var srcGroups = []srcGroup{
 // include, and ours, in the same package, does its work and calls the
 // provider's function where it does not apply.
 var hooks = map[string]string{
-	// embedded/cpu/outprod.c: f32 OUT_PROD with AVX-512 where the CPU has
-	// it and the package was compiled for AVX2.
-	"ggml-cpu/ggml-cpu.c": "#define ggml_compute_forward_out_prod goggml_compute_forward_out_prod",
+	// embedded/cpu/outprod.c: f32 OUT_PROD, and embedded/cpu/softmax.c:
+	// SOFT_MAX's pass before the exponentials, with AVX-512 where the CPU
+	// has it and the package was compiled for AVX2.
+	"ggml-cpu/ggml-cpu.c": "#define ggml_compute_forward_out_prod goggml_compute_forward_out_prod\n" +
+		"#define ggml_compute_forward_soft_max goggml_compute_forward_soft_max",
 }
 
 // entryPoint is an external function of a variant source, with the kind

@@ -6,6 +6,7 @@
 // the embedded provider's src/ggml-cpu/ggml-cpu.c (github.com/ollama/ollama@v0.17.4)
 // with the flags of this package.
 #define ggml_compute_forward_out_prod goggml_compute_forward_out_prod
+#define ggml_compute_forward_soft_max goggml_compute_forward_soft_max
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/ggml-cpu.c")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/ggml-cpu.c"
 #elif __has_include("../../provider-ggml/src/ggml-cpu/ggml-cpu.c")

@@ -19,7 +19,6 @@
 // architectures, and GOGGML_CPU_VARIANT=x86-64-v3 (the build's own
 // kernels; see variants.c).
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "ggml.h"
@@ -111,15 +110,8 @@ __attribute__((target("avx512f"))) static void goggml_out_prod_f32(const struct 
 	}
 }
 
-// goggml_out_prod_avx512 is set once, before the Go runtime and any ggml
-// code start (after variants.c's choice, priority 102), and never changes.
-static int goggml_out_prod_avx512;
-
-__attribute__((constructor(103))) static void goggml_out_prod_pick(void) {
-	const char *want = getenv("GOGGML_CPU_VARIANT");
-	__builtin_cpu_init();
-	goggml_out_prod_avx512 = __builtin_cpu_supports("avx512f") && (want == NULL || strcmp(want, "x86-64-v3") != 0);
-}
+// goggml_own_avx512 (own_avx512.c) says whether the code above runs.
+extern int goggml_own_avx512;
 #endif
 
 void goggml_compute_forward_out_prod(const struct ggml_compute_params *params, struct ggml_tensor *dst) {
@@ -127,7 +119,7 @@ void goggml_compute_forward_out_prod(const struct ggml_compute_params *params, s
 	const struct ggml_tensor *src0 = dst->src[0], *src1 = dst->src[1];
 	// The provider's checks (which Go's OutProd makes first), and rows of
 	// src0 and of the result that are contiguous.
-	if (goggml_out_prod_avx512 && dst->type == GGML_TYPE_F32 && src0->type == GGML_TYPE_F32 &&
+	if (goggml_own_avx512 && dst->type == GGML_TYPE_F32 && src0->type == GGML_TYPE_F32 &&
 	    src1->type == GGML_TYPE_F32 && dst->nb[0] == sizeof(float) && src0->nb[0] == sizeof(float) &&
 	    dst->ne[0] == src0->ne[0] && dst->ne[1] == src1->ne[0] && dst->ne[2] == src1->ne[2] &&
 	    dst->ne[3] == src1->ne[3] && src0->ne[1] == src1->ne[1] && src0->ne[2] > 0 && src0->ne[3] > 0 &&
