@@ -53,3 +53,7 @@ const HaveUpstream = haveUpstream
 // GoUsedMem is the context's own count of its pool, which ops check
 // before ggml's constructors run.
 func GoUsedMem(c *Context) uint64 { return c.used.Load() }
+
+// OwnAVX512Kernels reports whether go-ggml's own AVX-512 CPU kernels run
+// (out_prod, softmax, batched flash attention).
+func OwnAVX512Kernels() bool { return ownAVX512Kernels() }

@@ -646,3 +646,80 @@ func TestLightningIndexerMisuse(t *testing.T) {
 		require.ErrorIs(t, build(t, x), c.want, name)
 	}
 }
+
+// TestFlashAttnExtBatches checks FlashAttnExt on batches of queries over
+// f16 K and V, the form of a prompt's attention, which the embedded
+// build runs in its own tiled kernel where the CPU has AVX-512
+// (third_party/ggml/embedded/cpu/fattn.c): head sizes of 64 (its
+// unrolled path) and 32 and 128, caches of whole and partial blocks of 64
+// cells, grouped-query heads, a causal mask (whole blocks hidden) with
+// -Inf holes and finite values, and none. The tiled kernel keeps queries
+// and sums in f32, so its bound is tight; the provider's kernel rounds
+// queries to f16 and sums V in f16, so its bound is that of
+// TestFlashAttnExt.
+func TestFlashAttnExtBatches(t *testing.T) {
+	rng := newRNG(t)
+	own := ggml.OwnAVX512Kernels()
+	t.Logf("go-ggml's tiled kernel: %v", own)
+	for _, tc := range []struct {
+		D, N, KV, H, Hk, B int
+		mask               bool
+	}{
+		{64, 40, 150, 4, 2, 1, true},
+		{64, 33, 64, 2, 1, 2, true},
+		{64, 16, 100, 2, 2, 1, false},
+		{32, 20, 70, 2, 1, 1, true},
+		{128, 12, 130, 2, 1, 1, true},
+	} {
+		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask), func(t *testing.T) {
+			e := newEnv(t)
+			qv := randF32(rng, tc.D*tc.N*tc.H*tc.B)
+			kv := toF16(randF32(rng, tc.D*tc.KV*tc.Hk*tc.B))
+			vv := toF16(randF32(rng, tc.D*tc.KV*tc.Hk*tc.B))
+			q := e.input(ggml.TypeF32, qv, int64(tc.D), int64(tc.N), int64(tc.H), int64(tc.B))
+			k := e.input(ggml.TypeF16, kv, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+			v := e.input(ggml.TypeF16, vv, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+			Q := fromF32(qv, tc.D, tc.N, tc.H, tc.B)
+			if !own {
+				Q.v = fromF16Slice(toF16(qv)) // the provider rounds q to f16
+			}
+			K, V := newND(tc.D, tc.KV, tc.Hk, tc.B), newND(tc.D, tc.KV, tc.Hk, tc.B)
+			K.v, V.v = fromF16Slice(kv), fromF16Slice(vv)
+			var mask *ggml.Tensor
+			var M *nd
+			if tc.mask {
+				// Query i sits at cell KV-N+i and sees the cells up to it,
+				// less random holes (never cell 0), with finite biases.
+				mr := tc.N + 3
+				mv := make([]float32, tc.KV*mr*tc.B)
+				for b := range tc.B {
+					for i := range mr {
+						for j := range tc.KV {
+							x := float32(0.5 * rng.NormFloat64())
+							if j > tc.KV-tc.N+i || (j > 0 && rng.IntN(5) == 0) {
+								x = float32(math.Inf(-1))
+							}
+							mv[(b*mr+i)*tc.KV+j] = x
+						}
+					}
+				}
+				mh := toF16(mv)
+				mask = e.input(ggml.TypeF16, mh, int64(tc.KV), int64(mr), 1, int64(tc.B))
+				m := newND(tc.KV, mr, 1, tc.B)
+				m.v = fromF16Slice(mh)
+				M = &m
+			}
+			scale := 1 / math.Sqrt(float64(tc.D))
+			out := e.ctx.FlashAttnExt(q, k, v, mask, ggml.FlashAttnParams{Scale: float32(scale), Precision: ggml.PrecF32})
+			e.compute(out)
+			got, err := ggml.Data[float32](out)
+			require.NoError(t, err)
+			ref := attnRef(Q, K, V, M, nil, float64(float32(scale)), 0, 0)
+			tol := 2e-5
+			if !own {
+				tol = float64(tc.KV) * 4 * math.Pow(2, -11)
+			}
+			requireClose(t, ref, got, func(int) float64 { return tol })
+		})
+	}
+}

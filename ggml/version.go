@@ -4,6 +4,8 @@ package ggml
 import "C"
 
 import (
+	"strings"
+
 	"github.com/go-ggml/ggml/third_party/ggml"
 )
 
@@ -28,4 +30,17 @@ func goString(p *C.char) string {
 		return ""
 	}
 	return s
+}
+
+// CPUTiledFlashAttn reports whether the CPU backend computes FlashAttnExt
+// for batches of queries (a prompt's attention) in a tiled kernel, which
+// reads each block of K and V once for many queries: upstream ggml's
+// (-tags ggml_system), or, with the embedded provider, go-ggml's own
+// (third_party/ggml/embedded/cpu/fattn.c) on amd64 CPUs with AVX-512 F,
+// BW and VL unless GOGGML_CPU_VARIANT=x86-64-v3. Otherwise the provider's
+// kernel goes query by query, and a prompt's attention is faster as two
+// matrix products around a softmax (examples/llama chooses so). Not a
+// ggml call.
+func CPUTiledFlashAttn() bool {
+	return strings.HasPrefix(Provider(), "system") || ownAVX512Kernels()
 }

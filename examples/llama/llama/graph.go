@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -30,16 +29,19 @@ var productsKVPad = 32
 // fusedMaxBatch is the largest batch whose attention runs as one fused op
 // where the model has flash attention (Options.FlashAttn); larger batches
 // (prompts) run it as two matrix products around a softmax over the same
-// cache. The embedded provider's fused kernel works query row by query
-// row: on a 2-core Sapphire Rapids it was slower than the products for
-// prompts (the small model's 512-token prompt 684 against 838 tokens/s on
-// one thread) and faster for generation (1b: 39.6 against 37.4 tokens/s).
-// Upstream ggml (the system provider) tiles the fused kernel for batches,
-// and there it was the faster for prompts too (small model, 512 tokens,
-// two threads: 1163 against 1035 tokens/s; 1b: 119 against 108): no
-// limit.
+// cache. Where the CPU's fused kernel is tiled (ggml.CPUTiledFlashAttn:
+// upstream ggml's, or go-ggml's own on AVX-512 CPUs) it is the faster for
+// prompts too, and there is no limit: on a 2-core Sapphire Rapids, 1b q4_0,
+// a 512-token prompt on two threads, go-ggml's tiled kernel ran at 237-250
+// tokens/s against the products' 222-231 (3 runs each, alternated), and
+// upstream's at 119 against 108 (the system provider, no AMX). The
+// embedded provider's own fused kernel works query row by query row: it
+// was slower than the products for prompts (the small model's 512-token
+// prompt 684 against 838 tokens/s on one thread) and faster for generation
+// (1b: 39.6 against 37.4 tokens/s), so without a tiled kernel batches
+// above 32 use the products.
 var fusedMaxBatch = func() int {
-	if strings.HasPrefix(ggml.Provider(), "system") {
+	if ggml.CPUTiledFlashAttn() {
 		return math.MaxInt
 	}
 	return 32

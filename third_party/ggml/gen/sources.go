@@ -101,11 +101,13 @@ var srcGroups = []srcGroup{
 // include, and ours, in the same package, does its work and calls the
 // provider's function where it does not apply.
 var hooks = map[string]string{
-	// embedded/cpu/outprod.c: f32 OUT_PROD, and embedded/cpu/softmax.c:
-	// SOFT_MAX's pass before the exponentials, with AVX-512 where the CPU
+	// embedded/cpu/outprod.c: f32 OUT_PROD, embedded/cpu/softmax.c:
+	// SOFT_MAX's pass before the exponentials, and embedded/cpu/fattn.c:
+	// FLASH_ATTN_EXT for batches of queries, with AVX-512 where the CPU
 	// has it and the package was compiled for AVX2.
 	"ggml-cpu/ggml-cpu.c": "#define ggml_compute_forward_out_prod goggml_compute_forward_out_prod\n" +
-		"#define ggml_compute_forward_soft_max goggml_compute_forward_soft_max",
+		"#define ggml_compute_forward_soft_max goggml_compute_forward_soft_max\n" +
+		"#define ggml_compute_forward_flash_attn_ext goggml_compute_forward_flash_attn_ext",
 }
 
 // entryPoint is an external function of a variant source, with the kind

@@ -7,6 +7,7 @@
 // with the flags of this package.
 #define ggml_compute_forward_out_prod goggml_compute_forward_out_prod
 #define ggml_compute_forward_soft_max goggml_compute_forward_soft_max
+#define ggml_compute_forward_flash_attn_ext goggml_compute_forward_flash_attn_ext
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/ggml-cpu.c")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/ggml-cpu.c"
 #elif __has_include("../../provider-ggml/src/ggml-cpu/ggml-cpu.c")

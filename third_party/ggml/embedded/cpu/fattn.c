@@ -1,0 +1,277 @@
+//go:build !ggml_system && !(darwin && arm64)
+
+// fattn.c: go-ggml's ggml_compute_forward_flash_attn_ext for batches of
+// queries, which ggml-cpu.c's compute calls in the provider's place (its
+// forwarding source renames the call: see hooks in
+// third_party/ggml/gen/sources.go). Written for go-ggml; it contains no
+// ggml code.
+//
+// The provider's fused attention goes query row by query row: each row
+// converts itself to f16, takes one dot product per cell of the cache and
+// accumulates V in f16. For a prompt that reads every cell of K and V once
+// per query; llama.cpp's current ggml tiles it. Here a block of BQ queries
+// of one head goes through the cache BK cells at a time: the block's K
+// cells are converted to f32 once, transposed, for all BQ queries, their
+// scores come from broadcast FMAs 16 cells wide, an online softmax (with a
+// vector exp) keeps each row's maximum and sum, and V's cells, converted
+// once too, are accumulated in f32. Blocks that the mask hides entirely
+// (a causal mask's upper triangle) are skipped.
+//
+// It takes: f32 queries, f16 K and V of the same head size (a multiple of
+// 16, at most 256), an f16 mask or none, no ALiBi, no soft-capping, no
+// sinks, at least BQ/4 queries, on CPUs with AVX-512 (F, BW, VL) unless
+// GOGGML_CPU_VARIANT=x86-64-v3. Everything else, generation's single
+// queries included, goes to the provider's code.
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "ggml-cpu-impl.h" // struct ggml_compute_params
+#include "ops.h"           // ggml_compute_forward_flash_attn_ext: the provider's
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+void goggml_compute_forward_flash_attn_ext(const struct ggml_compute_params *params, struct ggml_tensor *dst);
+
+#if defined(__x86_64__)
+#define GOGGML_FATTN_AVX512 1
+
+enum { GOGGML_FA_BQ = 32, GOGGML_FA_BK = 64, GOGGML_FA_DMAX = 256 };
+
+#define GOGGML_FA_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+
+// goggml_fa_exp is e^x for 16 floats, 0 where x < -87 (-Inf included):
+// x = n ln 2 + f with |f| <= ln 2 / 2, e^f by a degree-7 polynomial
+// (Cephes' expf coefficients), times 2^n by vscalefps.
+GOGGML_FA_TARGET static inline __m512 goggml_fa_exp(__m512 x) {
+	const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ);
+	x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+	const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+	                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 f = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+	f = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), f);
+	__m512 p = _mm512_set1_ps(1.9875691500e-4f);
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3981999507e-3f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.3334519073e-3f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(4.1665795894e-2f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.6666665459e-1f));
+	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.0000001201e-1f));
+	p = _mm512_fmadd_ps(p, _mm512_mul_ps(f, f), _mm512_add_ps(f, _mm512_set1_ps(1.0f)));
+	return _mm512_maskz_mov_ps((__mmask16)~zero, _mm512_scalef_ps(p, n));
+}
+
+// goggml_fa_buf is one thread's working memory: BQ query rows (scaled),
+// BK cells of K transposed ([D][BK]) and of V ([BK][D]), the scores and
+// the output rows, the rows' maxima and sums.
+struct goggml_fa_buf {
+	float q[GOGGML_FA_BQ * GOGGML_FA_DMAX];
+	float kt[GOGGML_FA_DMAX * GOGGML_FA_BK];
+	float v[GOGGML_FA_BK * GOGGML_FA_DMAX];
+	float s[GOGGML_FA_BQ * GOGGML_FA_BK];
+	float o[GOGGML_FA_BQ * GOGGML_FA_DMAX];
+	float m[GOGGML_FA_BQ], l[GOGGML_FA_BQ];
+};
+
+// goggml_fa_block does one block of nq queries (iq1 from q0) of head iq2
+// (and iq3) over the whole cache.
+GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const struct ggml_tensor *dst, int64_t q0,
+                                             int64_t nq, int64_t iq2, int64_t iq3, float scale) {
+	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+	const int64_t D = k->ne[0], nkv = k->ne[1], DC = D / 16;
+	const int64_t ik2 = iq2 / (q->ne[2] / k->ne[2]), ik3 = iq3 / (q->ne[3] / k->ne[3]);
+	const int64_t iv2 = iq2 / (q->ne[2] / v->ne[2]), iv3 = iq3 / (q->ne[3] / v->ne[3]);
+	const __m512 vscale = _mm512_set1_ps(scale);
+	for (int64_t r = 0; r < nq; r++) {
+		const float *pq = (const float *)((const char *)q->data + (q0 + r) * q->nb[1] + iq2 * q->nb[2] + iq3 * q->nb[3]);
+		for (int64_t c = 0; c < DC; c++) {
+			_mm512_storeu_ps(b->q + r * D + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(pq + 16 * c), vscale));
+			_mm512_storeu_ps(b->o + r * D + 16 * c, _mm512_setzero_ps());
+		}
+		b->m[r] = -INFINITY;
+		b->l[r] = 0.0f;
+	}
+	const ggml_fp16_t *mrow[GOGGML_FA_BQ];
+	for (int64_t r = 0; r < nq; r++) {
+		mrow[r] = mask ? (const ggml_fp16_t *)((const char *)mask->data + (q0 + r) * mask->nb[1] +
+		                                       (iq2 % mask->ne[2]) * mask->nb[2] + (iq3 % mask->ne[3]) * mask->nb[3])
+		               : NULL;
+	}
+	for (int64_t c0 = 0; c0 < nkv; c0 += GOGGML_FA_BK) {
+		const int64_t nc = nkv - c0 < GOGGML_FA_BK ? nkv - c0 : GOGGML_FA_BK;
+		// A block the mask hides from every query is skipped (-Inf in f16
+		// is 0xFC00).
+		if (mask) {
+			int seen = 0;
+			for (int64_t r = 0; r < nq && !seen; r++) {
+				for (int64_t j = 0; j < nc; j++) {
+					if (mrow[r][c0 + j] != 0xFC00) {
+						seen = 1;
+						break;
+					}
+				}
+			}
+			if (!seen) {
+				continue;
+			}
+		}
+		// K's cells, transposed, and V's, in f32; cells past nc are zero.
+		for (int64_t j = 0; j < GOGGML_FA_BK; j++) {
+			if (j >= nc) {
+				for (int64_t d = 0; d < D; d++) {
+					b->kt[d * GOGGML_FA_BK + j] = 0.0f;
+				}
+				for (int64_t cc = 0; cc < DC; cc++) {
+					_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_setzero_ps());
+				}
+				continue;
+			}
+			const ggml_fp16_t *pk = (const ggml_fp16_t *)((const char *)k->data + (c0 + j) * k->nb[1] + ik2 * k->nb[2] + ik3 * k->nb[3]);
+			const ggml_fp16_t *pv = (const ggml_fp16_t *)((const char *)v->data + (c0 + j) * v->nb[1] + iv2 * v->nb[2] + iv3 * v->nb[3]);
+			for (int64_t cc = 0; cc < DC; cc++) {
+				float t[16];
+				_mm512_storeu_ps(t, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pk + 16 * cc))));
+				for (int e = 0; e < 16; e++) {
+					b->kt[(16 * cc + e) * GOGGML_FA_BK + j] = t[e];
+				}
+				_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pv + 16 * cc))));
+			}
+		}
+		for (int64_t r = 0; r < nq; r++) {
+			// Scores of row r: 64 cells in 4 vectors.
+			__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+			const float *qr = b->q + r * D;
+			for (int64_t d = 0; d < D; d++) {
+				const __m512 qd = _mm512_set1_ps(qr[d]);
+				const float *kd = b->kt + d * GOGGML_FA_BK;
+				s0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd), s0);
+				s1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd + 16), s1);
+				s2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd + 32), s2);
+				s3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd + 48), s3);
+			}
+			__m512 sv[4] = {s0, s1, s2, s3};
+			__m512 vmax = _mm512_set1_ps(-INFINITY);
+			for (int c = 0; c < 4; c++) {
+				const int64_t j0 = 16 * c;
+				const __mmask16 live = nc - j0 >= 16 ? (__mmask16)0xFFFF : nc - j0 <= 0 ? (__mmask16)0 : (__mmask16)((1u << (nc - j0)) - 1);
+				if (mrow[r] != NULL && live != 0) {
+					const __m512 mv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(live, mrow[r] + c0 + j0));
+					sv[c] = _mm512_add_ps(sv[c], mv);
+				}
+				sv[c] = _mm512_mask_blend_ps(live, _mm512_set1_ps(-INFINITY), sv[c]);
+				vmax = _mm512_max_ps(vmax, sv[c]);
+			}
+			const float bmax = _mm512_reduce_max_ps(vmax);
+			if (bmax == -INFINITY) {
+				continue; // every cell of the block hidden from this query
+			}
+			const float mnew = b->m[r] > bmax ? b->m[r] : bmax;
+			const float alpha = expf(b->m[r] - mnew); // 0 for the first cells this row sees
+			const __m512 vm = _mm512_set1_ps(mnew);
+			__m512 vsum = _mm512_setzero_ps();
+			float *p = b->s + r * GOGGML_FA_BK;
+			for (int c = 0; c < 4; c++) {
+				const __m512 e = goggml_fa_exp(_mm512_sub_ps(sv[c], vm));
+				vsum = _mm512_add_ps(vsum, e);
+				_mm512_storeu_ps(p + 16 * c, e);
+			}
+			b->l[r] = b->l[r] * alpha + _mm512_reduce_add_ps(vsum);
+			b->m[r] = mnew;
+			float *o = b->o + r * D;
+			const __m512 va = _mm512_set1_ps(alpha);
+			if (D == 64) {
+				__m512 o0 = _mm512_mul_ps(_mm512_loadu_ps(o), va), o1 = _mm512_mul_ps(_mm512_loadu_ps(o + 16), va);
+				__m512 o2 = _mm512_mul_ps(_mm512_loadu_ps(o + 32), va), o3 = _mm512_mul_ps(_mm512_loadu_ps(o + 48), va);
+				for (int64_t j = 0; j < nc; j++) {
+					if (p[j] == 0.0f) {
+						continue;
+					}
+					const __m512 pj = _mm512_set1_ps(p[j]);
+					const float *vj = b->v + j * 64;
+					o0 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj), o0);
+					o1 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16), o1);
+					o2 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 32), o2);
+					o3 = _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 48), o3);
+				}
+				_mm512_storeu_ps(o, o0);
+				_mm512_storeu_ps(o + 16, o1);
+				_mm512_storeu_ps(o + 32, o2);
+				_mm512_storeu_ps(o + 48, o3);
+			} else {
+				for (int64_t cc = 0; cc < DC; cc++) {
+					_mm512_storeu_ps(o + 16 * cc, _mm512_mul_ps(_mm512_loadu_ps(o + 16 * cc), va));
+				}
+				for (int64_t j = 0; j < nc; j++) {
+					if (p[j] == 0.0f) {
+						continue;
+					}
+					const __m512 pj = _mm512_set1_ps(p[j]);
+					const float *vj = b->v + j * D;
+					for (int64_t cc = 0; cc < DC; cc++) {
+						_mm512_storeu_ps(o + 16 * cc, _mm512_fmadd_ps(pj, _mm512_loadu_ps(vj + 16 * cc), _mm512_loadu_ps(o + 16 * cc)));
+					}
+				}
+			}
+		}
+	}
+	// The rows, divided by their sums (0 where a row saw no cell), at
+	// dst's permuted place: [D, heads, queries].
+	const int64_t ne1 = dst->ne[1], ne2 = dst->ne[2];
+	for (int64_t r = 0; r < nq; r++) {
+		const float inv = b->l[r] == 0.0f ? 0.0f : 1.0f / b->l[r];
+		float *out = (float *)((char *)dst->data + (iq3 * ne2 * ne1 + iq2 + (q0 + r) * ne1) * dst->nb[1]);
+		const __m512 vi = _mm512_set1_ps(inv);
+		for (int64_t cc = 0; cc < DC; cc++) {
+			_mm512_storeu_ps(out + 16 * cc, _mm512_mul_ps(_mm512_loadu_ps(b->o + r * D + 16 * cc), vi));
+		}
+	}
+}
+
+// goggml_fa_batch splits the blocks of BQ queries of every head between
+// the threads, interleaved (later blocks of a causal mask see more cells).
+static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggml_tensor *dst, float scale) {
+	const struct ggml_tensor *q = dst->src[0];
+	const int64_t nq = q->ne[1], nqb = (nq + GOGGML_FA_BQ - 1) / GOGGML_FA_BQ;
+	const int64_t tasks = nqb * q->ne[2] * q->ne[3];
+	if (params->ith >= tasks) {
+		return;
+	}
+	struct goggml_fa_buf *b = aligned_alloc(64, (sizeof(struct goggml_fa_buf) + 63) / 64 * 64);
+	if (b == NULL) {
+		abort();
+	}
+	for (int64_t t = params->ith; t < tasks; t += params->nth) {
+		const int64_t qb = t % nqb, iq2 = (t / nqb) % q->ne[2], iq3 = t / (nqb * q->ne[2]);
+		const int64_t q0 = qb * GOGGML_FA_BQ;
+		const int64_t n = nq - q0 < GOGGML_FA_BQ ? nq - q0 : GOGGML_FA_BQ;
+		goggml_fa_block(b, dst, q0, n, iq2, iq3, scale);
+	}
+	free(b);
+}
+
+// goggml_own_avx512 (own_avx512.c) says whether the code above runs.
+extern int goggml_own_avx512;
+#endif
+
+void goggml_compute_forward_flash_attn_ext(const struct ggml_compute_params *params, struct ggml_tensor *dst) {
+#if defined(GOGGML_FATTN_AVX512)
+	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+	float scale, max_bias, softcap;
+	memcpy(&scale, (const float *)dst->op_params + 0, sizeof(float));
+	memcpy(&max_bias, (const float *)dst->op_params + 1, sizeof(float));
+	memcpy(&softcap, (const float *)dst->op_params + 2, sizeof(float));
+	const int64_t D = k->ne[0];
+	if (goggml_own_avx512 && q->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F16 && v->type == GGML_TYPE_F16 &&
+	    dst->type == GGML_TYPE_F32 && D % 16 == 0 && D <= GOGGML_FA_DMAX && v->ne[0] == D && q->ne[0] == D &&
+	    q->nb[0] == sizeof(float) && k->nb[0] == sizeof(ggml_fp16_t) && v->nb[0] == sizeof(ggml_fp16_t) &&
+	    dst->nb[0] == sizeof(float) && (mask == NULL || (mask->type == GGML_TYPE_F16 && mask->nb[0] == sizeof(ggml_fp16_t))) &&
+	    dst->src[4] == NULL && max_bias == 0.0f && softcap == 0.0f && q->ne[1] >= GOGGML_FA_BQ / 4) {
+		goggml_fa_batch(params, dst, scale);
+		return;
+	}
+#endif
+	ggml_compute_forward_flash_attn_ext(params, dst);
+}
