@@ -64,15 +64,12 @@ GOGGML_FA_TARGET static inline __m512 goggml_fa_exp(__m512 x) {
 	return _mm512_maskz_mov_ps((__mmask16)~zero, _mm512_scalef_ps(p, n));
 }
 
-// goggml_fa_buf is one thread's working memory: BQ query rows (scaled),
-// BK cells of K transposed ([D][BK]) and of V ([BK][D]), the scores and
-// the output rows, the rows' maxima and sums.
+// goggml_fa_buf is one thread's working memory for head size D: BQ query
+// rows (scaled), BK cells of K transposed ([D][BK]) and of V ([BK][D]),
+// the scores and the output rows, the rows' maxima and sums. 56 KiB for
+// D = 64: malloc serves it from its arena, without a system call.
 struct goggml_fa_buf {
-	float q[GOGGML_FA_BQ * GOGGML_FA_DMAX];
-	float kt[GOGGML_FA_DMAX * GOGGML_FA_BK];
-	float v[GOGGML_FA_BK * GOGGML_FA_DMAX];
-	float s[GOGGML_FA_BQ * GOGGML_FA_BK];
-	float o[GOGGML_FA_BQ * GOGGML_FA_DMAX];
+	float *q, *kt, *v, *s, *o;
 	float m[GOGGML_FA_BQ], l[GOGGML_FA_BQ];
 };
 
@@ -239,17 +236,22 @@ static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggm
 	if (params->ith >= tasks) {
 		return;
 	}
-	struct goggml_fa_buf *b = aligned_alloc(64, (sizeof(struct goggml_fa_buf) + 63) / 64 * 64);
-	if (b == NULL) {
+	const size_t D = (size_t)q->ne[0];
+	float *mem = aligned_alloc(64, sizeof(float) * (2 * GOGGML_FA_BQ * D + 2 * GOGGML_FA_BK * D + GOGGML_FA_BQ * GOGGML_FA_BK));
+	if (mem == NULL) {
 		abort();
 	}
+	struct goggml_fa_buf b = {.q = mem, .kt = mem + GOGGML_FA_BQ * D};
+	b.v = b.kt + GOGGML_FA_BK * D;
+	b.s = b.v + GOGGML_FA_BK * D;
+	b.o = b.s + GOGGML_FA_BQ * GOGGML_FA_BK;
 	for (int64_t t = params->ith; t < tasks; t += params->nth) {
 		const int64_t qb = t % nqb, iq2 = (t / nqb) % q->ne[2], iq3 = t / (nqb * q->ne[2]);
 		const int64_t q0 = qb * GOGGML_FA_BQ;
 		const int64_t n = nq - q0 < GOGGML_FA_BQ ? nq - q0 : GOGGML_FA_BQ;
-		goggml_fa_block(b, dst, q0, n, iq2, iq3, scale);
+		goggml_fa_block(&b, dst, q0, n, iq2, iq3, scale);
 	}
-	free(b);
+	free(mem);
 }
 
 // goggml_own_avx512 (own_avx512.c) says whether the code above runs.
