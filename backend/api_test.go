@@ -773,6 +773,33 @@ func TestEventKeepsNoDroppedWaiter(t *testing.T) {
 	require.NoError(t, e.Close())
 }
 
+// An event whose recording backend was closed can still be synchronized
+// and recorded on another backend: a backend synchronizes the events it
+// recorded when it synchronizes (Close does too), while it lives.
+// Upstream's Vulkan event otherwise kept a pointer to the closed
+// backend's command buffer, which its next synchronize used (a CI run
+// aborted in ggml_backend_event_synchronize, lavapipe).
+func TestEventOutlivesItsRecorder(t *testing.T) {
+	d := deviceWithEvents(t)
+	e, err := d.NewEvent()
+	require.NoError(t, err)
+	defer e.Close()
+	for range 3 {
+		b, err := d.Init("")
+		require.NoError(t, err)
+		require.NoError(t, e.Record(b))
+		require.NoError(t, b.Close())
+		require.NoError(t, e.Synchronize())
+	}
+	b, err := d.Init("")
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, e.Record(b))
+	require.NoError(t, e.Wait(b))
+	require.NoError(t, e.Synchronize())
+	require.NoError(t, b.Synchronize())
+}
+
 // A CPU backend computes on a thread pool of its own (its threads stay
 // from compute to compute), started by its first compute and sized to its
 // thread count: the pool follows SetThreads, outlives it while a plan that

@@ -59,6 +59,9 @@ type Backend struct {
 	pending []any
 	held    bridge.Holds // what queued work reads and writes, kept alive
 	events  *waitedEvents
+	// recorded: the events b recorded, synchronized (and released) when b
+	// synchronizes or is freed (waitedEvents.syncRecorded).
+	recorded *waitedEvents
 }
 
 // backendKind marks Backend for bridge.BackendOf; it has no size, and
@@ -66,18 +69,20 @@ type Backend struct {
 type backendKind = bridge.BackendKind
 
 type backendRes struct {
-	c      C.ggml_backend_t
-	abort  *C.int
-	plans  *planSet
-	pool   *poolSlot
-	pins   *runtime.Pinner
-	reg    *Reg          // counts its live backends, for Unload
-	events *waitedEvents // released once the backend is freed
+	c        C.ggml_backend_t
+	abort    *C.int
+	plans    *planSet
+	pool     *poolSlot
+	pins     *runtime.Pinner
+	reg      *Reg          // counts its live backends, for Unload
+	events   *waitedEvents // released once the backend is freed
+	recorded *waitedEvents // synchronized and released before it is freed, if not before
 }
 
 func freeBackend(r backendRes) {
 	C.ggml_backend_synchronize(r.c) // async transfers may still read pinned memory
 	r.plans.freeAll(r.c)
+	r.recorded.syncRecorded()
 	C.ggml_backend_free(r.c)
 	r.events.releaseAll()
 	r.pins.Unpin()
@@ -98,7 +103,7 @@ func freeBackend(r backendRes) {
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
 	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
-		pool: &poolSlot{}, pins: new(runtime.Pinner), events: &waitedEvents{}}
+		pool: &poolSlot{}, pins: new(runtime.Pinner), events: &waitedEvents{}, recorded: &waitedEvents{}}
 	b.lavapipe = isLavapipe(b.dev)
 	if b.dev != nil {
 		if fn := b.dev.procAddress("ggml_backend_set_n_threads"); fn != nil {
@@ -110,7 +115,7 @@ func newBackend(c C.ggml_backend_t) *Backend {
 			C.goggml_call_set_abort(fn, c, b.abort)
 		}
 	}
-	res := backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool, pins: b.pins, events: b.events}
+	res := backendRes{c: c, abort: b.abort, plans: b.plans, pool: b.pool, pins: b.pins, events: b.events, recorded: b.recorded}
 	if b.dev != nil && b.dev.reg != nil {
 		res.reg = b.dev.reg
 		regs.Lock()
@@ -207,6 +212,7 @@ func (b *Backend) Close() error {
 
 // release drops what queued work needed, once it is done.
 func (b *Backend) release() {
+	b.recorded.syncRecorded()
 	b.events.releaseAll()
 	b.pins.Unpin()
 	clear(b.pending)

@@ -82,6 +82,10 @@ type eventRes struct {
 	c    C.ggml_backend_event_t
 	reg  *Reg // the device's registry entry, which counts its live events
 	refs atomic.Int32
+	// cmu serializes ggml's calls on the event (record, wait, synchronize):
+	// Event's methods and the free of a backend that recorded it
+	// (syncRecorded) may run on different goroutines.
+	cmu sync.Mutex
 }
 
 // collectEvent is the cleanup of an event never closed.
@@ -118,6 +122,28 @@ func (w *waitedEvents) add(r *eventRes) {
 	}
 	r.refs.Add(1)
 	w.list = append(w.list, r)
+}
+
+// syncRecorded synchronizes each event in the list and drops the
+// references: the backend that recorded them has synchronized, or is
+// about to be freed. Upstream's Vulkan event keeps a pointer to the
+// recording backend's command buffer until the event is synchronized, and
+// a synchronize after that backend was freed used the freed buffer
+// (aborting the process, lavapipe); synchronized while the backend lives,
+// the event lets the buffer go. The recorded work is done by then, so
+// this returns at once, unless another backend has recorded the event
+// since: then it waits for that record too.
+func (w *waitedEvents) syncRecorded() {
+	w.mu.Lock()
+	list := w.list
+	w.list = nil
+	w.mu.Unlock()
+	for _, r := range list {
+		r.cmu.Lock()
+		C.ggml_backend_event_synchronize(r.c)
+		r.cmu.Unlock()
+		r.release()
+	}
 }
 
 // releaseAll drops the references; the backend's queued work is done.
@@ -160,8 +186,13 @@ func (e *Event) Record(b *Backend) error {
 	if err := e.sameDevice(b); err != nil {
 		return err
 	}
-	// The queued record writes the event (Vulkan's set event).
-	return e.queue(b, func() { C.ggml_backend_event_record(e.c, b.c) })
+	// The queued record writes the event (Vulkan's set event). b keeps a
+	// reference until it synchronizes or is freed, and synchronizes the
+	// event then.
+	return e.queue(b, func() {
+		C.ggml_backend_event_record(e.c, b.c)
+		b.recorded.add(e.res)
+	})
 }
 
 // queue runs f, which queues work on b's stream that uses the event, with
@@ -176,7 +207,9 @@ func (e *Event) queue(b *Backend, f func()) error {
 		return err
 	}
 	defer e.mu.Unlock()
+	e.res.cmu.Lock()
 	f()
+	e.res.cmu.Unlock()
 	b.events.add(e.res)
 	if w := weak.Make(b); !slices.Contains(e.waiters, w) {
 		e.waiters = append(e.waiters, w)
@@ -207,7 +240,9 @@ func (e *Event) Synchronize() error {
 		return err
 	}
 	defer e.mu.Unlock()
+	e.res.cmu.Lock()
 	C.ggml_backend_event_synchronize(e.c)
+	e.res.cmu.Unlock()
 	runtime.KeepAlive(e)
 	return nil
 }
