@@ -134,11 +134,7 @@ func (w *waitedEvents) add(r *eventRes) {
 // this returns at once, unless another backend has recorded the event
 // since: then it waits for that record too.
 func (w *waitedEvents) syncRecorded() {
-	w.mu.Lock()
-	list := w.list
-	w.list = nil
-	w.mu.Unlock()
-	for _, r := range list {
+	for _, r := range w.take() {
 		r.cmu.Lock()
 		C.ggml_backend_event_synchronize(r.c)
 		r.cmu.Unlock()
@@ -148,13 +144,18 @@ func (w *waitedEvents) syncRecorded() {
 
 // releaseAll drops the references; the backend's queued work is done.
 func (w *waitedEvents) releaseAll() {
-	w.mu.Lock()
-	list := w.list
-	w.list = nil
-	w.mu.Unlock()
-	for _, r := range list {
+	for _, r := range w.take() {
 		r.release()
 	}
+}
+
+// take empties the list and returns what it held.
+func (w *waitedEvents) take() []*eventRes {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	list := w.list
+	w.list = nil
+	return list
 }
 
 // usable refuses a nil Event; a closed one is refused under e.mu (lock).
