@@ -26,7 +26,7 @@ func TestAMXSymbols(t *testing.T) {
 	objs, err := objtest.Objects("github.com/go-ggml/ggml/third_party/ggml/embedded/cpuamx")
 	require.NoError(t, err)
 	own := []string{
-		"_Z26ggml_backend_amx_", "_Z28ggml_backend_amx_", "_Z30ggml_backend_amx_", "_Z31ggml_backend_amx_", "_Z24ggml_backend_amx_",
+		"_Z26ggml_backend_amx_", "_Z27ggml_backend_amx_", "_Z28ggml_backend_amx_", "_Z30ggml_backend_amx_", "_Z31ggml_backend_amx_", "_Z24ggml_backend_amx_",
 		"_ZN4ggml3cpu3amx", "_ZTVN4ggml3cpu3amx", "_ZTIN4ggml3cpu3amx", "_ZTSN4ggml3cpu3amx",
 	}
 	n := 0
