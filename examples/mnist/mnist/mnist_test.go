@@ -20,7 +20,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(testutil.RunLeakChecked(m))
+	code := testutil.RunLeakChecked(m)
+	if upstreamFC.dir != "" {
+		os.RemoveAll(upstreamFC.dir)
+	}
+	os.Exit(code)
 }
 
 var data struct {
