@@ -103,8 +103,10 @@ void amx_mul_mat(const struct ggml_compute_params *params, struct ggml_tensor *d
 		const char *b = (const char *)src0->data + PACKED_INDEX(nb * 2, 0, KB, tile_size);
 		float *c = (float *)dst->data + (size_t)mstart * ldc + nb * 2 * TILE_N;
 		tinygemm_kernel_amx<TA, TB, float, BLOCK_K>(msize, 2 * TILE_N, KB, a, b, c, ldc);
-		if (fix && msize == 2 * TILE_M) {
-			amx_fix_block<TA>(a, KB, b, tile_size, c, ldc);
+		if constexpr (fix) { // no amx_fix_block for the types that need none
+			if (msize == 2 * TILE_M) {
+				amx_fix_block<TA>(a, KB, b, tile_size, c, ldc);
+			}
 		}
 	}
 }

@@ -30,6 +30,9 @@
 // The products of q4_0 and q4_1 weights are compiled apart, at -O2
 // (amx_mmq_q4.cpp), the rest of the kernels at the package's -O3.
 
+// The provider's driver keeps its code under another name, static to this
+// file ("void static f(...)" is a valid declaration), and ours takes the
+// name that mmq.h declares and the buffer type's code (amx.cpp) calls.
 #define ggml_backend_amx_mul_mat static goggml_provider_amx_mul_mat
 #include "provider_mmq.h"
 #undef ggml_backend_amx_mul_mat
