@@ -12,8 +12,8 @@
 # default ~/.cache/go-ggml) keyed by what goes into the build, and reused.
 # Only the two targets and what they link are built, statically (the
 # programs need no install). The CPU backend as in build/upstream.sh
-# (native, llamafile, ggml's own thread pool). Needs cmake and g++. Messages
-# go to stderr; stdout is only the folder.
+# (native with generic tuning, llamafile, ggml's own thread pool). Needs
+# cmake and g++. Messages go to stderr; stdout is only the folder.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -27,6 +27,7 @@ version=${version#ggml-}
 jobs=${GOGGML_JOBS:-2}
 cmake_args=(
   -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=ON -DGGML_LLAMAFILE=ON -DGGML_OPENMP=OFF
+  -DCMAKE_C_FLAGS=-mtune=generic -DCMAKE_CXX_FLAGS=-mtune=generic
   -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=ON -DCMAKE_BUILD_TYPE=Release
 )
 targets=(mnist-train mnist-eval)

@@ -50,10 +50,15 @@ jobs=${GOGGML_JOBS:-2}
 # the speed without it). GGML_OPENMP=OFF: ggml's own thread pool, not
 # libgomp's, whose spinning threads fight the Go runtime's for the cores
 # (generation on a 2-core machine ran at 70 or 190 tokens/s from run to
-# run; see README, "Use the ggml you have").
+# run; see README, "Use the ggml you have"). -mtune=generic after
+# -DGGML_NATIVE's -march=native: the instructions of this CPU, tuned as
+# llama.cpp's prebuilt variants and the embedded provider are; gcc 12's
+# tuning for Sapphire Rapids made the repacked q4_0 GEMV so slow that the 1b
+# model generated 14 tokens/s against 22 (docs/providers.md, "Tuning").
 cmake_args=(
   -DGGML_RPC=ON -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=ON
   -DGGML_LLAMAFILE=ON -DGGML_OPENMP=OFF
+  -DCMAKE_C_FLAGS=-mtune=generic -DCMAKE_CXX_FLAGS=-mtune=generic
   -DGGML_BUILD_TESTS=OFF -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release
 )
 # The key: what goes into the build (bump recipe when the steps change).
