@@ -84,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		nCtx      = flags.Int("ctx", 0, "KV cache positions; 0: the model's training context, at most 4096")
 		batch     = flags.Int("batch", 512, "most tokens per compute in prompt processing")
 		threads   = flags.Int("threads", 0, "CPU threads; 0: one per core")
+		poll      = flags.Int("poll", 50, "how long the CPU threads look for the next token's work before they sleep, 0 to 100 (llama.cpp's 50); 0: at once")
 		cacheType = flags.String("cache-type", "f16", "KV cache type: f16 or f32")
 		ignoreEOS = flags.Bool("ignore-eos", false, "go on after the end-of-sequence token")
 		fa        = flags.String("fa", "auto", "flash attention (attention as one fused op): auto (where every backend has it), on or off")
@@ -166,7 +167,7 @@ flags:
 		progress = progressBar(stderr)
 	}
 	m, err := llama.Load(ctx, *model, llama.Options{
-		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, CacheType: ct,
+		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, Poll: *poll, CacheType: ct,
 		NoRepack: *noRepack, SmallPages: *smallPgs, FlashAttn: faMode, Progress: progress,
 	})
 	if err != nil {

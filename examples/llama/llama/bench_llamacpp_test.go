@@ -52,6 +52,8 @@ import (
 // GGML_BENCH_LLAMA_SMALL_PAGES=1 keeps go-ggml's copied weights in small
 // pages (Options.SmallPages), as llama.cpp keeps its own: the huge pages
 // are go-ggml's, and most of its lead in generation.
+// GGML_BENCH_LLAMA_POLL sets go-ggml's Options.Poll (default 50, as
+// llama-bench's threads poll; 0 sleeps at once).
 func BenchmarkLlamaCpp(b *testing.B) {
 	if f := flagCount(); f != "1" {
 		b.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS instead", f)
@@ -65,7 +67,18 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	defer srv.close()
 
 	ctx := context.Background()
-	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, CacheType: ggml.TypeF16,
+	// The go side's threads poll for work as llama.cpp's do (50, as
+	// llama-bench sets it; GGML_BENCH_LLAMA_POLL to change), and each of
+	// its samples ends with Rest, so that their spinning never reaches
+	// llama.cpp's samples (settle does the same the other way).
+	poll := 50
+	if s := os.Getenv("GGML_BENCH_LLAMA_POLL"); s != "" {
+		var err error
+		if poll, err = strconv.Atoi(s); err != nil {
+			b.Fatalf("GGML_BENCH_LLAMA_POLL=%q: %v", s, err)
+		}
+	}
+	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, Poll: poll, CacheType: ggml.TypeF16,
 		SmallPages: os.Getenv("GGML_BENCH_LLAMA_SMALL_PAGES") == "1"})
 	if err != nil {
 		b.Fatal(err)
@@ -97,6 +110,9 @@ func BenchmarkLlamaCpp(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
+				if err := m.Rest(); err != nil {
+					b.Fatal(err)
+				}
 			},
 			func(b *testing.B) {
 				var total time.Duration
@@ -135,6 +151,9 @@ func BenchmarkLlamaCpp(b *testing.B) {
 			}
 			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
 			b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
+			if err := m.Rest(); err != nil {
+				b.Fatal(err)
+			}
 		},
 		func(b *testing.B) {
 			var total time.Duration

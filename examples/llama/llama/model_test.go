@@ -542,3 +542,43 @@ func TestEvalMixedTypes(t *testing.T) {
 // took three roundings the other way (0.105 against two's 0.1): every token
 // within three roundings' reach.
 var mixedTolerance = tol{best: tolerance[ggml.TypeQ4_0].best, worst: 0.15}
+
+// TestPoll checks Options.Poll: a model whose CPU threads poll for work
+// computes what the reference says and what a model with the backend's
+// own pool computes, bit for bit (the same threads split the same work),
+// before and after Rest; out-of-range values are ErrInvalid.
+func TestPoll(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeQ8_0, false, rng.Uint64())
+	seq := randomTokens(rng, 12, Presets["tiny"].VocabSize)
+	plain := loadModel(t, path, Options{ContextSize: 32, Threads: 2})
+	require.NoError(t, plain.Rest(), "Rest without Poll does nothing")
+	m, err := Load(context.Background(), path, Options{ContextSize: 32, Threads: 2, Poll: 50})
+	require.NoError(t, err)
+	ref := openRef(t, path)
+	ref.emulateCPU()
+	checkAgainstReference(t, m, ref, seq, 4, tolerance[ggml.TypeQ8_0])
+
+	ctx := context.Background()
+	for _, mm := range []*Model{plain, m} {
+		require.NoError(t, mm.Rewind(0))
+	}
+	for i, id := range seq {
+		if i == 5 {
+			require.NoError(t, m.Rest())
+			require.NoError(t, m.Rest(), "Rest twice")
+		}
+		want, err := plain.Eval(ctx, []int32{id}, false)
+		require.NoError(t, err)
+		got, err := m.Eval(ctx, []int32{id}, false)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "token %d", i)
+	}
+	require.NoError(t, m.Close())
+	require.NoError(t, m.Close(), "Close twice")
+
+	for _, poll := range []int{-1, 101} {
+		_, err := Load(context.Background(), path, Options{ContextSize: 32, Poll: poll})
+		require.ErrorIs(t, err, ggml.ErrInvalid, "Poll %d", poll)
+	}
+}
