@@ -215,6 +215,9 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	if m.nCtx < 1 || m.nCtx > maxDim || m.nBatch < 1 {
 		return nil, fmt.Errorf("%w: context size %d, batch size %d: want 1 to %d", ggml.ErrInvalid, opts.ContextSize, opts.BatchSize, maxDim)
 	}
+	if opts.Poll < 0 || opts.Poll > 100 {
+		return nil, fmt.Errorf("%w: llama: Poll %d is not 0 to 100", ggml.ErrInvalid, opts.Poll)
+	}
 	if m.cacheType != ggml.TypeF32 && m.cacheType != ggml.TypeF16 {
 		return nil, fmt.Errorf("%w: KV cache type %v: want f32 or f16", ggml.ErrType, m.cacheType)
 	}
@@ -327,9 +330,6 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 		return nil, err
 	}
 	if opts.Poll != 0 {
-		if opts.Poll < 0 || opts.Poll > 100 {
-			return nil, fmt.Errorf("%w: llama: Poll %d is not 0 to 100", ggml.ErrInvalid, opts.Poll)
-		}
 		threads := opts.Threads
 		if threads == 0 {
 			threads = runtime.NumCPU()
@@ -857,11 +857,10 @@ func (m *Model) Close() error {
 	if m.pool != nil {
 		// Detached first: a pool in use by a backend does not close.
 		keep(cpu.SetThreadPool(m.cpu, nil))
-		keep(m.cpu.Close())
-		keep(m.pool.Close())
-		m.pool = nil
 	}
 	keep(m.cpu.Close())
+	keep(m.pool.Close())
+	m.pool = nil
 	return errors.Join(errs...)
 }
 
