@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -330,11 +329,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 		return nil, err
 	}
 	if opts.Poll != 0 {
-		threads := opts.Threads
-		if threads == 0 {
-			threads = runtime.NumCPU()
-		}
-		p := cpu.DefaultThreadPoolParams(threads)
+		p := cpu.DefaultThreadPoolParams(m.cpu.Threads()) // cpu.New resolved 0 to one per core
 		p.Poll = opts.Poll
 		if m.pool, err = cpu.NewThreadPool(p); err != nil {
 			return nil, err
