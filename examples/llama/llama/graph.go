@@ -328,6 +328,15 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 // and only copy in new inputs. ctx cancels the compute. On error the KV
 // cache keeps the tokens it had before the call.
 func (m *Model) Eval(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	if err := m.enter("Eval"); err != nil {
+		return nil, err
+	}
+	defer m.leave()
+	return m.eval(ctx, tokens, all)
+}
+
+// eval is Eval, in a call that entered the model.
+func (m *Model) eval(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ggml.ErrInvalid)
 	}
@@ -438,6 +447,10 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 // one token's) in Graphviz's dot language to w, each node coloured by the
 // backend the scheduler placed it on (ggml.Graph.WriteDot).
 func (m *Model) WriteDot(w io.Writer) error {
+	if err := m.enter("WriteDot"); err != nil {
+		return err
+	}
+	defer m.leave()
 	if m.step == nil {
 		return fmt.Errorf("%w: WriteDot: nothing computed yet", ggml.ErrInvalid)
 	}

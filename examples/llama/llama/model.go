@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-ggml/ggml/backend"
@@ -115,7 +116,9 @@ func (e *MemoryError) Unwrap() error { return ggml.ErrNoMemory }
 // Model is a Llama model loaded into backend buffers, with its KV cache
 // and a scheduler that runs it over the accelerator and the CPU. It holds
 // one sequence: Eval appends tokens to it. A Model is used by one
-// goroutine at a time.
+// goroutine at a time: a call that finds another one of Eval, Generate,
+// Rewind, Rest, WriteDot or Close running is an ggml.ErrBusy error, and
+// after Close they are ggml.ErrClosed errors (Close again returns nil).
 type Model struct {
 	Config Config
 	Vocab  *Vocab
@@ -140,6 +143,9 @@ type Model struct {
 	step *step // the graph of the last compute, reused when the next has the same shape
 
 	logits []float32 // the last compute's logits
+
+	busy   atomic.Bool // a call of Eval, Generate, Rewind, Rest, WriteDot or Close runs
+	closed bool        // Close ran; read and written with busy held
 
 	stats    Stats
 	reserved map[*backend.Backend]uint64
@@ -764,9 +770,29 @@ func (m *Model) Pos() int { return m.pos }
 // Tied reports whether the output layer uses the token embeddings.
 func (m *Model) Tied() bool { return m.tied }
 
+// enter starts a call that uses the model (Eval, Generate, Rewind, Rest,
+// WriteDot, Close): ggml.ErrBusy while another runs, ggml.ErrClosed after
+// Close. what names the call in the error. leave ends it.
+func (m *Model) enter(what string) error {
+	if !m.busy.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: llama: %s: the model is in use by another call (a Model is used by one goroutine at a time)", ggml.ErrBusy, what)
+	}
+	if m.closed {
+		m.busy.Store(false)
+		return fmt.Errorf("%w: llama: %s: the model is closed", ggml.ErrClosed, what)
+	}
+	return nil
+}
+
+func (m *Model) leave() { m.busy.Store(false) }
+
 // Rewind forgets the tokens from position pos on (0: all), so that the
 // next Eval continues from there.
 func (m *Model) Rewind(pos int) error {
+	if err := m.enter("Rewind"); err != nil {
+		return err
+	}
+	defer m.leave()
 	if pos < 0 || pos > m.pos {
 		return fmt.Errorf("%w: rewind to %d with %d tokens in the cache", ggml.ErrInvalid, pos, m.pos)
 	}
@@ -831,6 +857,14 @@ func (m *Model) Close() error {
 	if m == nil {
 		return nil
 	}
+	if err := m.enter("Close"); err != nil {
+		if errors.Is(err, ggml.ErrClosed) {
+			return nil
+		}
+		return err
+	}
+	defer m.leave()
+	m.closed = true
 	var errs []error
 	keep := func(err error) {
 		if err != nil {
@@ -863,6 +897,10 @@ func (m *Model) Close() error {
 // made them poll (ggml_threadpool_pause): they sleep until the next Eval,
 // which wakes them. Without Poll it does nothing.
 func (m *Model) Rest() error {
+	if err := m.enter("Rest"); err != nil {
+		return err
+	}
+	defer m.leave()
 	if m.pool == nil {
 		return nil
 	}

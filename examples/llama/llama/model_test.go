@@ -1,12 +1,18 @@
 package llama
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -450,6 +456,125 @@ func TestGenerate(t *testing.T) {
 	out, err = m.Generate(context.Background(), prompt, 12, NewSampler(0, 0, 0, 1), func(int32) bool { return false })
 	require.NoError(t, err)
 	assert.Len(t, out, 1)
+}
+
+// TestConcurrentUse checks a Model used from two goroutines at once: each
+// call either runs or is ErrBusy, none changes what another computes (the
+// cache holds exactly the tokens whose Eval succeeded, and the model then
+// computes what a fresh one does, bit for bit); Close racing Evals either
+// waits its turn or is ErrBusy, and afterwards every call is ErrClosed.
+func TestConcurrentUse(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeQ8_0, false, rng.Uint64())
+	vocab := Presets["tiny"].VocabSize
+	ctx := context.Background()
+	m, err := Load(ctx, path, Options{ContextSize: 256, Threads: 2, Poll: 50})
+	require.NoError(t, err)
+	defer m.Close()
+
+	// Each goroutine evaluates perG tokens, retrying those that find the
+	// model busy, so that the two take turns.
+	const perG = 30
+	var busy atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perG; {
+				_, err := m.Eval(ctx, []int32{int32((g*perG + i) % vocab)}, false)
+				switch {
+				case err == nil:
+					i++
+				case errors.Is(err, ggml.ErrBusy) && busy.Load() < 1e7:
+					busy.Add(1)
+					runtime.Gosched()
+				default:
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	t.Logf("%d Evals ran, %d were ErrBusy", 2*perG, busy.Load())
+	require.Equal(t, 2*perG, m.Pos(), "every Eval that ran holds its position, and no other")
+
+	// The cache and the graph are whole: the same tokens from position 0
+	// give a fresh model's logits.
+	fresh := loadModel(t, path, Options{ContextSize: 256, Threads: 2, Poll: 50})
+	seq := randomTokens(rng, 8, vocab)
+	require.NoError(t, m.Rewind(0))
+	for i, id := range seq {
+		want, err := fresh.Eval(ctx, []int32{id}, false)
+		require.NoError(t, err)
+		got, err := m.Eval(ctx, []int32{id}, false)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "token %d", i)
+	}
+
+	// Calls from Generate's emit, which runs while Generate holds the
+	// model, are ErrBusy, and leave its sequence alone.
+	require.NoError(t, m.Rewind(0))
+	var inner []error
+	out, err := m.Generate(ctx, seq[:2], 3, NewSampler(0, 0, 0, 1), func(int32) bool {
+		_, err := m.Eval(ctx, seq[:1], false)
+		var dot bytes.Buffer
+		inner = append(inner, err, m.Rewind(0), m.Rest(), m.WriteDot(&dot), m.Close())
+		_, err = m.Generate(ctx, seq[:1], 1, NewSampler(0, 0, 0, 1), nil)
+		inner = append(inner, err)
+		return true
+	})
+	require.NoError(t, err)
+	require.Len(t, out, 3)
+	require.Len(t, inner, 3*6)
+	for i, err := range inner {
+		require.ErrorIs(t, err, ggml.ErrBusy, "call %d from emit", i%6)
+	}
+	require.Equal(t, 2+3-1, m.Pos())
+
+	// Close against Evals on another goroutine.
+	require.NoError(t, m.Rewind(0))
+	done := make(chan error, 1)
+	go func() {
+		for i := 1; ; i++ {
+			var err error
+			if i%200 == 0 {
+				err = m.Rewind(0) // the cache holds 256
+			} else {
+				_, err = m.Eval(ctx, []int32{int32(i % vocab)}, false)
+			}
+			if errors.Is(err, ggml.ErrClosed) {
+				done <- nil
+				return
+			}
+			if err != nil && !errors.Is(err, ggml.ErrBusy) {
+				done <- err
+				return
+			}
+		}
+	}()
+	for {
+		err := m.Close()
+		if err == nil {
+			break
+		}
+		require.ErrorIs(t, err, ggml.ErrBusy)
+	}
+	require.NoError(t, <-done)
+	require.NoError(t, m.Close(), "Close twice")
+	_, err = m.Eval(ctx, seq[:1], false)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+	_, err = m.Generate(ctx, seq[:1], 2, NewSampler(0, 0, 0, 1), nil)
+	require.ErrorIs(t, err, ggml.ErrClosed)
+	require.ErrorIs(t, m.Rewind(0), ggml.ErrClosed)
+	require.ErrorIs(t, m.Rest(), ggml.ErrClosed)
+	require.ErrorIs(t, m.WriteDot(io.Discard), ggml.ErrClosed)
 }
 
 func top2(v []float64) (int, int) {

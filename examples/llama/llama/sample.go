@@ -145,9 +145,14 @@ func argmax(v []float32) int32 {
 // then generates up to n tokens one by one, each from the logits of the
 // one before, calling emit with each new token; it stops early when emit
 // returns false, and returns the tokens it generated. ctx cancels it
-// between and during computes.
+// between and during computes. emit runs while Generate holds the model:
+// the model's own calls from it (Eval, Rewind, ...) are ggml.ErrBusy.
 func (m *Model) Generate(ctx context.Context, prompt []int32, n int, s *Sampler, emit func(id int32) bool) ([]int32, error) {
-	logits, err := m.Eval(ctx, prompt, false)
+	if err := m.enter("Generate"); err != nil {
+		return nil, err
+	}
+	defer m.leave()
+	logits, err := m.eval(ctx, prompt, false)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +166,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, n int, s *Sampler,
 		if emit != nil && !emit(id) || len(out) == n {
 			break
 		}
-		if logits, err = m.Eval(ctx, []int32{id}, false); err != nil {
+		if logits, err = m.eval(ctx, []int32{id}, false); err != nil {
 			return out, err
 		}
 	}
