@@ -53,7 +53,9 @@ import (
 // pages (Options.SmallPages), as llama.cpp keeps its own: the huge pages
 // are go-ggml's, and most of its lead in generation.
 // GGML_BENCH_LLAMA_POLL sets go-ggml's Options.Poll (default 50, as
-// llama-bench's threads poll; 0 sleeps at once).
+// llama-bench's threads poll; 0 sleeps at once). GGML_BENCH_LLAMA_TIED=1
+// writes the model with its output tied to token_embd, as Llama 3.2's
+// files are (the figures' names get "-tied").
 func BenchmarkLlamaCpp(b *testing.B) {
 	if f := flagCount(); f != "1" {
 		b.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS instead", f)
@@ -91,6 +93,9 @@ func BenchmarkLlamaCpp(b *testing.B) {
 		prompt[i] = int32(rng.IntN(m.Config.VocabSize))
 	}
 	name := fmt.Sprintf("%s-%s-t%d", preset, typName, threads)
+	if benchTied() {
+		name = fmt.Sprintf("%s-%s-tied-t%d", preset, typName, threads)
+	}
 
 	type figure struct {
 		name   string
@@ -248,9 +253,9 @@ func benchLlamaCppSettings(tb testing.TB) (preset, typ string, threads int) {
 // typ, a ggml type's name or q4_K_M (llama.cpp's mix), as a file converted
 // by llama.cpp, whose tokenizer llama.cpp reads.
 func benchModelMix(tb testing.TB, preset, typ string) string {
-	r := RandomModel{Config: Presets[preset], Seed: 1, Converted: true}
+	r := RandomModel{Config: Presets[preset], Seed: 1, Converted: true, Tied: benchTied()}
 	if typ == "q4_K_M" {
-		r.Types = MixQ4KM(r.Config.BlockCount, false)
+		r.Types = MixQ4KM(r.Config.BlockCount, r.Tied)
 	} else {
 		r.Type = -1
 		for _, t := range ggml.Types() {
@@ -262,8 +267,15 @@ func benchModelMix(tb testing.TB, preset, typ string) string {
 			tb.Fatalf("GGML_BENCH_LLAMA_TYPE=%q: want q4_K_M or a ggml type", typ)
 		}
 	}
-	return benchFile(tb, preset+"-"+typ+"-converted", r)
+	name := preset + "-" + typ + "-converted"
+	if r.Tied {
+		name += "-tied"
+	}
+	return benchFile(tb, name, r)
 }
+
+// benchTied reports GGML_BENCH_LLAMA_TIED=1.
+func benchTied() bool { return os.Getenv("GGML_BENCH_LLAMA_TIED") == "1" }
 
 // llamaCppDir returns where build/llamacpp.sh installs llama.cpp:
 // GOGGML_LLAMACPP, else ~/.cache/go-ggml/llamacpp.

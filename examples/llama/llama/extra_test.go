@@ -50,6 +50,10 @@ func TestEvalExtraBufferTypes(t *testing.T) {
 		{"q4_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ4_0}, tolerance[ggml.TypeQ4_0]},
 		{"q8_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ8_0}, tolerance[ggml.TypeQ8_0]},
 		{"q4_K_M", RandomModel{Config: wideConfig, Types: MixQ4KM(wideConfig.BlockCount, false)}, mixedTolerance},
+		// Tied: the output layer's product reads a copy of token_embd in
+		// an extra type, the lookup the file's own (copyOutput).
+		{"q8_0-tied", RandomModel{Config: wideConfig, Type: ggml.TypeQ8_0, Tied: true}, tolerance[ggml.TypeQ8_0]},
+		{"q4_0-tied", RandomModel{Config: wideConfig, Type: ggml.TypeQ4_0, Tied: true}, tolerance[ggml.TypeQ4_0]},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.r.Seed = rng.Uint64()
@@ -67,8 +71,16 @@ func TestEvalExtraBufferTypes(t *testing.T) {
 				f, err := gguf.Open(path)
 				require.NoError(t, err)
 				_, takes, err := checkOps(f, false, 33, nil, true)
+				require.NoError(t, err)
+				_, takesTied, err := checkOps(f, true, 33, nil, true)
 				f.Close()
 				require.NoError(t, err)
+				if bt := takesTied["output.weight"]; c.r.Tied && !noRepack && bt != nil {
+					require.NotSame(t, m.tokEmbd, m.output, "the output layer has its own copy")
+					require.Contains(t, where, bt.Name()+" ")
+				} else if c.r.Tied {
+					require.Same(t, m.tokEmbd, m.output, "the output layer reads token_embd itself")
+				}
 				// Where no extra type takes a weight (q8_0 without AMX),
 				// all stay in the CPU's own.
 				require.Equal(t, !noRepack && len(takes) > 0, used, "weights in %s; the CPU's extra types are %v", where, names)

@@ -129,6 +129,7 @@ type Model struct {
 	flash        bool // attention is ggml_flash_attn_ext; the V cache is [KVDim, nCtx], not transposed
 
 	weights *gguf.Model
+	outCopy stateBuffer // a tied output layer's copy of token_embd in an extra buffer type, or none
 	tokEmbd *ggml.Tensor
 	outNorm *ggml.Tensor
 	output  *ggml.Tensor
@@ -305,6 +306,11 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	m.tokEmbd, m.outNorm, m.output = w("token_embd.weight"), w("output_norm.weight"), w("output.weight")
 	if tied {
 		m.output = m.tokEmbd
+		if bt := outputCopyType(tied, place); bt != nil {
+			if m.output, err = m.copyOutput(bt); err != nil {
+				return nil, err
+			}
+		}
 	}
 	m.layers = make([]layer, cfg.BlockCount)
 	for i := range m.layers {
@@ -493,6 +499,50 @@ func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
 	return !hasOutput, ropeFreqs, nil
 }
 
+// outputCopyType returns the extra buffer type of the CPU that a tied
+// output layer's copy of token_embd goes to (copyOutput), or nil: the
+// output layer is not tied, runs on the accelerator, or no extra type
+// takes the product. place is Load's placement.
+func outputCopyType(tied bool, place func(string) *backend.BufferType) *backend.BufferType {
+	if !tied {
+		return nil
+	}
+	if bt := place("output.weight"); bt != nil && bt.IsCPUExtra() {
+		return bt
+	}
+	return nil
+}
+
+// copyOutput returns a copy of the token embeddings in bt, one of the CPU's
+// extra buffer types, for a tied output layer's product, as llama.cpp's
+// loader makes one (TENSOR_DUPLICATED): the extra types re-lay a weight for
+// matrix products, which the embeddings' row lookup cannot read, so the
+// lookup keeps the file's tensor and the product gets the re-laid copy
+// (on Llama 3.2 1B a fifth of a token's weights).
+func (m *Model) copyOutput(bt *backend.BufferType) (*ggml.Tensor, error) {
+	e := m.tokEmbd
+	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 1, NoAlloc: true})
+	if err != nil {
+		return nil, err
+	}
+	m.outCopy = stateBuffer{bt: bt, ctx: c}
+	ne := e.Ne()
+	t := c.NewTensor(e.Type(), ne[0], ne[1]).SetName("output.weight")
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
+	if m.outCopy.buf, err = backend.AllocContextTensorsFromType(c, bt); err != nil {
+		return nil, fmt.Errorf("llama: allocating the output layer's copy of token_embd on %s: %w", bt.Name(), err)
+	}
+	if err := m.outCopy.buf.SetUsage(backend.UsageWeights); err != nil {
+		return nil, err
+	}
+	if err := backend.TensorCopy(e, t); err != nil {
+		return nil, fmt.Errorf("llama: copying token_embd for the output layer: %w", err)
+	}
+	return t, nil
+}
+
 // checkOps checks each weight matrix of f against the ops the model runs
 // with it — MulMat, and GetRows for token_embd (both when the output is
 // tied to it) — and returns the names of those the accelerator dev
@@ -504,7 +554,9 @@ func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
 // With extra, it also returns, for each weight that the CPU's extra buffer
 // types take in every one of its ops, the first such type (llama.cpp's
 // choice, backend.Device.WeightBufferType): the buffer type of that weight
-// where it stays on the CPU.
+// where it stays on the CPU. For a tied output it gives, as
+// "output.weight", the type that takes token_embd's product alone: that of
+// the output layer's copy (copyOutput).
 func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra bool) (cpuOnly map[string]bool, cpuExtra map[string]*backend.BufferType, err error) {
 	cpuOnly, cpuExtra = map[string]bool{}, map[string]*backend.BufferType{}
 	var cpuDev *backend.Device
@@ -543,6 +595,17 @@ func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra b
 			}
 			if bt.IsCPUExtra() {
 				cpuExtra[ti.Name] = bt
+			}
+			if rows && mul {
+				// The tied output layer's own copy (copyOutput): the
+				// product alone decides its type.
+				if bt, err = cpuDev.WeightBufferType(0, ops[len(ops)-1]); err != nil {
+					c.Close()
+					return nil, nil, err
+				}
+				if bt.IsCPUExtra() {
+					cpuExtra["output.weight"] = bt
+				}
 			}
 		}
 		if dev != nil {
@@ -680,6 +743,14 @@ func (m *Model) checkMemory(f *gguf.File, place func(string) *backend.BufferType
 		a := max(bt.Alignment(), 1)
 		if err := add(bt, (ti.Size+a-1)/a*a); err != nil {
 			return err
+		}
+		if ti.Name == "token_embd.weight" {
+			if bt := outputCopyType(m.tied, place); bt != nil {
+				a := max(bt.Alignment(), 1)
+				if err := add(bt, (ti.Size+a-1)/a*a); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	kv, ok := m.kvBytesPerLayer()
@@ -826,7 +897,7 @@ func (m *Model) WeightTypes() string {
 // "CPU_REPACK 512.0 MiB, CPU 262.5 MiB".
 func (m *Model) WeightBuffers() string {
 	size := map[string]uint64{}
-	for _, b := range m.weights.Buffers() {
+	for _, b := range m.weightBuffers() {
 		size[b.Name()] += b.Size()
 	}
 	names := slices.Collect(maps.Keys(size))
@@ -841,6 +912,16 @@ func (m *Model) WeightBuffers() string {
 		s = append(s, fmt.Sprintf("%s %.1f MiB", n, float64(size[n])/(1<<20)))
 	}
 	return strings.Join(s, ", ")
+}
+
+// weightBuffers returns the buffers of the weights: the file's, and the
+// output layer's copy of token_embd if it has one (copyOutput).
+func (m *Model) weightBuffers() []*backend.Buffer {
+	bufs := m.weights.Buffers()
+	if m.outCopy.buf != nil {
+		bufs = append(bufs, m.outCopy.buf)
+	}
+	return bufs
 }
 
 // Backends returns the model's backends, the accelerator (if any) first.
@@ -881,6 +962,9 @@ func (m *Model) Close() error {
 		keep(s.ctx.Close())
 	}
 	m.state = nil
+	keep(m.outCopy.buf.Close())
+	keep(m.outCopy.ctx.Close())
+	m.outCopy = stateBuffer{}
 	keep(m.weights.Close())
 	keep(m.gpu.Close())
 	if m.pool != nil {
@@ -950,7 +1034,7 @@ func (m *Model) Memory() []MemoryUse {
 		if ft, ok := m.free[d.Name()]; ok {
 			u.Free, u.Total = ft[0], ft[1]
 		}
-		for _, b := range m.weights.Buffers() {
+		for _, b := range m.weightBuffers() {
 			if deviceOf(b.Type()).Name() == d.Name() {
 				u.Weights += b.Size()
 			}
