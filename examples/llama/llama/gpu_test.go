@@ -26,8 +26,12 @@ import (
 // gpuTolerance is per weight type, against the plain float64 reference:
 // GPU kernels round differently from the CPU's (f16 accumulators,
 // activations kept in f32 or quantized to q8_1), so no emulation applies.
+// f32 models on upstream v0.21.0's Vulkan (lavapipe, with f16) come out at
+// f16's precision: over six seeds the best token's error was
+// 0.00052–0.00104 (CI's seed 1795833575603832906 the last, above the 1e-3
+// this table had), the worst 0.0047.
 var gpuTolerance = map[ggml.Type]tol{
-	ggml.TypeF32:  {1e-3, 1e-2},
+	ggml.TypeF32:  {2e-3, 1e-2},
 	ggml.TypeF16:  {1e-2, 5e-2},
 	ggml.TypeQ8_0: {5e-2, 0.15},
 	ggml.TypeQ4_0: {5e-2, 0.15},
