@@ -933,7 +933,9 @@ func (m *Model) Backends() []*backend.Backend {
 }
 
 // Close frees the scheduler, the graphs, the KV cache, the weights and the
-// backends. It is idempotent.
+// backends. It is idempotent; where something could not be closed (a
+// backend still in use elsewhere) it returns that error, and Close again
+// retries.
 func (m *Model) Close() error {
 	if m == nil {
 		return nil
@@ -945,7 +947,6 @@ func (m *Model) Close() error {
 		return err
 	}
 	defer m.leave()
-	m.closed = true
 	var errs []error
 	keep := func(err error) {
 		if err != nil {
@@ -974,6 +975,9 @@ func (m *Model) Close() error {
 	keep(m.cpu.Close())
 	keep(m.pool.Close())
 	m.pool = nil
+	// Closed for good when everything closed: otherwise (a backend the
+	// caller still uses, say) Close again retries what failed.
+	m.closed = len(errs) == 0
 	return errors.Join(errs...)
 }
 
