@@ -165,7 +165,9 @@ type layer struct {
 	bt                         *backend.BufferType
 }
 
-// stateBuffer is the KV cache of the layers on one buffer type.
+// stateBuffer is a context's tensors in one buffer of a buffer type: the
+// KV cache of the layers on that type, or a tied output layer's copy of
+// token_embd (Model.outCopy).
 type stateBuffer struct {
 	bt  *backend.BufferType
 	ctx *ggml.Context
