@@ -92,10 +92,11 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	for i := range prompt {
 		prompt[i] = int32(rng.IntN(m.Config.VocabSize))
 	}
-	name := fmt.Sprintf("%s-%s-t%d", preset, typName, threads)
+	tied := ""
 	if benchTied() {
-		name = fmt.Sprintf("%s-%s-tied-t%d", preset, typName, threads)
+		tied = "-tied"
 	}
+	name := fmt.Sprintf("%s-%s%s-t%d", preset, typName, tied, threads)
 
 	type figure struct {
 		name   string

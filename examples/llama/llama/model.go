@@ -740,18 +740,20 @@ func (m *Model) checkMemory(f *gguf.File, place func(string) *backend.BufferType
 		need[d] = s
 		return nil
 	}
-	for _, ti := range f.Tensors() {
-		bt := place(ti.Name)
+	addTensor := func(bt *backend.BufferType, size uint64) error {
 		a := max(bt.Alignment(), 1)
-		if err := add(bt, (ti.Size+a-1)/a*a); err != nil {
+		return add(bt, (size+a-1)/a*a)
+	}
+	for _, ti := range f.Tensors() {
+		if err := addTensor(place(ti.Name), ti.Size); err != nil {
 			return err
 		}
-		if ti.Name == "token_embd.weight" {
-			if bt := outputCopyType(m.tied, place); bt != nil {
-				a := max(bt.Alignment(), 1)
-				if err := add(bt, (ti.Size+a-1)/a*a); err != nil {
-					return err
-				}
+		if ti.Name != "token_embd.weight" {
+			continue
+		}
+		if bt := outputCopyType(m.tied, place); bt != nil { // its copy (copyOutput)
+			if err := addTensor(bt, ti.Size); err != nil {
+				return err
 			}
 		}
 	}
