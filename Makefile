@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp test-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp test-tokenizer bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -161,6 +161,11 @@ llamacpp:
 # required here, so a missing llama.cpp fails instead of skipping.
 test-tokenizer: setup llamacpp
 	GOGGML_REQUIRE_LLAMACPP=1 $(GO) test -count=1 ./tokenizer
+
+# The tokenizer's speed against llama.cpp's llama_tokenize: a megabyte of
+# War and Peace on each real vocabulary, BENCH_COUNT pairs (MB/s).
+bench-tokenizer: setup llamacpp
+	GOGGML_REQUIRE_LLAMACPP=1 GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench 'EncodeLlamaCpp' -benchtime 3x ./tokenizer | $(GO) run ./bench/table
 
 # llama_pairs runs the pairs of every model, type and thread count, with
 # go test's flags $(1), and prints the table.

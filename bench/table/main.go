@@ -157,7 +157,7 @@ flags:
 			switch unit := f[j+1]; unit {
 			case "ns/op":
 				s.ns = append(s.ns, v)
-			case "GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel", "tokens/s", "go-%":
+			case "GFLOPS", "GB/s", "MB/s", "ns/node", "lanes", "ns-after-cancel", "tokens/s", "go-%":
 				s.extra[unit] = append(s.extra[unit], v)
 			}
 		}
@@ -176,7 +176,7 @@ flags:
 			ratio, spread = pairRatios(g, c)
 		}
 		var units []string
-		for _, u := range []string{"GFLOPS", "GB/s", "ns/node", "lanes", "ns-after-cancel", "tokens/s", "go-%"} {
+		for _, u := range []string{"GFLOPS", "GB/s", "MB/s", "ns/node", "lanes", "ns-after-cancel", "tokens/s", "go-%"} {
 			var parts []string
 			for _, p := range []struct {
 				who string

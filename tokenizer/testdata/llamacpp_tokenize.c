@@ -16,6 +16,11 @@
 //	    -> "ok <len>\n<len bytes>" (llama_token_to_piece, lstrip 0)
 //	e <id>\n
 //	    -> "ok <0|1>\n" (llama_vocab_is_eog)
+//	b <add_special> <parse_special> <reps> <len>\n<len bytes>
+//	    -> "ok <ns> <n>\n": llama_tokenize of the text reps times in a row,
+//	       the nanoseconds they took in all (CLOCK_MONOTONIC, the text
+//	       read and the result buffer sized before the clock starts) and
+//	       the count of tokens (the benchmark's C side)
 //	quit
 //
 // A request it cannot answer gets "error <why>\n".
@@ -24,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ggml-backend.h"
 #include "llama.h"
@@ -50,6 +56,12 @@ static void grow(void **buf, size_t *cap, size_t n, size_t sz) {
 		exit(1);
 	}
 	*cap = c;
+}
+
+static int64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void reply_bytes(const char *b, int n) {
@@ -115,6 +127,34 @@ int main(int argc, char **argv) {
 					printf(" %d", ids[i]);
 				}
 				printf("\n");
+			}
+		} else if (strcmp(line, "b") == 0) {
+			int add = 0, parse = 0;
+			long reps = 0, len = 0;
+			if (fscanf(stdin, "%d %d %ld %ld", &add, &parse, &reps, &len) != 4 || reps < 1 || len < 0 ||
+			    fgetc(stdin) != '\n') {
+				printf("error bad b request\n");
+				return 1;
+			}
+			grow((void **)&text, &text_cap, (size_t)len + 1, 1);
+			if (len > 0 && fread(text, 1, (size_t)len, stdin) != (size_t)len) {
+				printf("error short text\n");
+				return 1;
+			}
+			grow((void **)&ids, &ids_cap, (size_t)len + 8, sizeof *ids);
+			int n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)ids_cap, add != 0, parse != 0);
+			if (n < 0) {
+				grow((void **)&ids, &ids_cap, (size_t)-n, sizeof *ids);
+			}
+			int64_t t0 = now_ns();
+			for (long r = 0; r < reps && n >= 0; r++) {
+				n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)ids_cap, add != 0, parse != 0);
+			}
+			int64_t t1 = now_ns();
+			if (n < 0) {
+				printf("error llama_tokenize %d\n", n);
+			} else {
+				printf("ok %lld %d\n", (long long)(t1 - t0), n);
 			}
 		} else if (strcmp(line, "d") == 0) {
 			int rm = 0, unparse = 0, n = 0;
