@@ -670,6 +670,16 @@ func TestFlashAttnExtBatches(t *testing.T) {
 		{64, 16, 100, 2, 2, 1, false},
 		{32, 20, 70, 2, 1, 1, true},
 		{128, 12, 130, 2, 1, 1, true},
+		// Generation: one query, the heads of a KV head in one block
+		// (Llama 3.2 1B's 32 over 8, a small model's 12 over 4).
+		{64, 1, 700, 32, 8, 1, true},
+		{64, 1, 77, 12, 4, 1, true},
+		{64, 1, 1, 4, 1, 1, true},
+		{128, 1, 200, 8, 8, 1, false},
+		{32, 1, 129, 6, 2, 2, true},
+		// A few queries: heads and queries together (5 × 6 rows of 32).
+		{64, 5, 90, 12, 2, 1, true},
+		{64, 7, 64, 8, 1, 1, true},
 	} {
 		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask), func(t *testing.T) {
 			e := newEnv(t)

@@ -17,11 +17,18 @@
 // once too, are accumulated in f32. Blocks that the mask hides entirely
 // (a causal mask's upper triangle) are skipped.
 //
+// Generation's single queries (and batches under BQ/4 queries) go the same
+// way, with the rows of a block made of the query heads that share one KV
+// head (grouped-query attention: 4 heads of Llama 3.2 1B's 32 read each of
+// its 8 KV heads), so each block of K and V is converted once for all of
+// them, where the provider converts nothing but reads K and V once per
+// head and takes a scalar expf per cell and head.
+//
 // It takes: f32 queries, f16 K and V of the same head size (a multiple of
 // 16, at most 256), an f16 mask or none, no ALiBi, no soft-capping, no
-// sinks, at least BQ/4 queries, on CPUs with AVX-512 (F, BW, VL) unless
-// GOGGML_CPU_VARIANT=x86-64-v3. Everything else, generation's single
-// queries included, goes to the provider's code.
+// sinks, on CPUs with AVX-512 (F, BW, VL) unless
+// GOGGML_CPU_VARIANT=x86-64-v3. Everything else goes to the provider's
+// code.
 
 #include <math.h>
 #include <stdlib.h>
@@ -73,27 +80,61 @@ struct goggml_fa_buf {
 	float m[GOGGML_FA_BQ], l[GOGGML_FA_BQ];
 };
 
-// goggml_fa_block does one block of nq queries (iq1 from q0) of head iq2
-// (and iq3) over the whole cache.
+// goggml_fa_transpose16 stores the 16x16 tile r (row i: 16 dims of cell i)
+// transposed: dims d of the 16 cells at kt + d * GOGGML_FA_BK.
+GOGGML_FA_TARGET static inline void goggml_fa_transpose16(__m512 r[16], float *kt) {
+	__m512 t[16];
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 16; i += 4) {
+		r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+		r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+		r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+		r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+	}
+	// In each 128-bit lane L, r[4a + b] now holds dim 4L + b of cells 4a
+	// to 4a+3; the lanes are gathered in two steps.
+	for (int i = 0; i < 4; i++) {
+		t[i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);      // lanes 0, 2 of each
+		t[4 + i] = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);  // lanes 1, 3
+		t[8 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+		t[12 + i] = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+	}
+	for (int i = 0; i < 4; i++) {
+		r[i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0x88);
+		r[8 + i] = _mm512_shuffle_f32x4(t[i], t[8 + i], 0xDD);
+		r[4 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0x88);
+		r[12 + i] = _mm512_shuffle_f32x4(t[4 + i], t[12 + i], 0xDD);
+	}
+	for (int i = 0; i < 16; i++) {
+		_mm512_storeu_ps(kt + i * GOGGML_FA_BK, r[i]);
+	}
+}
+
+// goggml_fa_block does one block of rows over the whole cache: queries q0
+// to q0+nq-1 of heads h0 to h0+nh-1 (and iq3), at most BQ rows, row r
+// being query q0 + r % nq of head h0 + r / nq. The heads share their K
+// and V heads.
 GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const struct ggml_tensor *dst, int64_t q0,
-                                             int64_t nq, int64_t iq2, int64_t iq3, float scale) {
+                                             int64_t nq, int64_t h0, int64_t nh, int64_t iq3, float scale) {
 	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
-	const int64_t D = k->ne[0], nkv = k->ne[1], DC = D / 16;
-	const int64_t ik2 = iq2 / (q->ne[2] / k->ne[2]), ik3 = iq3 / (q->ne[3] / k->ne[3]);
-	const int64_t iv2 = iq2 / (q->ne[2] / v->ne[2]), iv3 = iq3 / (q->ne[3] / v->ne[3]);
+	const int64_t D = k->ne[0], nkv = k->ne[1], DC = D / 16, nr = nq * nh;
+	const int64_t ik2 = h0 / (q->ne[2] / k->ne[2]), ik3 = iq3 / (q->ne[3] / k->ne[3]);
+	const int64_t iv2 = h0 / (q->ne[2] / v->ne[2]), iv3 = iq3 / (q->ne[3] / v->ne[3]);
 	const __m512 vscale = _mm512_set1_ps(scale);
-	for (int64_t r = 0; r < nq; r++) {
-		const float *pq = (const float *)((const char *)q->data + (q0 + r) * q->nb[1] + iq2 * q->nb[2] + iq3 * q->nb[3]);
+	const ggml_fp16_t *mrow[GOGGML_FA_BQ];
+	for (int64_t r = 0; r < nr; r++) {
+		const int64_t iq1 = q0 + r % nq, iq2 = h0 + r / nq;
+		const float *pq = (const float *)((const char *)q->data + iq1 * q->nb[1] + iq2 * q->nb[2] + iq3 * q->nb[3]);
 		for (int64_t c = 0; c < DC; c++) {
 			_mm512_storeu_ps(b->q + r * D + 16 * c, _mm512_mul_ps(_mm512_loadu_ps(pq + 16 * c), vscale));
 			_mm512_storeu_ps(b->o + r * D + 16 * c, _mm512_setzero_ps());
 		}
 		b->m[r] = -INFINITY;
 		b->l[r] = 0.0f;
-	}
-	const ggml_fp16_t *mrow[GOGGML_FA_BQ];
-	for (int64_t r = 0; r < nq; r++) {
-		mrow[r] = mask ? (const ggml_fp16_t *)((const char *)mask->data + (q0 + r) * mask->nb[1] +
+		mrow[r] = mask ? (const ggml_fp16_t *)((const char *)mask->data + iq1 * mask->nb[1] +
 		                                       (iq2 % mask->ne[2]) * mask->nb[2] + (iq3 % mask->ne[3]) * mask->nb[3])
 		               : NULL;
 	}
@@ -103,7 +144,7 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 		// is 0xFC00).
 		if (mask) {
 			int seen = 0;
-			for (int64_t r = 0; r < nq && !seen; r++) {
+			for (int64_t r = 0; r < nr && !seen; r++) {
 				for (int64_t j = 0; j < nc; j++) {
 					if (mrow[r][c0 + j] != 0xFC00) {
 						seen = 1;
@@ -115,29 +156,26 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 				continue;
 			}
 		}
-		// K's cells, transposed, and V's, in f32; cells past nc are zero.
-		for (int64_t j = 0; j < GOGGML_FA_BK; j++) {
-			if (j >= nc) {
-				for (int64_t d = 0; d < D; d++) {
-					b->kt[d * GOGGML_FA_BK + j] = 0.0f;
-				}
-				for (int64_t cc = 0; cc < DC; cc++) {
-					_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_setzero_ps());
-				}
-				continue;
-			}
-			const ggml_fp16_t *pk = (const ggml_fp16_t *)((const char *)k->data + (c0 + j) * k->nb[1] + ik2 * k->nb[2] + ik3 * k->nb[3]);
-			const ggml_fp16_t *pv = (const ggml_fp16_t *)((const char *)v->data + (c0 + j) * v->nb[1] + iv2 * v->nb[2] + iv3 * v->nb[3]);
+		// K's cells, transposed 16 by 16, and V's, in f32; cells past nc
+		// are zero.
+		for (int64_t j0 = 0; j0 < GOGGML_FA_BK; j0 += 16) {
 			for (int64_t cc = 0; cc < DC; cc++) {
-				float t[16];
-				_mm512_storeu_ps(t, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pk + 16 * cc))));
-				for (int e = 0; e < 16; e++) {
-					b->kt[(16 * cc + e) * GOGGML_FA_BK + j] = t[e];
+				__m512 tile[16];
+				for (int64_t j = j0; j < j0 + 16; j++) {
+					if (j >= nc) {
+						tile[j - j0] = _mm512_setzero_ps();
+						_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_setzero_ps());
+						continue;
+					}
+					const ggml_fp16_t *pk = (const ggml_fp16_t *)((const char *)k->data + (c0 + j) * k->nb[1] + ik2 * k->nb[2] + ik3 * k->nb[3]);
+					const ggml_fp16_t *pv = (const ggml_fp16_t *)((const char *)v->data + (c0 + j) * v->nb[1] + iv2 * v->nb[2] + iv3 * v->nb[3]);
+					tile[j - j0] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pk + 16 * cc)));
+					_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pv + 16 * cc))));
 				}
-				_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pv + 16 * cc))));
+				goggml_fa_transpose16(tile, b->kt + 16 * cc * GOGGML_FA_BK + j0);
 			}
 		}
-		for (int64_t r = 0; r < nq; r++) {
+		for (int64_t r = 0; r < nr; r++) {
 			// Scores of row r: 64 cells in 4 vectors.
 			__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
 			const float *qr = b->q + r * D;
@@ -217,9 +255,10 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 	// The rows, divided by their sums (0 where a row saw no cell), at
 	// dst's permuted place: [D, heads, queries].
 	const int64_t ne1 = dst->ne[1], ne2 = dst->ne[2];
-	for (int64_t r = 0; r < nq; r++) {
+	for (int64_t r = 0; r < nr; r++) {
+		const int64_t iq1 = q0 + r % nq, iq2 = h0 + r / nq;
 		const float inv = b->l[r] == 0.0f ? 0.0f : 1.0f / b->l[r];
-		float *out = (float *)((char *)dst->data + (iq3 * ne2 * ne1 + iq2 + (q0 + r) * ne1) * dst->nb[1]);
+		float *out = (float *)((char *)dst->data + (iq3 * ne2 * ne1 + iq2 + iq1 * ne1) * dst->nb[1]);
 		const __m512 vi = _mm512_set1_ps(inv);
 		for (int64_t cc = 0; cc < DC; cc++) {
 			_mm512_storeu_ps(out + 16 * cc, _mm512_mul_ps(_mm512_loadu_ps(b->o + r * D + 16 * cc), vi));
@@ -227,12 +266,25 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 	}
 }
 
-// goggml_fa_batch splits the blocks of BQ queries of every head between
-// the threads, interleaved (later blocks of a causal mask see more cells).
+// goggml_fa_batch splits the blocks between the threads, interleaved
+// (later blocks of a causal mask see more cells). From BQ/4 queries on, a
+// block is BQ queries of one head; under that, it is all the queries of
+// the heads that share a KV head (as many of them as fit in BQ rows).
 static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggml_tensor *dst, float scale) {
-	const struct ggml_tensor *q = dst->src[0];
-	const int64_t nq = q->ne[1], nqb = (nq + GOGGML_FA_BQ - 1) / GOGGML_FA_BQ;
-	const int64_t tasks = nqb * q->ne[2] * q->ne[3];
+	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
+	const int64_t nq = q->ne[1];
+	int64_t bq = GOGGML_FA_BQ, bh = 1; // queries and heads of a block
+	if (nq < GOGGML_FA_BQ / 4) {
+		// The heads of one group: those that read the same K and V head.
+		const int64_t gk = q->ne[2] / k->ne[2], gv = q->ne[2] / v->ne[2];
+		bq = nq;
+		bh = GOGGML_FA_BQ / nq < gk ? GOGGML_FA_BQ / nq : gk;
+		while (gk % bh != 0 || gv % bh != 0) {
+			bh--; // a block never straddles two groups (of K's or V's)
+		}
+	}
+	const int64_t nqb = (nq + bq - 1) / bq, nhb = q->ne[2] / bh;
+	const int64_t tasks = nqb * nhb * q->ne[3];
 	if (params->ith >= tasks) {
 		return;
 	}
@@ -246,10 +298,10 @@ static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggm
 	b.s = b.v + GOGGML_FA_BK * D;
 	b.o = b.s + GOGGML_FA_BQ * GOGGML_FA_BK;
 	for (int64_t t = params->ith; t < tasks; t += params->nth) {
-		const int64_t qb = t % nqb, iq2 = (t / nqb) % q->ne[2], iq3 = t / (nqb * q->ne[2]);
-		const int64_t q0 = qb * GOGGML_FA_BQ;
-		const int64_t n = nq - q0 < GOGGML_FA_BQ ? nq - q0 : GOGGML_FA_BQ;
-		goggml_fa_block(&b, dst, q0, n, iq2, iq3, scale);
+		const int64_t qb = t % nqb, hb = (t / nqb) % nhb, iq3 = t / (nqb * nhb);
+		const int64_t q0 = qb * bq;
+		const int64_t n = nq - q0 < bq ? nq - q0 : bq;
+		goggml_fa_block(&b, dst, q0, n, hb * bh, bh, iq3, scale);
 	}
 	free(mem);
 }
@@ -270,7 +322,8 @@ void goggml_compute_forward_flash_attn_ext(const struct ggml_compute_params *par
 	    dst->type == GGML_TYPE_F32 && D % 16 == 0 && D <= GOGGML_FA_DMAX && v->ne[0] == D && q->ne[0] == D &&
 	    q->nb[0] == sizeof(float) && k->nb[0] == sizeof(ggml_fp16_t) && v->nb[0] == sizeof(ggml_fp16_t) &&
 	    dst->nb[0] == sizeof(float) && (mask == NULL || (mask->type == GGML_TYPE_F16 && mask->nb[0] == sizeof(ggml_fp16_t))) &&
-	    dst->src[4] == NULL && max_bias == 0.0f && softcap == 0.0f && q->ne[1] >= GOGGML_FA_BQ / 4) {
+	    dst->src[4] == NULL && max_bias == 0.0f && softcap == 0.0f && q->ne[1] >= 1 && k->ne[2] > 0 && v->ne[2] > 0 &&
+	    q->ne[2] % k->ne[2] == 0 && q->ne[2] % v->ne[2] == 0) {
 		goggml_fa_batch(params, dst, scale);
 		return;
 	}
