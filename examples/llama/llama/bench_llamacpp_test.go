@@ -55,7 +55,10 @@ import (
 // GGML_BENCH_LLAMA_POLL sets go-ggml's Options.Poll (default 50, as
 // llama-bench's threads poll; 0 sleeps at once). GGML_BENCH_LLAMA_TIED=1
 // writes the model with its output tied to token_embd, as Llama 3.2's
-// files are (the figures' names get "-tied").
+// files are (the figures' names get "-tied"). GGML_BENCH_LLAMA_DEPTH=P
+// times generation alone at depth P instead (as llama-bench's -d): 64
+// tokens after P in the cache, which stay there from one sample to the
+// next (the figure "tg64@dP").
 func BenchmarkLlamaCpp(b *testing.B) {
 	if f := flagCount(); f != "1" {
 		b.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS instead", f)
@@ -64,8 +67,17 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
+	const gen = 64
+	depth := 0
+	if v := os.Getenv("GGML_BENCH_LLAMA_DEPTH"); v != "" {
+		var err error
+		if depth, err = strconv.Atoi(v); err != nil || depth < 2 {
+			b.Fatalf("GGML_BENCH_LLAMA_DEPTH=%q: want a depth of 2 tokens or more", v)
+		}
+	}
+	nCtx := max(512, (depth+gen+255)/256*256)
 	path := benchModelMix(b, preset, typName)
-	srv := startLlamaCpp(b, path, threads)
+	srv := startLlamaCpp(b, path, threads, nCtx)
 	defer srv.close()
 
 	ctx := context.Background()
@@ -80,7 +92,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 			b.Fatalf("GGML_BENCH_LLAMA_POLL=%q: %v", s, err)
 		}
 	}
-	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, Poll: poll, CacheType: ggml.TypeF16,
+	m, err := Load(ctx, path, Options{ContextSize: nCtx, BatchSize: 512, Threads: threads, Poll: poll, CacheType: ggml.TypeF16,
 		SmallPages: os.Getenv("GGML_BENCH_LLAMA_SMALL_PAGES") == "1"})
 	if err != nil {
 		b.Fatal(err)
@@ -88,7 +100,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	defer m.Close()
 	b.Logf("go-ggml: weights in %s, flash attention %v", m.WeightBuffers(), m.FlashAttn())
 	rng := rand.New(rand.NewPCG(1, 2))
-	prompt := make([]int32, 512)
+	prompt := make([]int32, max(512, depth))
 	for i := range prompt {
 		prompt[i] = int32(rng.IntN(m.Config.VocabSize))
 	}
@@ -139,7 +151,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 				b.ReportMetric(float64(n*b.N)/total.Seconds(), "tokens/s")
 			}}
 	}
-	const start, gen = 16, 64
+	const start = 16
 	tg := figure{fmt.Sprintf("tg%d-%s", gen, name),
 		func(b *testing.B) {
 			srv.settle(b)
@@ -180,15 +192,72 @@ func BenchmarkLlamaCpp(b *testing.B) {
 			b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
 		}}
 
+	figs := []figure{pp(64), pp(512), tg}
+	warm := []figure{pp(64), tg}
+	if depth > 0 {
+		// The cache keeps the first depth-1 prompt tokens: the go side
+		// fills it once (in batches), the C side at its first tgd.
+		filled := false
+		tgd := figure{fmt.Sprintf("tg%d@d%d-%s", gen, depth, name),
+			func(b *testing.B) {
+				srv.settle(b)
+				if !filled {
+					if err := m.Rewind(0); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := m.Eval(ctx, prompt[:depth-1], false); err != nil {
+						b.Fatal(err)
+					}
+					filled = true
+				}
+				var total time.Duration
+				for range b.N {
+					if err := m.Rewind(depth - 1); err != nil {
+						b.Fatal(err)
+					}
+					logits, err := m.Eval(ctx, prompt[depth-1:depth], false)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s := NewSampler(0, 0, 0, 1)
+					t0 := time.Now()
+					for range gen {
+						id, err := s.Sample(logits)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if logits, err = m.Eval(ctx, []int32{id}, false); err != nil {
+							b.Fatal(err)
+						}
+					}
+					total += time.Since(t0)
+				}
+				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
+				b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
+				if err := m.Rest(); err != nil {
+					b.Fatal(err)
+				}
+			},
+			func(b *testing.B) {
+				var total time.Duration
+				for range b.N {
+					total += srv.run(b, fmt.Sprintf("tgd %d %d", depth, gen))
+				}
+				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
+				b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
+			}}
+		figs, warm = []figure{tgd}, []figure{tgd}
+	}
+
 	// One warm-up of each side: the first run after a load pays for
 	// reading the mapped file and for first-touch allocations.
-	for _, f := range []figure{pp(64), tg} {
+	for _, f := range warm {
 		b.Run("warmup-"+f.name+"/go", func(b *testing.B) { f.goSide(b) })
 		b.Run("warmup-"+f.name+"/c", func(b *testing.B) { f.cSide(b) })
 	}
 	n := benchPairs(b)
 	for i := range n {
-		for _, f := range []figure{pp(64), pp(512), tg} {
+		for _, f := range figs {
 			first, second := "go", "c"
 			fs, ss := f.goSide, f.cSide
 			if i%2 == 1 {
@@ -300,7 +369,7 @@ type llamaCpp struct {
 
 // startLlamaCpp starts llama.cpp on the model at path, skipping the
 // benchmark where build/llamacpp.sh has not installed it.
-func startLlamaCpp(tb testing.TB, path string, threads int) *llamaCpp {
+func startLlamaCpp(tb testing.TB, path string, threads, nCtx int) *llamaCpp {
 	dir := llamaCppDir()
 	bin := filepath.Join(dir, "bin", "llamacpp_bench")
 	if _, err := os.Stat(bin); err != nil {
@@ -310,7 +379,7 @@ func startLlamaCpp(tb testing.TB, path string, threads int) *llamaCpp {
 	if os.Getenv("GGML_BENCH_LLAMACPP_NO_AMX") == "1" {
 		lib = libsWithoutAMX(tb, lib)
 	}
-	cmd := exec.Command(bin, lib, path, strconv.Itoa(threads), "512", "512")
+	cmd := exec.Command(bin, lib, path, strconv.Itoa(threads), strconv.Itoa(nCtx), "512")
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -17,6 +17,10 @@
 //	tg P N    clear, decode P prompt tokens (not timed), then N
 //	          tokens one at a time, each the greedy choice (the
 //	          largest logit) after the last                        -> "ok <ns>"
+//	tgd P N   tg at depth P: the first P-1 prompt tokens stay in the
+//	          cache from the last tgd P (decoded in batches the first
+//	          time), the rest is removed (llama_memory_seq_rm), token P
+//	          is decoded (not timed), then N tokens as tg does     -> "ok <ns>"
 //	quit
 //
 // Prompt tokens come from a fixed generator below the vocabulary size.
@@ -121,10 +125,38 @@ int main(int argc, char **argv) {
 	fflush(stdout);
 
 	char line[256];
+	int kept = 0; // prompt tokens of tgd in the cache
 	while (fgets(line, sizeof line, stdin) != NULL) {
 		int a = 0, b = 0;
 		int64_t ns = -1;
-		if (sscanf(line, "pp %d", &a) == 1 && a > 0 && a <= n_batch && a <= n_ctx) {
+		if (sscanf(line, "tgd %d %d", &a, &b) == 2 && a > 1 && b > 0 && a + b <= n_ctx) {
+			llama_memory_t mem = llama_get_memory(ctx);
+			int ok = 1;
+			if (kept != a - 1) {
+				llama_memory_clear(mem, false);
+				tokens(buf, a, n_vocab);
+				for (int i = 0; i < a - 1 && ok; i += n_batch) {
+					const int n = a - 1 - i < n_batch ? a - 1 - i : n_batch;
+					ok = llama_decode(ctx, llama_batch_get_one(buf + i, n)) == 0;
+				}
+				kept = ok ? a - 1 : 0;
+			}
+			ok = ok && llama_memory_seq_rm(mem, 0, a - 1, -1);
+			ok = ok && llama_decode(ctx, llama_batch_get_one(buf + a - 1, 1)) == 0;
+			if (ok) {
+				llama_synchronize(ctx);
+				int64_t t0 = now_ns();
+				for (int i = 0; i < b && ok; i++) {
+					llama_token t = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+					ok = llama_decode(ctx, llama_batch_get_one(&t, 1)) == 0;
+				}
+				llama_synchronize(ctx);
+				if (ok) {
+					ns = now_ns() - t0;
+				}
+			}
+		} else if (sscanf(line, "pp %d", &a) == 1 && a > 0 && a <= n_batch && a <= n_ctx) {
+			kept = 0;
 			llama_memory_clear(llama_get_memory(ctx), false);
 			tokens(buf, a, n_vocab);
 			int64_t t0 = now_ns();
@@ -133,6 +165,7 @@ int main(int argc, char **argv) {
 				ns = now_ns() - t0;
 			}
 		} else if (sscanf(line, "tg %d %d", &a, &b) == 2 && a > 0 && b > 0 && a <= n_batch && a + b <= n_ctx) {
+			kept = 0;
 			llama_memory_clear(llama_get_memory(ctx), false);
 			tokens(buf, a, n_vocab);
 			if (llama_decode(ctx, llama_batch_get_one(buf, a)) == 0) {
