@@ -131,7 +131,7 @@ BENCH_TIME ?= 300ms
 # (tensor data, GGUF files); a ggml assert or crash reached is a missing
 # check. FUZZ_TIME per target; a target is package:Name (ggml if no package).
 FUZZ_TIME ?= 3m
-FUZZ_TARGETS ?= FuzzOps FuzzViews FuzzQuantize FuzzDequantize gguf:FuzzParse gguf:FuzzLoad
+FUZZ_TARGETS ?= FuzzOps FuzzViews FuzzQuantize FuzzDequantize gguf:FuzzParse gguf:FuzzLoad tokenizer:FuzzEncode tokenizer:FuzzEncodeReference tokenizer:FuzzDecoder tokenizer:FuzzNew
 fuzz: setup
 	@for t in $(FUZZ_TARGETS); do \
 		case $$t in *:*) pkg=$${t%%:*}; name=$${t#*:};; *) pkg=ggml; name=$$t;; esac; \

@@ -31,7 +31,7 @@ func spmVocab(merged map[string]float32) Vocab {
 	return v
 }
 
-func newTok(t *testing.T, v Vocab) *Tokenizer {
+func newTok(t testing.TB, v Vocab) *Tokenizer {
 	t.Helper()
 	tok, err := New(v)
 	require.NoError(t, err)
