@@ -147,7 +147,11 @@ type bigram struct {
 
 // spmKey orders SentencePiece merges: the highest score first, then the
 // leftmost (the float's bits made to sort as the float does, negated).
+// -0 is +0, equal as llama.cpp compares scores.
 func spmKey(score float32, left int) uint64 {
+	if score == 0 {
+		score = 0
+	}
 	u := math.Float32bits(score)
 	if u&(1<<31) != 0 {
 		u = ^u
