@@ -25,6 +25,28 @@ func TestSentencePieceSignedZero(t *testing.T) {
 	}
 }
 
+// TestNewCopiesVocab: a Tokenizer keeps nothing of the Vocab it was made
+// of, so changing the Vocab afterwards changes nothing.
+func TestNewCopiesVocab(t *testing.T) {
+	v := spmVocab(map[string]float32{"▁a": -1, "ab": -2})
+	tok := newTok(t, v)
+	want := pieces(tok, tok.Encode("ab", EncodeOptions{}))
+	require.Equal(t, []string{"▁a", "b"}, want)
+	for i := range v.Scores {
+		v.Scores[i] = float32(i)
+	}
+	for i := range v.Tokens {
+		v.Tokens[i] = "x"
+		v.Types[i] = TypeControl
+	}
+	assert.Equal(t, want, pieces(tok, tok.Encode("ab", EncodeOptions{})))
+
+	b := bpeVocab("gpt-2", "a b")
+	btok := newTok(t, b)
+	b.Merges[0] = "b c"
+	assert.Equal(t, []string{"ab"}, pieces(btok, btok.Encode("ab", EncodeOptions{})))
+}
+
 // TestHostileVocab: vocabularies that lie or are odd give a tokenizer
 // that keeps to its vocabulary, or an error of their kind.
 func TestHostileVocab(t *testing.T) {

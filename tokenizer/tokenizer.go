@@ -204,7 +204,7 @@ func New(v Vocab) (*Tokenizer, error) {
 		return nil, fmt.Errorf("tokenizer: %w: %d token types for %d tokens", ErrLength, len(v.Types), n)
 	}
 	t.tokens = make([]string, n)
-	t.scores = v.Scores
+	t.scores = slices.Clone(v.Scores) // the caller may change v's later
 	if t.scores == nil {
 		t.scores = make([]float32, n)
 	}
