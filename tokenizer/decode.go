@@ -51,12 +51,23 @@ func (t *Tokenizer) piece(id int32) []byte {
 	return nil
 }
 
-// hexByte reads the byte of a byte token "<0xNN>" from its fourth and
-// fifth characters, as llama.cpp does (strtol: as many hex digits as
-// there are, 0 without one).
+// hexByte reads the byte of a byte token "<0xNN>" as llama.cpp does:
+// strtol in base 16 of its fourth and fifth characters (white space and a
+// sign in front allowed, as many hex digits as follow, 0 without one),
+// cut to a byte.
 func hexByte(s string) byte {
+	s = s[min(3, len(s)):min(5, len(s))]
+	i := 0
+	for i < len(s) && strings.IndexByte(" \t\n\v\f\r", s[i]) >= 0 {
+		i++
+	}
+	neg := i < len(s) && s[i] == '-'
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
 	var b byte
-	for i := 3; i < 5 && i < len(s); i++ {
+digits:
+	for ; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= '0' && c <= '9':
@@ -66,8 +77,11 @@ func hexByte(s string) byte {
 		case c >= 'A' && c <= 'F':
 			b = b<<4 | (c - 'A' + 10)
 		default:
-			return b
+			break digits
 		}
+	}
+	if neg {
+		b = -b
 	}
 	return b
 }

@@ -47,6 +47,26 @@ func TestNewCopiesVocab(t *testing.T) {
 	assert.Equal(t, []string{"ab"}, pieces(btok, btok.Encode("ab", EncodeOptions{})))
 }
 
+// TestBytePieces: a byte token's byte is read from its fourth and fifth
+// characters as llama.cpp's strtol reads them (white space and a sign in
+// front too); the wanted bytes are llama.cpp's.
+func TestBytePieces(t *testing.T) {
+	for text, want := range map[string]string{
+		"<0x41>": "A", "<0xff>": "\xff", "<0x1G>": "\x01", "<0xG1>": "\x00", "<0x>": "\x00", "<0x": "\x00",
+		"<0x 5>": "\x05", "<0x\t7>": "\a", "<0x 9": "\t", "<0x+A>": "\n", "<0x-1>": "\xff", "<0x-F>": "\xf1",
+		"<0x 0>": "\x00", "<0x\n>": "\x00", "<0x0x>": "\x00", "<0x-0>": "\x00", "<0x+>": "\x00", "<0x- >": "\x00",
+	} {
+		v := spmVocab(nil)
+		v.Tokens = append(v.Tokens, text)
+		v.Scores = append(v.Scores, 0)
+		v.Types = append(v.Types, TypeByte)
+		tok := newTok(t, v)
+		got, err := tok.Piece(int32(tok.Len()-1), false)
+		require.NoError(t, err)
+		assert.Equal(t, want, got, "%q", text)
+	}
+}
+
 // TestHostileVocab: vocabularies that lie or are odd give a tokenizer
 // that keeps to its vocabulary, or an error of their kind.
 func TestHostileVocab(t *testing.T) {
