@@ -58,7 +58,10 @@
 // assigned recently. A byte-level text with a UTF-8 sequence that encodes a
 // value above U+10FFFF is read as U+FFFD, where llama.cpp fails. A
 // SentencePiece vocabulary without a byte token for a byte it needs gives
-// the unknown token (or nothing without one), where llama.cpp fails.
+// the unknown token (or nothing without one), where llama.cpp fails. A
+// NaN score, which llama.cpp's comparisons leave unordered, takes a fixed
+// place of its own among the scores (by its bits), and a SentencePiece
+// byte token shorter than "<0x" is the byte 0, where llama.cpp fails.
 // Per-model attribute rules of llama.cpp for other families (Phi-3's
 // stripped spaces, gpt-oss and Gemma 4 workarounds) are not applied.
 //

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -372,8 +373,18 @@ func fuzzVocab(data []byte) Vocab {
 	if lengths&1 != 0 {
 		v.Scores = make([]float32, n+int(lengths>>6&1))
 		for i := range v.Scores {
-			if len(rest) > 0 {
-				v.Scores[i] = float32(int(rest[i%len(rest)])-128) / 16
+			if len(rest) == 0 {
+				continue
+			}
+			switch c := rest[i%len(rest)]; c {
+			case 0:
+				v.Scores[i] = float32(math.Copysign(0, -1))
+			case 1:
+				v.Scores[i] = float32(math.NaN())
+			case 2:
+				v.Scores[i] = float32(math.Inf(-1))
+			default:
+				v.Scores[i] = float32(int(c)-128) / 16
 			}
 		}
 	}
