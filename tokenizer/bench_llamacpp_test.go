@@ -32,7 +32,7 @@ func BenchmarkEncodeLlamaCpp(b *testing.B) {
 		}
 	}
 	type figure struct {
-		name         string
+		name          string
 		goSide, cSide func(*testing.B)
 	}
 	var figs []figure
