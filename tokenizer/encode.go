@@ -74,17 +74,25 @@ func (t *Tokenizer) partition(text string, parse bool) []fragment {
 	if text == "" {
 		return nil
 	}
-	// The special tokens that occur in text, in the order they are tried.
+	// The special tokens that occur in text: a walk down the trie of
+	// their texts from each place, as long as some text goes on (one
+	// step at most for most places of most texts, whatever the count of
+	// special tokens).
 	var found map[int32]bool
+	tr := &t.specialTrie
 	for i := 0; i < len(text); i++ {
 		if !t.specialFirst[text[i]] {
 			continue
 		}
-		for _, id := range t.special {
-			if !parse && t.attrs[id]&(attrControl|attrUnknown) != 0 {
-				continue
+		n := int32(0)
+		for j := i; j < len(text); j++ {
+			if n = tr.child(n, text[j]); n < 0 {
+				break
 			}
-			if s := t.tokens[id]; s[0] == text[i] && strings.HasPrefix(text[i:], s) {
+			for _, id := range tr.nodes[n].ids {
+				if !parse && t.attrs[id]&(attrControl|attrUnknown) != 0 {
+					continue
+				}
 				if found == nil {
 					found = map[int32]bool{}
 				}

@@ -131,6 +131,7 @@ type Tokenizer struct {
 	eog            map[int32]bool
 	special        []int32   // control, user-defined and unknown tokens, longest first
 	specialFirst   [256]bool // first bytes of the special tokens' texts
+	specialTrie    trie      // the special tokens' texts
 	byteTokens     [256]int32
 	pieces         [][]byte // llama_token_to_piece(special=true) of each token
 }
@@ -287,6 +288,7 @@ func New(v Vocab) (*Tokenizer, error) {
 		}
 	}
 	slices.SortStableFunc(t.special, func(a, b int32) int { return len(t.tokens[b]) - len(t.tokens[a]) })
+	t.specialTrie = newTrie(t.tokens, t.special)
 
 	for b := range 256 {
 		t.byteTokens[b] = t.findByteToken(byte(b))
@@ -388,3 +390,49 @@ func onlySpaceRuns(s string) bool {
 	}
 	return true
 }
+
+// trie holds texts of tokens by their bytes, to find which of them start
+// at a place in a text in one walk, however many share a beginning.
+type trie struct {
+	nodes []trieNode // nodes[0] is the root, the empty text
+}
+
+type trieNode struct {
+	edges []trieEdge // to the texts one byte longer
+	ids   []int32    // the tokens whose text ends here
+}
+
+type trieEdge struct {
+	b  byte
+	to int32
+}
+
+// newTrie returns the trie of the texts of tokens ids.
+func newTrie(texts []string, ids []int32) trie {
+	tr := trie{nodes: []trieNode{{}}}
+	for _, id := range ids {
+		n := int32(0)
+		for i := 0; i < len(texts[id]); i++ {
+			next := tr.child(n, texts[id][i])
+			if next < 0 {
+				next = int32(len(tr.nodes))
+				tr.nodes = append(tr.nodes, trieNode{})
+				tr.nodes[n].edges = append(tr.nodes[n].edges, trieEdge{texts[id][i], next})
+			}
+			n = next
+		}
+		tr.nodes[n].ids = append(tr.nodes[n].ids, id)
+	}
+	return tr
+}
+
+// child returns the node after n by byte b, or -1.
+func (tr *trie) child(n int32, b byte) int32 {
+	for _, e := range tr.nodes[n].edges {
+		if e.b == b {
+			return e.to
+		}
+	}
+	return -1
+}
+
