@@ -673,6 +673,7 @@ func TestFlashAttnExtBatches(t *testing.T) {
 		// Generation: one query, the heads of a KV head in one block
 		// (Llama 3.2 1B's 32 over 8, a small model's 12 over 4).
 		{64, 1, 700, 32, 8, 1, true},
+		{64, 1, 4160, 32, 8, 1, true}, // at a depth of 4096
 		{64, 1, 77, 12, 4, 1, true},
 		{64, 1, 1, 4, 1, 1, true},
 		{128, 1, 200, 8, 8, 1, false},

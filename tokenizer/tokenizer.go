@@ -435,4 +435,3 @@ func (tr *trie) child(n int32, b byte) int32 {
 	}
 	return -1
 }
-
