@@ -149,7 +149,8 @@ bench: setup
 # installs into a cache outside the checkout). LLAMA_MODELS and
 # LLAMA_TYPES and LLAMA_THREADS say which rows; BENCH_COUNT pairs each.
 # Then the example's own rows: tokens/s and go-%, the share of the time
-# outside ggml's compute (BenchmarkLlama).
+# outside ggml's compute (BenchmarkLlama). GGML_BENCH_LLAMA_DEPTH=P in the
+# environment times generation alone, after P tokens in the cache.
 LLAMA_MODELS ?= small 1b
 LLAMA_TYPES ?= q4_0 q8_0 q4_K_M
 LLAMA_THREADS ?= 1 2
