@@ -101,11 +101,14 @@ int main(int argc, char **argv) {
 		if (strcmp(line, "quit") == 0) {
 			break;
 		}
-		if (strcmp(line, "t") == 0) {
+		if (strcmp(line, "t") == 0 || strcmp(line, "b") == 0) {
+			const int bench = line[0] == 'b';
 			int add = 0, parse = 0;
-			long len = 0;
-			if (fscanf(stdin, "%d %d %ld", &add, &parse, &len) != 3 || len < 0 || fgetc(stdin) != '\n') {
-				printf("error bad t request\n");
+			long reps = 1, len = 0;
+			const int got = bench ? fscanf(stdin, "%d %d %ld %ld", &add, &parse, &reps, &len)
+			                      : fscanf(stdin, "%d %d %ld", &add, &parse, &len);
+			if (got != (bench ? 4 : 3) || reps < 1 || len < 0 || fgetc(stdin) != '\n') {
+				printf("error bad %s request\n", line);
 				return 1;
 			}
 			grow((void **)&text, &text_cap, (size_t)len + 1, 1);
@@ -119,42 +122,23 @@ int main(int argc, char **argv) {
 				grow((void **)&ids, &ids_cap, (size_t)-n, sizeof *ids);
 				n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)ids_cap, add != 0, parse != 0);
 			}
+			// b: the same call reps times more, timed (the text read and
+			// the result's buffer sized by the call above).
+			int64_t t0 = now_ns();
+			for (long r = 0; bench && r < reps && n >= 0; r++) {
+				n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)ids_cap, add != 0, parse != 0);
+			}
+			int64_t t1 = now_ns();
 			if (n < 0) {
 				printf("error llama_tokenize %d\n", n);
+			} else if (bench) {
+				printf("ok %lld %d\n", (long long)(t1 - t0), n);
 			} else {
 				printf("ok %d", n);
 				for (int i = 0; i < n; i++) {
 					printf(" %d", ids[i]);
 				}
 				printf("\n");
-			}
-		} else if (strcmp(line, "b") == 0) {
-			int add = 0, parse = 0;
-			long reps = 0, len = 0;
-			if (fscanf(stdin, "%d %d %ld %ld", &add, &parse, &reps, &len) != 4 || reps < 1 || len < 0 ||
-			    fgetc(stdin) != '\n') {
-				printf("error bad b request\n");
-				return 1;
-			}
-			grow((void **)&text, &text_cap, (size_t)len + 1, 1);
-			if (len > 0 && fread(text, 1, (size_t)len, stdin) != (size_t)len) {
-				printf("error short text\n");
-				return 1;
-			}
-			grow((void **)&ids, &ids_cap, (size_t)len + 8, sizeof *ids);
-			int n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)ids_cap, add != 0, parse != 0);
-			if (n < 0) {
-				grow((void **)&ids, &ids_cap, (size_t)-n, sizeof *ids);
-			}
-			int64_t t0 = now_ns();
-			for (long r = 0; r < reps && n >= 0; r++) {
-				n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)ids_cap, add != 0, parse != 0);
-			}
-			int64_t t1 = now_ns();
-			if (n < 0) {
-				printf("error llama_tokenize %d\n", n);
-			} else {
-				printf("ok %lld %d\n", (long long)(t1 - t0), n);
 			}
 		} else if (strcmp(line, "d") == 0) {
 			int rm = 0, unparse = 0, n = 0;

@@ -151,74 +151,16 @@ func BenchmarkLlamaCpp(b *testing.B) {
 				b.ReportMetric(float64(n*b.N)/total.Seconds(), "tokens/s")
 			}}
 	}
-	const start = 16
-	tg := figure{fmt.Sprintf("tg%d-%s", gen, name),
-		func(b *testing.B) {
-			srv.settle(b)
-			var total time.Duration
-			for range b.N {
-				if err := m.Rewind(0); err != nil {
-					b.Fatal(err)
-				}
-				logits, err := m.Eval(ctx, prompt[:start], false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				s := NewSampler(0, 0, 0, 1)
-				t0 := time.Now()
-				for range gen {
-					id, err := s.Sample(logits)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if logits, err = m.Eval(ctx, []int32{id}, false); err != nil {
-						b.Fatal(err)
-					}
-				}
-				total += time.Since(t0)
-			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
-			b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
-			if err := m.Rest(); err != nil {
-				b.Fatal(err)
-			}
-		},
-		func(b *testing.B) {
-			var total time.Duration
-			for range b.N {
-				total += srv.run(b, fmt.Sprintf("tg %d %d", start, gen))
-			}
-			b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
-			b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
-		}}
-
-	figs := []figure{pp(64), pp(512), tg}
-	warm := []figure{pp(64), tg}
-	if depth > 0 {
-		// The cache keeps the first depth-1 prompt tokens: the go side
-		// fills it once (in batches), the C side at its first tgd.
-		filled := false
-		tgd := figure{fmt.Sprintf("tg%d@d%d-%s", gen, depth, name),
+	// tgFig times gen greedy tokens after the logits that prime returns
+	// (not timed) on the go side, and llama.cpp's answer to cmd on the C
+	// side.
+	tgFig := func(title string, prime func(*testing.B) []float32, cmd string) figure {
+		return figure{title,
 			func(b *testing.B) {
 				srv.settle(b)
-				if !filled {
-					if err := m.Rewind(0); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := m.Eval(ctx, prompt[:depth-1], false); err != nil {
-						b.Fatal(err)
-					}
-					filled = true
-				}
 				var total time.Duration
 				for range b.N {
-					if err := m.Rewind(depth - 1); err != nil {
-						b.Fatal(err)
-					}
-					logits, err := m.Eval(ctx, prompt[depth-1:depth], false)
-					if err != nil {
-						b.Fatal(err)
-					}
+					logits := prime(b)
 					s := NewSampler(0, 0, 0, 1)
 					t0 := time.Now()
 					for range gen {
@@ -241,11 +183,40 @@ func BenchmarkLlamaCpp(b *testing.B) {
 			func(b *testing.B) {
 				var total time.Duration
 				for range b.N {
-					total += srv.run(b, fmt.Sprintf("tgd %d %d", depth, gen))
+					total += srv.run(b, cmd)
 				}
 				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N*gen), "ns/op")
 				b.ReportMetric(float64(gen*b.N)/total.Seconds(), "tokens/s")
 			}}
+	}
+	// prime rewinds the cache to keep tokens and evaluates the prompt's
+	// tokens up to to.
+	prime := func(b *testing.B, keep, to int) []float32 {
+		if err := m.Rewind(keep); err != nil {
+			b.Fatal(err)
+		}
+		logits, err := m.Eval(ctx, prompt[keep:to], false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return logits
+	}
+	const start = 16
+	tg := tgFig(fmt.Sprintf("tg%d-%s", gen, name), func(b *testing.B) []float32 { return prime(b, 0, start) },
+		fmt.Sprintf("tg %d %d", start, gen))
+	figs := []figure{pp(64), pp(512), tg}
+	warm := []figure{pp(64), tg}
+	if depth > 0 {
+		// The cache keeps the first depth-1 prompt tokens: the go side
+		// fills it once (in batches), the C side at its first tgd.
+		filled := false
+		tgd := tgFig(fmt.Sprintf("tg%d@d%d-%s", gen, depth, name), func(b *testing.B) []float32 {
+			if !filled {
+				prime(b, 0, depth-1)
+				filled = true
+			}
+			return prime(b, depth-1, depth)
+		}, fmt.Sprintf("tgd %d %d", depth, gen))
 		figs, warm = []figure{tgd}, []figure{tgd}
 	}
 

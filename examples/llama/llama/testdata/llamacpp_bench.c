@@ -67,6 +67,22 @@ static void quiet(enum ggml_log_level level, const char *text, void *data) {
 	}
 }
 
+// generate decodes n tokens one at a time, each the largest logit after
+// the last decode's, and returns the nanoseconds they took, or -1 when a
+// decode failed.
+static int64_t generate(struct llama_context *ctx, int n, int n_vocab) {
+	llama_synchronize(ctx);
+	const int64_t t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		llama_token t = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+		if (llama_decode(ctx, llama_batch_get_one(&t, 1)) != 0) {
+			return -1;
+		}
+	}
+	llama_synchronize(ctx);
+	return now_ns() - t0;
+}
+
 int main(int argc, char **argv) {
 	if (argc != 6) {
 		fprintf(stderr, "usage: %s <lib dir> <model.gguf> <threads> <ctx> <batch>\n", argv[0]);
@@ -144,16 +160,7 @@ int main(int argc, char **argv) {
 			ok = ok && llama_memory_seq_rm(mem, 0, a - 1, -1);
 			ok = ok && llama_decode(ctx, llama_batch_get_one(buf + a - 1, 1)) == 0;
 			if (ok) {
-				llama_synchronize(ctx);
-				int64_t t0 = now_ns();
-				for (int i = 0; i < b && ok; i++) {
-					llama_token t = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
-					ok = llama_decode(ctx, llama_batch_get_one(&t, 1)) == 0;
-				}
-				llama_synchronize(ctx);
-				if (ok) {
-					ns = now_ns() - t0;
-				}
+				ns = generate(ctx, b, n_vocab);
 			}
 		} else if (sscanf(line, "pp %d", &a) == 1 && a > 0 && a <= n_batch && a <= n_ctx) {
 			kept = 0;
@@ -169,17 +176,7 @@ int main(int argc, char **argv) {
 			llama_memory_clear(llama_get_memory(ctx), false);
 			tokens(buf, a, n_vocab);
 			if (llama_decode(ctx, llama_batch_get_one(buf, a)) == 0) {
-				llama_synchronize(ctx);
-				int64_t t0 = now_ns();
-				int ok = 1;
-				for (int i = 0; i < b && ok; i++) {
-					llama_token t = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
-					ok = llama_decode(ctx, llama_batch_get_one(&t, 1)) == 0;
-				}
-				llama_synchronize(ctx);
-				if (ok) {
-					ns = now_ns() - t0;
-				}
+				ns = generate(ctx, b, n_vocab);
 			}
 		} else if (strncmp(line, "quit", 4) == 0) {
 			break;
