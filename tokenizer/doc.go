@@ -27,10 +27,13 @@
 //     the pairs of tokenizer.ggml.merges merge, the lowest rank first.
 //     Pre-tokenizers: "llama-bpe" (and its aliases "llama3", "llama-v3",
 //     "falcon3", "pixtral": Llama 3's regular expression, with words that
-//     are whole tokens kept whole), "gpt-2" (GPT-2's expression), and
-//     "default" (llama.cpp's default: punctuation runs, GPT-2's
-//     expression, digit runs and triples), which a file without the key
-//     gets, as in llama.cpp. Another name is an ErrUnsupported error.
+//     are whole tokens kept whole), "smaug-bpe" (Llama 3's expression,
+//     every word merged), "smollm" (SmolLM: each digit alone, then GPT-2's
+//     expression; decoding keeps spaces before punctuation), "gpt-2"
+//     (GPT-2's expression), and "default" (llama.cpp's default:
+//     punctuation runs, GPT-2's expression, digit runs and triples), which
+//     a file without the key gets, as in llama.cpp. Another name is an
+//     ErrUnsupported error.
 //
 // # Special tokens
 //

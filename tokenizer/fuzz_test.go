@@ -214,7 +214,7 @@ func FuzzEncodeReference(f *testing.F) {
 	var cases []refCase
 	for _, name := range []string{"llama3", "gemma2"} {
 		path := writeGGUF(f, realVocab(f, name), nil)
-		cases = append(cases, refCase{name, realTok(f, name), startLlamaCpp(f, path)})
+		cases = append(cases, refCase{name: name, tok: realTok(f, name), ref: startLlamaCpp(f, path)})
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		if codepointTooLarge(text) {

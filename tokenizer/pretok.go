@@ -266,9 +266,26 @@ func splitDigitTriples(s *span, ini, end int, ends []int) []int {
 	return p.ends
 }
 
+// splitEachOf splits every code point of class want from the rest, one
+// piece each (std::regex_iterator over a one-character class, \p{N}).
+func splitEachOf(want class) splitFunc {
+	return func(s *span, ini, end int, ends []int) []int {
+		p := &splitter{s: s, ini: ini, end: end, ends: ends, last: ini}
+		for pos := ini; pos < end; pos++ {
+			if s.cl[pos]&want != 0 {
+				p.cut(pos)
+				p.cut(pos + 1)
+			}
+		}
+		p.cut(end)
+		return p.ends
+	}
+}
+
 // preSplits are the splits of each pre-tokenizer, in order.
 var preSplits = map[preKind][]splitFunc{
 	preDefault: {splitRuns(classPunct), splitGPT2, splitRuns(classNumber), splitDigitTriples},
 	preGPT2:    {splitGPT2},
 	preLlama3:  {splitLlama3},
+	preSmolLM:  {splitEachOf(classNumber), splitGPT2},
 }

@@ -101,13 +101,29 @@ const (
 	preDefault preKind = iota // llama.cpp's LLAMA_VOCAB_PRE_TYPE_DEFAULT
 	preGPT2
 	preLlama3
+	preSmolLM // each number alone, then GPT-2's expression
 )
 
+// preRule is what a tokenizer.ggml.pre name sets, as llama.cpp's
+// llama_vocab::impl::load sets it.
+type preRule struct {
+	kind         preKind
+	ignoreMerges bool // a word that is a token is that token
+	addBOS       bool // the default of tokenizer.ggml.add_bos_token
+	keepSpaces   bool // no clean-up of spaces when decoding
+}
+
 // preNames maps tokenizer.ggml.pre to the pre-tokenizers implemented.
-var preNames = map[string]preKind{
-	"": preDefault, "default": preDefault,
-	"gpt-2":  preGPT2,
-	"llama3": preLlama3, "llama-v3": preLlama3, "llama-bpe": preLlama3, "falcon3": preLlama3, "pixtral": preLlama3,
+var preNames = map[string]preRule{
+	"": {kind: preDefault}, "default": {kind: preDefault},
+	"gpt-2":     {kind: preGPT2},
+	"llama3":    {preLlama3, true, true, false},
+	"llama-v3":  {preLlama3, true, true, false},
+	"llama-bpe": {preLlama3, true, true, false},
+	"falcon3":   {preLlama3, true, true, false},
+	"pixtral":   {preLlama3, true, true, false},
+	"smaug-bpe": {kind: preLlama3}, // Llama 3's expression, merges always
+	"smollm":    {kind: preSmolLM, keepSpaces: true},
 }
 
 // Tokenizer encodes text into token IDs and decodes them, for one
@@ -176,13 +192,11 @@ func New(v Vocab) (*Tokenizer, error) {
 		t.bpe = true
 		pre, ok := preNames[v.Pre]
 		if !ok {
-			return nil, fmt.Errorf("tokenizer: %w: pre-tokenizer %q (this package implements default, gpt-2 and llama-bpe)", ErrUnsupported, v.Pre)
+			return nil, fmt.Errorf("tokenizer: %w: pre-tokenizer %q (this package implements default, gpt-2, llama-bpe, smaug-bpe and smollm)", ErrUnsupported, v.Pre)
 		}
-		t.pre = pre
-		t.cleanSpaces = true
-		if pre == preLlama3 {
-			t.ignoreMerges, t.addBOS = true, true
-		}
+		t.pre = pre.kind
+		t.cleanSpaces = !pre.keepSpaces
+		t.ignoreMerges, t.addBOS = pre.ignoreMerges, pre.addBOS
 	default:
 		return nil, fmt.Errorf("tokenizer: %w: model %q (want llama or gpt2)", ErrUnsupported, v.Model)
 	}
