@@ -3,12 +3,9 @@ package bench
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,38 +24,15 @@ import (
 var sink int64
 
 // pair runs the Go and the C side of one figure back to back, as
-// sub-benchmarks name/go and name/c (just go and c for name ""), pairs()
-// times, the C side first in every other pair: the two sides of a pair see
-// the same machine, and neither always gets the warm caches or the boosted
-// clock. bench/table divides each Go sample by the C sample of its pair.
-//
-// The pairs are made here, not with go test's -count: -count repeats each
-// sub-benchmark in a row (go, go, go, c, c, c), so that the "pairs" it
-// gives are samples taken seconds apart, with Go always first. pair
-// refuses -count above 1; GGML_BENCH_PAIRS sets the number of pairs
-// (make bench sets it to BENCH_COUNT). Repeated sub-benchmarks are named
-// go#01, c#01 and so on; bench/table reads them as the same side.
+// sub-benchmarks name/go and name/c (just go and c for name ""),
+// GGML_BENCH_PAIRS times (make bench sets it to BENCH_COUNT), the C side
+// first in every other pair (testutil.RunPair): bench/table divides each
+// Go sample by the C sample of its pair. The pairs are made here, not
+// with go test's -count, which repeats each sub-benchmark in a row and
+// which testutil.BenchPairs refuses.
 func pair(b *testing.B, name string, goSide, cSide func(*testing.B)) {
-	if f := flag.Lookup("test.count"); f != nil && f.Value.String() != "1" {
-		b.Fatalf("pair: -count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS=%s instead (make bench does)", f.Value, f.Value)
-	}
-	prefix := ""
-	if name != "" {
-		prefix = name + "/"
-	}
-	for i := range pairs(b) {
-		first, second := goSide, cSide
-		firstName, secondName := "go", "c"
-		if i%2 == 1 {
-			first, second = cSide, goSide
-			firstName, secondName = "c", "go"
-		}
-		if first != nil {
-			b.Run(prefix+firstName, first)
-		}
-		if second != nil {
-			b.Run(prefix+secondName, second)
-		}
+	for i := range testutil.BenchPairs(b) {
+		testutil.RunPair(b, i, name, goSide, cSide)
 	}
 }
 
@@ -66,19 +40,6 @@ func pair(b *testing.B, name string, goSide, cSide func(*testing.B)) {
 // as many times as pair would.
 func solo(b *testing.B, name string, goSide func(*testing.B)) {
 	pair(b, name, goSide, nil)
-}
-
-// pairs returns GGML_BENCH_PAIRS, 1 when unset.
-func pairs(b *testing.B) int {
-	v := os.Getenv("GGML_BENCH_PAIRS")
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("GGML_BENCH_PAIRS=%q: want a count of pairs, 1 or more", v)
-	}
-	return n
 }
 
 func cpuBackend(tb testing.TB) *backend.Backend {

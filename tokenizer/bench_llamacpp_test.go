@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // BenchmarkEncodeLlamaCpp: the first megabyte of War and Peace as one
@@ -24,13 +25,7 @@ func BenchmarkEncodeLlamaCpp(b *testing.B) {
 	data, err := os.ReadFile(testdata(b, "war-and-peace.txt"))
 	require.NoError(b, err)
 	text := string(data[:1<<20])
-	pairs := 1
-	if v := os.Getenv("GGML_BENCH_PAIRS"); v != "" {
-		pairs, err = strconv.Atoi(v)
-		if err != nil || pairs < 1 {
-			b.Fatalf("GGML_BENCH_PAIRS=%q: want a count of pairs, 1 or more", v)
-		}
-	}
+	pairs := testutil.BenchPairs(b)
 	type figure struct {
 		name          string
 		goSide, cSide func(*testing.B)
@@ -67,13 +62,7 @@ func BenchmarkEncodeLlamaCpp(b *testing.B) {
 	}
 	for i := range pairs {
 		for _, f := range figs {
-			first, second := "go", "c"
-			fs, ss := f.goSide, f.cSide
-			if i%2 == 1 {
-				first, second, fs, ss = second, first, ss, fs
-			}
-			b.Run(f.name+"/"+first, fs)
-			b.Run(f.name+"/"+second, ss)
+			testutil.RunPair(b, i, f.name, f.goSide, f.cSide)
 		}
 	}
 }

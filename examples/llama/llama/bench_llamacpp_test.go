@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // BenchmarkLlamaCpp runs go-ggml and llama.cpp on the same generated file,
@@ -60,9 +61,7 @@ import (
 // tokens after P in the cache, which stay there from one sample to the
 // next (the figure "tg64@dP").
 func BenchmarkLlamaCpp(b *testing.B) {
-	if f := flagCount(); f != "1" {
-		b.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS instead", f)
-	}
+	pairs := testutil.BenchPairs(b)
 	preset, typName, threads := benchLlamaCppSettings(b)
 	if threads == 0 {
 		threads = runtime.NumCPU()
@@ -226,44 +225,11 @@ func BenchmarkLlamaCpp(b *testing.B) {
 		b.Run("warmup-"+f.name+"/go", func(b *testing.B) { f.goSide(b) })
 		b.Run("warmup-"+f.name+"/c", func(b *testing.B) { f.cSide(b) })
 	}
-	n := benchPairs(b)
-	for i := range n {
+	for i := range pairs {
 		for _, f := range figs {
-			first, second := "go", "c"
-			fs, ss := f.goSide, f.cSide
-			if i%2 == 1 {
-				first, second, fs, ss = second, first, ss, fs
-			}
-			b.Run(f.name+"/"+first, fs)
-			b.Run(f.name+"/"+second, ss)
+			testutil.RunPair(b, i, f.name, f.goSide, f.cSide)
 		}
 	}
-}
-
-// flagCount returns go test's -count.
-func flagCount() string {
-	for i, a := range os.Args {
-		if v, ok := strings.CutPrefix(a, "-test.count="); ok {
-			return v
-		}
-		if a == "-test.count" && i+1 < len(os.Args) {
-			return os.Args[i+1]
-		}
-	}
-	return "1"
-}
-
-// benchPairs returns GGML_BENCH_PAIRS, 1 when unset.
-func benchPairs(tb testing.TB) int {
-	v := os.Getenv("GGML_BENCH_PAIRS")
-	if v == "" {
-		return 1
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		tb.Fatalf("GGML_BENCH_PAIRS=%q: want a count of pairs, 1 or more", v)
-	}
-	return n
 }
 
 // benchLlamaCppSettings reads the preset, the weight type's name (a ggml

@@ -45,12 +45,7 @@ func BenchmarkMNIST(b *testing.B) {
 	}
 	arch := map[string]string{"": mnist.ArchFC, "fc": mnist.ArchFC, "cnn": mnist.ArchCNN}[os.Getenv("GGML_BENCH_MNIST_ARCH")]
 	require.NotEmpty(b, arch, "GGML_BENCH_MNIST_ARCH is fc or cnn")
-	pairs := 1
-	if v := os.Getenv("GGML_BENCH_PAIRS"); v != "" {
-		n, err := strconv.Atoi(v)
-		require.NoError(b, err)
-		pairs = max(n, 1)
-	}
+	pairs := testutil.BenchPairs(b)
 	raw := rawFiles(b)
 	train, _ := sets(b)
 	cpu, s := setup(b)
@@ -124,12 +119,7 @@ func oneEpoch(b *testing.B, arch, bin, raw string, train *mnist.Set, cpu *backen
 // name/c, the side that goes first alternating.
 func runPairs(b *testing.B, name string, pairs int, goSide, cSide func(*testing.B)) {
 	for i := range pairs {
-		first, second, fn, sn := goSide, cSide, "go", "c"
-		if i%2 == 1 {
-			first, second, fn, sn = cSide, goSide, "c", "go"
-		}
-		b.Run(name+"/"+fn, first)
-		b.Run(name+"/"+sn, second)
+		testutil.RunPair(b, i, name, goSide, cSide)
 	}
 }
 
