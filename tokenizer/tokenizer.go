@@ -113,15 +113,14 @@ type preRule struct {
 	keepSpaces   bool // no clean-up of spaces when decoding
 }
 
+// llama3Rule is Llama 3's pre-tokenizer and its aliases.
+var llama3Rule = preRule{kind: preLlama3, ignoreMerges: true, addBOS: true}
+
 // preNames maps tokenizer.ggml.pre to the pre-tokenizers implemented.
 var preNames = map[string]preRule{
 	"": {kind: preDefault}, "default": {kind: preDefault},
-	"gpt-2":     {kind: preGPT2},
-	"llama3":    {preLlama3, true, true, false},
-	"llama-v3":  {preLlama3, true, true, false},
-	"llama-bpe": {preLlama3, true, true, false},
-	"falcon3":   {preLlama3, true, true, false},
-	"pixtral":   {preLlama3, true, true, false},
+	"gpt-2":  {kind: preGPT2},
+	"llama3": llama3Rule, "llama-v3": llama3Rule, "llama-bpe": llama3Rule, "falcon3": llama3Rule, "pixtral": llama3Rule,
 	"smaug-bpe": {kind: preLlama3}, // Llama 3's expression, merges always
 	"smollm":    {kind: preSmolLM, keepSpaces: true},
 }
