@@ -172,7 +172,7 @@ bench-tokenizer: setup llamacpp
 # go test's flags $(1), and prints the table.
 llama_pairs = for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
 		GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
-		$(GO) test $(1) -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./examples/llama/llama | grep -v warmup || exit 1; \
+		$(GO) test $(1) -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./model | grep -v warmup || exit 1; \
 	done; done; done | $(GO) run ./bench/table
 
 bench-llama: setup llamacpp
@@ -182,12 +182,12 @@ bench-llama: setup llamacpp
 bench-llama-system: setup llamacpp
 	@$(SYSTEM_ENV) && $(call llama_pairs,-tags ggml_system)
 
-# The example's own rows: generation covers positions 16 to 511 with 496
+# The model's own rows: generation covers positions 16 to 511 with 496
 # tokens per sample (GGML_BENCH_LLAMA=small by default, 1b for the
-# issue's size; see examples/llama/llama/bench_test.go).
+# issue's size; see model/bench_test.go).
 bench-llama-go: setup
-	{ $(GO) test -run '^$$' -bench '^Llama$$/pp' -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./examples/llama/llama && \
-	  $(GO) test -run '^$$' -bench '^Llama$$/tg' -benchtime 496x -count $(BENCH_COUNT) ./examples/llama/llama; } | $(GO) run ./bench/table
+	{ $(GO) test -run '^$$' -bench '^Llama$$/pp' -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./model && \
+	  $(GO) test -run '^$$' -bench '^Llama$$/tg' -benchtime 496x -count $(BENCH_COUNT) ./model; } | $(GO) run ./bench/table
 
 # The CPU level of a plain build against -tags ggml_native on this machine:
 # the compute figures' Go side from both builds, and from the plain build

@@ -12,7 +12,7 @@
 #   build/cudakit.sh link KIT          (there: nvcc, cmake, g++, no Go)
 #       builds ggml's CUDA library with build/backend.sh (CUDA_ARCHITECTURES,
 #       default 90) from KIT/provider-ggml and finishes every link in KIT/bin/
-#       (KIT/bin/backend.test, KIT/bin/examples-llama, ...).
+#       (KIT/bin/backend.test, KIT/bin/cmd-llama, ...).
 #
 # The objects are those `go test -c -tags cuda` makes; only the last step,
 # the host link, moves to the other machine (go's -linkmode=external

@@ -1,6 +1,6 @@
 #!/bin/bash
 # go-ggml: the device run of a CUDA kit (build/cudakit.sh pack .cudarun/kit
-# ./backend ./sched ./gguf ./ggml ./examples/llama/llama ./examples/llama):
+# ./backend ./sched ./gguf ./ggml ./model ./cmd/llama):
 # builds ggml-cuda there, links the kit, runs the GPU tests and a 1b model,
 # all inside about 500 s (the device tool's run, carrying .cudarun/kit.tar.xz).
 set -u
@@ -20,10 +20,10 @@ export LD_LIBRARY_PATH=$cud/lib64:$cud/targets/x86_64-linux/lib:${LD_LIBRARY_PAT
 left=$(( 470 - ($(date +%s) - start) ))
 el "left: $left s"
 T=$(( left > 200 ? 140 : left / 2 ))
-(cd /tmp && for t in q4_0 q8_0 f16; do $B/examples-llama -gen /tmp/m-$t.gguf -size 1b -type $t 2>&1 | tail -1; done) > $OUT/gen.log 2>&1 &
+(cd /tmp && for t in q4_0 q8_0 f16; do $B/cmd-llama -gen /tmp/m-$t.gguf -size 1b -type $t 2>&1 | tail -1; done) > $OUT/gen.log 2>&1 &
 gen=$!
 pids=()
-(cd examples/llama/llama && timeout $T $B/examples-llama-llama.test -test.run GPU -test.v -test.count=1) > $OUT/llama-test.log 2>&1 &
+(cd model && timeout $T $B/model.test -test.run GPU -test.v -test.count=1) > $OUT/llama-test.log 2>&1 &
 pids+=($!)
 (cd sched && timeout $T $B/sched.test -test.v -test.count=1) > $OUT/sched.log 2>&1 &
 pids+=($!)
@@ -40,6 +40,6 @@ for f in llama-test sched backend gguf ggml; do echo "== $f: $(grep -c -- '^--- 
 ids=$(seq 1000 1511 | paste -sd,)
 for r in 1 2; do for t in q4_0 q8_0 f16; do
   [ $(( $(date +%s) - start )) -lt 500 ] || break 2
-  echo "== $t run $r"; timeout 40 $B/examples-llama -model /tmp/m-$t.gguf -prompt-ids $ids -n 128 -ignore-eos -ctx 1024 -threads 8 2>&1 >/dev/null | tail -4
+  echo "== $t run $r"; timeout 40 $B/cmd-llama -model /tmp/m-$t.gguf -prompt-ids $ids -n 128 -ignore-eos -ctx 1024 -threads 8 2>&1 >/dev/null | tail -4
 done; done
 el end

@@ -7,7 +7,7 @@
 # ~/.cache/go-ggml/llamacpp), takes the headers of the same llama.cpp
 # release from the source bundle that package ships, and compiles the C
 # drivers against them and the prebuilt libraries: the benchmark's
-# (examples/llama/llama/testdata/llamacpp_bench.c) and the tokenizer's
+# (model/testdata/llamacpp_bench.c) and the tokenizer's
 # (tokenizer/testdata/llamacpp_tokenize.c). Reused when present. Prints the
 # cache directory. Linux x64 only.
 set -euo pipefail
@@ -44,6 +44,6 @@ build() {
 		gcc -O2 -o "$bin" "$driver" -I"$src/include" -I"$src/ggml/include" -L"$pkg" "${libs[@]}" -Wl,-rpath,"$pkg"
 	fi
 }
-build examples/llama/llama/testdata/llamacpp_bench.c llamacpp_bench
+build model/testdata/llamacpp_bench.c llamacpp_bench
 build tokenizer/testdata/llamacpp_tokenize.c llamacpp_tokenize
 echo "$dir"

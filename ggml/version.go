@@ -39,7 +39,7 @@ func goString(p *C.char) string {
 // (third_party/ggml/embedded/cpu/fattn.c) on amd64 CPUs with AVX-512 F,
 // BW and VL unless GOGGML_CPU_VARIANT=x86-64-v3. Otherwise the provider's
 // kernel goes query by query, and a prompt's attention is faster as two
-// matrix products around a softmax (examples/llama chooses so). Not a
+// matrix products around a softmax (package model chooses so). Not a
 // ggml call.
 func CPUTiledFlashAttn() bool {
 	return strings.HasPrefix(Provider(), "system") || ownAVX512Kernels()

@@ -102,7 +102,7 @@ func main() {
 		fmt.Fprint(flag.CommandLine.Output(), `usage: go test -run '^$' -bench . ./bench | go run ./bench/table [-sides A,B]
 
 table reads go test -bench output on standard input (the bench package's,
-examples/llama's model bench, examples/mnist's epochs: make bench*) and prints one row per figure: each side's
+the model bench, examples/mnist's epochs: make bench*) and prints one row per figure: each side's
 median over the repeated runs, the ratio A/B as the median of the pair
 ratios with their range, flagged NOISY when too wide to trust or UNPAIRED
 when the pairs were not measured one right after the other.

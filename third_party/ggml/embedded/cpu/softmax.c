@@ -6,7 +6,7 @@
 // go-ggml; it contains no ggml code.
 //
 // A prompt's attention, where it runs as two matrix products around a
-// softmax (examples/llama, batches above the fused kernel's), spends a
+// softmax (package model, batches above the fused kernel's), spends a
 // tenth of its time in the softmax. The provider's loops before the
 // exponentials are scalar: the row's maximum (ggml_vec_max_f32) is one
 // dependent vmaxss per element, and an f16 mask is converted through a

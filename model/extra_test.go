@@ -1,4 +1,4 @@
-package llama
+package model_test
 
 import (
 	"path/filepath"
@@ -11,6 +11,10 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testutil"
+
+	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	. "github.com/go-ggml/ggml/model/modeltest"
 )
 
 // wideConfig is a one-block model 2048 wide: wide enough for every extra
@@ -70,16 +74,16 @@ func TestEvalExtraBufferTypes(t *testing.T) {
 				}
 				f, err := gguf.Open(path)
 				require.NoError(t, err)
-				_, takes, err := checkOps(f, false, 33, nil, true)
+				_, takes, err := CheckOps(f, false, 33, nil, true)
 				require.NoError(t, err)
-				_, takesTied, err := checkOps(f, true, 33, nil, true)
+				_, takesTied, err := CheckOps(f, true, 33, nil, true)
 				f.Close()
 				require.NoError(t, err)
 				if bt := takesTied["output.weight"]; c.r.Tied && !noRepack && bt != nil {
-					require.NotSame(t, m.tokEmbd, m.output, "the output layer has its own copy")
+					require.NotSame(t, m.TokEmbd(), m.Output(), "the output layer has its own copy")
 					require.Contains(t, where, bt.Name()+" ")
 				} else if c.r.Tied {
-					require.Same(t, m.tokEmbd, m.output, "the output layer reads token_embd itself")
+					require.Same(t, m.TokEmbd(), m.Output(), "the output layer reads token_embd itself")
 				}
 				// Where no extra type takes a weight (q8_0 without AMX),
 				// all stay in the CPU's own.

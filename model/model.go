@@ -1,4 +1,4 @@
-package llama
+package model
 
 import (
 	"cmp"
@@ -93,9 +93,9 @@ const (
 // Errors of Eval.
 var (
 	// ErrContextFull: the tokens do not fit in the KV cache.
-	ErrContextFull = errors.New("llama: context full")
+	ErrContextFull = errors.New("model: context full")
 	// ErrToken: a token ID outside the vocabulary.
-	ErrToken = errors.New("llama: invalid token")
+	ErrToken = errors.New("model: invalid token")
 )
 
 // MemoryError reports a model that does not fit on a device. It is
@@ -108,13 +108,14 @@ type MemoryError struct {
 }
 
 func (e *MemoryError) Error() string {
-	return fmt.Sprintf("llama: the model needs %d MiB on %s, which has %d MiB free", e.Need>>20, e.Device, e.Free>>20)
+	return fmt.Sprintf("model: the model needs %d MiB on %s, which has %d MiB free", e.Need>>20, e.Device, e.Free>>20)
 }
 
 func (e *MemoryError) Unwrap() error { return ggml.ErrNoMemory }
 
-// Model is a Llama model loaded into backend buffers, with its KV cache
-// and a scheduler that runs it over the accelerator and the CPU. It holds
+// Model is a model loaded into backend buffers, with its KV cache and a
+// scheduler that runs it over the accelerator and the CPU. Its
+// architecture's Network builds its graphs. It holds
 // one sequence: Eval appends tokens to it. A Model is used by one
 // goroutine at a time: a call that finds another one of Eval, Generate,
 // Rewind, Rest, WriteDot or Close running is an ggml.ErrBusy error, and
@@ -122,6 +123,8 @@ func (e *MemoryError) Unwrap() error { return ggml.ErrNoMemory }
 type Model struct {
 	Config Config
 	Vocab  *Vocab
+
+	net Network
 
 	nCtx, nBatch int
 	cacheType    ggml.Type
@@ -131,8 +134,7 @@ type Model struct {
 	weights *gguf.Model
 	outCopy stateBuffer // a tied output layer's copy of token_embd in an extra buffer type, or none
 	tokEmbd *ggml.Tensor
-	outNorm *ggml.Tensor
-	output  *ggml.Tensor
+	output  *ggml.Tensor // output.weight, or what a tied output multiplies by
 	layers  []layer
 
 	gpu, cpu *backend.Backend
@@ -154,43 +156,59 @@ type Model struct {
 	free     map[string][2]uint64 // device free and total memory at load
 }
 
-// layer holds one block's weights and its slice of the KV cache.
+// layer is one block's slice of the KV cache, where its weights are, and
+// its copies of the UseConst tensors.
 type layer struct {
-	attnNorm, wq, wk, wv, wo   *ggml.Tensor
-	ffnNorm, wGate, wUp, wDown *ggml.Tensor
-	bq, bk, bv, bo             *ggml.Tensor // optional biases (nil when absent)
-	bGate, bUp, bDown          *ggml.Tensor
-	k, v                       *ggml.Tensor // the cache: k [KVDim, nCtx], v [nCtx, KVDim] (transposed)
-	ropeFreqs                  *ggml.Tensor // rope_freqs.weight on this layer's device, or nil
-	bt                         *backend.BufferType
+	k, v   *ggml.Tensor // the cache: k [KVDim, nCtx], v [nCtx, KVDim] (transposed; as k with flash attention)
+	consts map[string]*ggml.Tensor
+	bt     *backend.BufferType
 }
 
 // stateBuffer is a context's tensors in one buffer of a buffer type: the
-// KV cache of the layers on that type, or a tied output layer's copy of
-// token_embd (Model.outCopy).
+// KV cache of the layers on that type and their copies of the UseConst
+// tensors, or a tied output layer's copy of token_embd (Model.outCopy).
 type stateBuffer struct {
 	bt  *backend.BufferType
 	ctx *ggml.Context
 	buf *backend.Buffer
 }
 
-// Load opens a Llama GGUF file and loads it: it reads the configuration
-// and vocabulary, checks every tensor's name, shape and type, places the
-// last Options.GPULayers blocks on the accelerator and the rest on the
-// CPU, checks that weights, KV cache and compute buffers fit in each
-// device's free memory (a *MemoryError before anything is allocated),
-// loads the weights (gguf.Load, cancelled by ctx), allocates the KV cache
-// and reserves the scheduler's compute buffers for the largest batch.
-func Load(ctx context.Context, path string, opts Options) (m *Model, err error) {
+// Load opens a GGUF file and loads it with LoadFile.
+func Load(ctx context.Context, path string, opts Options) (*Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close() // the weights keep the mapping alive
-	cfg, err := ReadConfig(f)
+	return LoadFile(ctx, f, opts)
+}
+
+// LoadFile loads the model of an open GGUF file, f, which the caller
+// still closes (the model's weights keep what they use of it): it finds
+// the architecture registered for f's general.architecture, reads the
+// configuration and vocabulary, checks every tensor's name, shape and
+// type against the architecture's layout, places the
+// last Options.GPULayers blocks on the accelerator and the rest on the
+// CPU, checks that weights, KV cache and compute buffers fit in each
+// device's free memory (a *MemoryError before anything is allocated),
+// loads the weights (gguf.Load, cancelled by ctx), allocates the KV cache
+// and reserves the scheduler's compute buffers for the largest batch.
+func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err error) {
+	if f == nil {
+		return nil, fmt.Errorf("%w: model: LoadFile of a nil file", ggml.ErrInvalid)
+	}
+	net, err := open(f)
 	if err != nil {
 		return nil, err
 	}
+	cfg := net.Config()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkBlocks(f, cfg); err != nil {
+		return nil, err
+	}
+	specs := net.Tensors()
 	vocab, err := ReadVocab(f)
 	if err != nil {
 		return nil, err
@@ -198,12 +216,16 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	if vocab.Len() != 0 && vocab.Len() != cfg.VocabSize {
 		return nil, fmt.Errorf("%w: %d tokens in tokenizer.ggml.tokens, %d rows in token_embd.weight", ErrModel, vocab.Len(), cfg.VocabSize)
 	}
-	tied, hasRopeFreqs, err := checkTensors(f, cfg)
+	tied, err := checkTensors(f, cfg, specs)
 	if err != nil {
 		return nil, err
 	}
+	uses := map[string]Use{}
+	for _, s := range specs {
+		uses[s.Name] = s.Use
+	}
 
-	m = &Model{Config: cfg, Vocab: vocab, tied: tied, cacheType: opts.CacheType,
+	m = &Model{Config: cfg, Vocab: vocab, net: net, tied: tied, cacheType: opts.CacheType,
 		reserved: map[*backend.Backend]uint64{}, peak: map[*backend.Backend]uint64{}, free: map[string][2]uint64{}}
 	defer func() {
 		if err != nil {
@@ -224,7 +246,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 		return nil, fmt.Errorf("%w: context size %d, batch size %d: want 1 to %d", ggml.ErrInvalid, opts.ContextSize, opts.BatchSize, maxDim)
 	}
 	if opts.Poll < 0 || opts.Poll > 100 {
-		return nil, fmt.Errorf("%w: llama: Poll %d is not 0 to 100", ggml.ErrInvalid, opts.Poll)
+		return nil, fmt.Errorf("%w: model: Poll %d is not 0 to 100", ggml.ErrInvalid, opts.Poll)
 	}
 	if m.cacheType != ggml.TypeF32 && m.cacheType != ggml.TypeF16 {
 		return nil, fmt.Errorf("%w: KV cache type %v: want f32 or f16", ggml.ErrType, m.cacheType)
@@ -259,7 +281,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	if gpuLayers == 0 {
 		probe = nil
 	}
-	cpuOnly, cpuExtra, err := checkOps(f, tied, int64(m.nBatch), probe, !opts.NoRepack)
+	cpuOnly, cpuExtra, err := checkOps(f, uses, tied, int64(m.nBatch), probe, !opts.NoRepack)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +301,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 				return layerBT(cfg.BlockCount)
 			}
 			return cpuBT
-		case name == "rope_freqs.weight":
+		case uses[name] == UseConst:
 			return cpuBT // copied to each device's state (see newState)
 		}
 		if il, ok := blockOf(name); ok {
@@ -305,7 +327,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 		return nil, err
 	}
 	w := m.weights.Tensor
-	m.tokEmbd, m.outNorm, m.output = w("token_embd.weight"), w("output_norm.weight"), w("output.weight")
+	m.tokEmbd, m.output = w("token_embd.weight"), w("output.weight")
 	if tied {
 		m.output = m.tokEmbd
 		if bt := outputCopyType(tied, place); bt != nil {
@@ -316,23 +338,20 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	}
 	m.layers = make([]layer, cfg.BlockCount)
 	for i := range m.layers {
-		p := "blk." + strconv.Itoa(i) + "."
-		m.layers[i] = layer{
-			attnNorm: w(p + "attn_norm.weight"), wq: w(p + "attn_q.weight"), wk: w(p + "attn_k.weight"),
-			wv: w(p + "attn_v.weight"), wo: w(p + "attn_output.weight"),
-			ffnNorm: w(p + "ffn_norm.weight"), wGate: w(p + "ffn_gate.weight"), wUp: w(p + "ffn_up.weight"),
-			wDown: w(p + "ffn_down.weight"), bt: layerBT(i),
-			bq: w(p + "attn_q.bias"), bk: w(p + "attn_k.bias"), bv: w(p + "attn_v.bias"), bo: w(p + "attn_output.bias"),
-			bGate: w(p + "ffn_gate.bias"), bUp: w(p + "ffn_up.bias"), bDown: w(p + "ffn_down.bias"),
+		m.layers[i].bt = layerBT(i)
+	}
+	consts := map[string][]float32{}
+	for _, s := range specs {
+		if t := w(s.Name); t != nil && s.Use == UseConst {
+			if consts[s.Name], err = ggml.Data[float32](t); err != nil {
+				return nil, err
+			}
 		}
 	}
-	var ropeFreqs []float32
-	if hasRopeFreqs {
-		if ropeFreqs, err = ggml.Data[float32](w("rope_freqs.weight")); err != nil {
-			return nil, err
-		}
+	if err := m.newState(consts); err != nil {
+		return nil, err
 	}
-	if err := m.newState(ropeFreqs); err != nil {
+	if err := net.Bind(&Weights{m}); err != nil {
 		return nil, err
 	}
 
@@ -369,7 +388,7 @@ func Load(ctx context.Context, path string, opts Options) (m *Model, err error) 
 	err = m.sched.Reserve(worst.g)
 	worst.ctx.Close()
 	if err != nil {
-		return nil, fmt.Errorf("llama: reserving the compute buffers: %w", err)
+		return nil, fmt.Errorf("model: reserving the compute buffers: %w", err)
 	}
 	for _, be := range backends {
 		size, err := m.sched.BufferSize(be)
@@ -399,106 +418,72 @@ func bestGPU() *backend.Device {
 	return igpu
 }
 
-var blockName = regexp.MustCompile(`^blk\.(\d+)\.(attn_norm|attn_q|attn_k|attn_v|attn_output|ffn_norm|ffn_gate|ffn_up|ffn_down)\.(weight|bias)$`)
+var blockName = regexp.MustCompile(`^blk\.(\d+)\.`)
 
-// blockOf returns the block number of a block tensor's name.
+// blockOf returns the block number of a block tensor's name, "blk.N.*".
 func blockOf(name string) (int, bool) {
 	s := blockName.FindStringSubmatch(name)
 	if s == nil {
 		return 0, false
 	}
 	n, err := strconv.Atoi(s[1])
-	return n, err == nil
+	return n, err == nil && n <= maxDim
 }
 
-// tensorSpec is the shape of a tensor of the model, and whether it may be
-// absent.
-type tensorSpec struct {
-	shape    []int64
-	optional bool
-}
-
-// blockTensors are the tensors of one block (their names after "blk.N.")
-// and their shapes, given the widths e (embedding), q (queries), k (keys
-// and values) and ff (feed forward); the optional ones are the biases
-// llama.cpp takes when a file has them.
-func blockTensors(e, q, k, ff int64) map[string]tensorSpec {
-	return map[string]tensorSpec{
-		"attn_norm.weight": {[]int64{e}, false},
-		"attn_q.weight":    {[]int64{e, q}, false}, "attn_q.bias": {[]int64{q}, true},
-		"attn_k.weight": {[]int64{e, k}, false}, "attn_k.bias": {[]int64{k}, true},
-		"attn_v.weight": {[]int64{e, k}, false}, "attn_v.bias": {[]int64{k}, true},
-		"attn_output.weight": {[]int64{q, e}, false}, "attn_output.bias": {[]int64{e}, true},
-		"ffn_norm.weight": {[]int64{e}, false},
-		"ffn_gate.weight": {[]int64{e, ff}, false}, "ffn_gate.bias": {[]int64{ff}, true},
-		"ffn_up.weight": {[]int64{e, ff}, false}, "ffn_up.bias": {[]int64{ff}, true},
-		"ffn_down.weight": {[]int64{ff, e}, false}, "ffn_down.bias": {[]int64{e}, true},
-	}
-}
-
-// checkTensors checks that f has exactly the tensors of a Llama model of
-// configuration c, with their shapes, and that vectors (norms, biases,
-// RoPE factors) are f32. It returns whether the output layer is tied to
-// the token embeddings and whether the file has RoPE frequency factors
-// (Llama 3.1's rope_freqs.weight). The types of the matrices are checked
-// against the ops that use them by checkOps.
-func checkTensors(f *gguf.File, c Config) (tied, ropeFreqs bool, err error) {
-	e, q, k, ff, v := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward), int64(c.VocabSize)
-	top := map[string]tensorSpec{
-		"token_embd.weight":  {[]int64{e, v}, false},
-		"output_norm.weight": {[]int64{e}, false},
-		"output.weight":      {[]int64{e, v}, true},
-		"rope_freqs.weight":  {[]int64{int64(c.RopeDim / 2)}, true},
-	}
-	block := blockTensors(e, q, k, ff)
-	// What the file holds, checked against what the metadata says: no
-	// table sized by llama.block_count is built, so a file that claims
-	// more blocks than it holds costs what it holds, not what it claims.
+// checkBlocks checks that f holds tensors of each of c.BlockCount blocks
+// before the architecture lists their tensors: a file that claims more
+// blocks than it holds costs what it holds, not what it claims.
+func checkBlocks(f *gguf.File, c Config) error {
+	have := map[int]bool{}
 	for _, ti := range f.Tensors() {
-		w, ok := top[ti.Name]
-		if il, isBlock := blockOf(ti.Name); isBlock {
-			w, ok = block[strings.TrimPrefix(ti.Name, "blk."+strconv.Itoa(il)+".")]
-			ok = ok && il < c.BlockCount
+		if il, ok := blockOf(ti.Name); ok {
+			have[il] = true
 		}
+	}
+	for il := range c.BlockCount {
+		if !have[il] {
+			return fmt.Errorf("%w: no tensor of block %d (blk.%d.*), and %s.block_count is %d", ErrModel, il, il, c.Arch, c.BlockCount)
+		}
+	}
+	return nil
+}
+
+// checkTensors checks that f has exactly the tensors of specs, the
+// network's layout for configuration c, with their shapes, and that
+// vectors (norms, biases, UseConst tensors) are f32. It returns whether
+// the output layer is tied to the token embeddings (an Optional
+// output.weight the file leaves out). The types of the matrices are
+// checked against the ops that use them by checkOps.
+func checkTensors(f *gguf.File, c Config, specs []TensorSpec) (tied bool, err error) {
+	byName := make(map[string]TensorSpec, len(specs))
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	for _, ti := range f.Tensors() {
+		w, ok := byName[ti.Name]
 		if !ok {
-			return false, false, fmt.Errorf("%w: tensor %s is not part of the Llama model this example runs (experts and vision towers are not supported; llama.block_count is %d)", ErrModel, ti.Name, c.BlockCount)
+			return false, fmt.Errorf("%w: tensor %s is not part of the %s model this package runs (%s.block_count is %d)", ErrModel, ti.Name, c.Arch, c.Arch, c.BlockCount)
 		}
 		got := ti.Shape
-		for len(got) > len(w.shape) && got[len(got)-1] == 1 {
+		for len(got) > len(w.Shape) && got[len(got)-1] == 1 {
 			got = got[:len(got)-1]
 		}
-		if !slices.Equal(got, w.shape) {
-			return false, false, fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrModel, ti.Name, ti.Shape, w.shape)
+		if !slices.Equal(got, w.Shape) {
+			return false, fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrModel, ti.Name, ti.Shape, w.Shape)
 		}
-		if vector := len(w.shape) == 1; vector && ti.Type != ggml.TypeF32 {
-			return false, false, fmt.Errorf("%w: tensor %s is %v, want f32", ErrModel, ti.Name, ti.Type)
-		}
-	}
-	// Every required tensor is there: the first missing one is named. The
-	// search stops there, so it also ends within the tensors the file has.
-	missing := func(name string, s tensorSpec) error {
-		if _, ok := f.Tensor(name); !ok && !s.optional {
-			return fmt.Errorf("%w: tensor %s is missing", ErrModel, name)
-		}
-		return nil
-	}
-	for _, name := range slices.Sorted(maps.Keys(top)) {
-		if err := missing(name, top[name]); err != nil {
-			return false, false, err
+		if (w.Use == UseVector || w.Use == UseConst) && ti.Type != ggml.TypeF32 {
+			return false, fmt.Errorf("%w: tensor %s is %v, want f32", ErrModel, ti.Name, ti.Type)
 		}
 	}
-	names := slices.Sorted(maps.Keys(block))
-	for il := range c.BlockCount {
-		p := "blk." + strconv.Itoa(il) + "."
-		for _, name := range names {
-			if err := missing(p+name, block[name]); err != nil {
-				return false, false, err
-			}
+	// Every required tensor is there: the first missing one is named.
+	for _, s := range specs {
+		if _, ok := f.Tensor(s.Name); !ok && !s.Optional {
+			return false, fmt.Errorf("%w: tensor %s is missing", ErrModel, s.Name)
 		}
 	}
 	_, hasOutput := f.Tensor("output.weight")
-	_, ropeFreqs = f.Tensor("rope_freqs.weight")
-	return !hasOutput, ropeFreqs, nil
+	out, ok := byName["output.weight"]
+	return ok && out.Optional && !hasOutput, nil
 }
 
 // outputCopyType returns the extra buffer type of the CPU that a tied
@@ -534,20 +519,20 @@ func (m *Model) copyOutput(bt *backend.BufferType) (*ggml.Tensor, error) {
 		return nil, err
 	}
 	if m.outCopy.buf, err = backend.AllocContextTensorsFromType(c, bt); err != nil {
-		return nil, fmt.Errorf("llama: allocating the output layer's copy of token_embd on %s: %w", bt.Name(), err)
+		return nil, fmt.Errorf("model: allocating the output layer's copy of token_embd on %s: %w", bt.Name(), err)
 	}
 	if err := m.outCopy.buf.SetUsage(backend.UsageWeights); err != nil {
 		return nil, err
 	}
 	if err := backend.TensorCopy(e, t); err != nil {
-		return nil, fmt.Errorf("llama: copying token_embd for the output layer: %w", err)
+		return nil, fmt.Errorf("model: copying token_embd for the output layer: %w", err)
 	}
 	return t, nil
 }
 
 // checkOps checks each weight matrix of f against the ops the model runs
-// with it — MulMat, and GetRows for token_embd (both when the output is
-// tied to it) — and returns the names of those the accelerator dev
+// with it, as uses says — MulMat, or GetRows (both for token_embd when the
+// output is tied to it) — and returns the names of those the accelerator dev
 // cannot run, which Load then keeps on the CPU as llama.cpp does. The
 // CPU must run every one: a type it cannot (no dot product, no
 // conversion to f32, as ggml's op checks say) is an ErrModel error that
@@ -559,7 +544,7 @@ func (m *Model) copyOutput(bt *backend.BufferType) (*ggml.Tensor, error) {
 // where it stays on the CPU. For a tied output it gives, as
 // "output.weight", the type that takes token_embd's product alone: that of
 // the output layer's copy (copyOutput).
-func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra bool) (cpuOnly map[string]bool, cpuExtra map[string]*backend.BufferType, err error) {
+func checkOps(f *gguf.File, uses map[string]Use, tied bool, batch int64, dev *backend.Device, extra bool) (cpuOnly map[string]bool, cpuExtra map[string]*backend.BufferType, err error) {
 	cpuOnly, cpuExtra = map[string]bool{}, map[string]*backend.BufferType{}
 	var cpuDev *backend.Device
 	if extra {
@@ -568,11 +553,12 @@ func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra b
 		}
 	}
 	for _, ti := range f.Tensors() {
-		if len(ti.Shape) < 2 {
+		use := uses[ti.Name]
+		if use != UseMatMul && use != UseRows {
 			continue // f32 vectors, checked by checkTensors
 		}
-		rows := ti.Name == "token_embd.weight"
-		mul := !rows || tied
+		rows := use == UseRows
+		mul := !rows || (tied && ti.Name == "token_embd.weight")
 		c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 8, NoAlloc: true})
 		if err != nil {
 			return nil, nil, err
@@ -624,15 +610,16 @@ func checkOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra b
 
 // newState allocates the KV cache of each layer on its layer's buffer
 // type, cleared (masked cells are read too, and NaN·0 is NaN), and a copy
-// of the RoPE frequency factors on each of those buffer types, so that no
-// layer's RoPE reads a tensor on another device.
-func (m *Model) newState(ropeFreqs []float32) error {
+// of each UseConst tensor (consts, by name) on each of those buffer types,
+// so that no layer reads a tensor on another device.
+func (m *Model) newState(consts map[string][]float32) error {
 	kvDim := int64(m.Config.KVDim())
+	names := slices.Sorted(maps.Keys(consts))
 	for i := range m.layers {
 		l := &m.layers[i]
 		j := slices.IndexFunc(m.state, func(s stateBuffer) bool { return s.bt == l.bt })
 		if j < 0 {
-			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2*len(m.layers) + 1, NoAlloc: true})
+			c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2*len(m.layers) + len(consts), NoAlloc: true})
 			if err != nil {
 				return err
 			}
@@ -646,10 +633,13 @@ func (m *Model) newState(ropeFreqs []float32) error {
 		} else {
 			l.v = c.NewTensor(m.cacheType, int64(m.nCtx), kvDim).SetName(fmt.Sprintf("cache_v_l%d", i))
 		}
-		if ropeFreqs != nil {
-			if l.ropeFreqs = c.Tensor("rope_freqs"); l.ropeFreqs == nil {
-				l.ropeFreqs = c.NewTensor(ggml.TypeF32, int64(len(ropeFreqs))).SetName("rope_freqs")
+		l.consts = map[string]*ggml.Tensor{}
+		for _, name := range names {
+			t := c.Tensor(name)
+			if t == nil {
+				t = c.NewTensor(ggml.TypeF32, int64(len(consts[name]))).SetName(name)
 			}
+			l.consts[name] = t
 		}
 		if err := c.Err(); err != nil {
 			return err
@@ -659,15 +649,17 @@ func (m *Model) newState(ropeFreqs []float32) error {
 		s := &m.state[i]
 		buf, err := backend.AllocContextTensorsFromType(s.ctx, s.bt)
 		if err != nil {
-			return fmt.Errorf("llama: allocating the KV cache on %s: %w", s.bt.Name(), err)
+			return fmt.Errorf("model: allocating the KV cache on %s: %w", s.bt.Name(), err)
 		}
 		s.buf = buf
 		if err := buf.Clear(0); err != nil {
 			return err
 		}
-		if t := s.ctx.Tensor("rope_freqs"); t != nil {
-			if err := ggml.SetData(t, ropeFreqs); err != nil {
-				return err
+		for _, name := range names {
+			if t := s.ctx.Tensor(name); t != nil {
+				if err := ggml.SetData(t, consts[name]); err != nil {
+					return err
+				}
 			}
 		}
 	}
@@ -699,7 +691,7 @@ func (m *Model) flashAttn(mode FlashAttnMode, gpu *backend.Device) (bool, error)
 	op := ctx.FlashAttnExt(q, k, v, mask, ggml.FlashAttnParams{Scale: 1, Precision: ggml.PrecF32})
 	if err := ctx.Err(); err != nil {
 		if mode == FlashAttnOn {
-			return false, fmt.Errorf("llama: flash attention: %w", err)
+			return false, fmt.Errorf("model: flash attention: %w", err)
 		}
 		return false, nil
 	}
@@ -710,7 +702,7 @@ func (m *Model) flashAttn(mode FlashAttnMode, gpu *backend.Device) (bool, error)
 	for _, d := range []*backend.Device{cpuDev, gpu} {
 		if d != nil && !d.SupportsOp(op) {
 			if mode == FlashAttnOn {
-				return false, fmt.Errorf("%w: llama: %s has no flash attention for a %v cache and heads of %d", backend.ErrUnsupported, d.Name(), m.cacheType, hd)
+				return false, fmt.Errorf("%w: model: %s has no flash attention for a %v cache and heads of %d", backend.ErrUnsupported, d.Name(), m.cacheType, hd)
 			}
 			return false, nil
 		}
@@ -850,11 +842,11 @@ func (m *Model) Tied() bool { return m.tied }
 // Close. what names the call in the error. leave ends it.
 func (m *Model) enter(what string) error {
 	if !m.busy.CompareAndSwap(false, true) {
-		return fmt.Errorf("%w: llama: %s: the model is in use by another call (a Model is used by one goroutine at a time)", ggml.ErrBusy, what)
+		return fmt.Errorf("%w: model: %s: the model is in use by another call (a Model is used by one goroutine at a time)", ggml.ErrBusy, what)
 	}
 	if m.closed {
 		m.busy.Store(false)
-		return fmt.Errorf("%w: llama: %s: the model is closed", ggml.ErrClosed, what)
+		return fmt.Errorf("%w: model: %s: the model is closed", ggml.ErrClosed, what)
 	}
 	return nil
 }
@@ -894,6 +886,16 @@ func (m *Model) WeightTypes() string {
 		s = append(s, fmt.Sprintf("%v ×%d", t, n[t]))
 	}
 	return strings.Join(s, ", ")
+}
+
+// Params returns the number of weights in the file: the elements of all
+// its tensors.
+func (m *Model) Params() int64 {
+	var n int64
+	for _, t := range m.weights.Tensors() {
+		n += t.Elements()
+	}
+	return n
 }
 
 // WeightBuffers says where the weights are: the buffer types of the

@@ -1,4 +1,4 @@
-package llama
+package model_test
 
 import (
 	"context"
@@ -13,6 +13,10 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
+
+	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	. "github.com/go-ggml/ggml/model/modeltest"
 )
 
 // The benchmark model: GGML_BENCH_LLAMA names a preset (default "small",

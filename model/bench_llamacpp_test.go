@@ -1,4 +1,4 @@
-package llama
+package model_test
 
 import (
 	"bufio"
@@ -17,6 +17,10 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
+
+	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	. "github.com/go-ggml/ggml/model/modeltest"
 )
 
 // BenchmarkLlamaCpp runs go-ggml and llama.cpp on the same generated file,

@@ -1,4 +1,4 @@
-package llama
+package model_test
 
 import (
 	"bytes"
@@ -15,6 +15,10 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testutil"
+
+	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	. "github.com/go-ggml/ggml/model/modeltest"
 )
 
 func TestReadConfig(t *testing.T) {
@@ -118,7 +122,7 @@ func TestConvertedFile(t *testing.T) {
 // writeModified writes the tiny model with a change made to its builder.
 func writeModified(t *testing.T, change func(b *gguf.Builder)) string {
 	t.Helper()
-	b, err := randomBuilder(RandomModel{Config: Presets["tiny"], Type: ggml.TypeF32, Seed: 1})
+	b, err := Builder(RandomModel{Config: Presets["tiny"], Type: ggml.TypeF32, Seed: 1})
 	require.NoError(t, err)
 	change(b)
 	path := filepath.Join(t.TempDir(), "bad.gguf")
@@ -156,15 +160,15 @@ func TestLoadRefuses(t *testing.T) {
 		{"experts", func(b *gguf.Builder) { b.Set("llama.expert_count", uint32(8)) }, "llama.expert_count is 8: mixture-of-experts"},
 		{"rope scaling factor", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(-2)) }, "RoPE frequency scale is -0.5"},
 		{"value length", func(b *gguf.Builder) { b.Set("llama.attention.value_length", uint32(8)) }, "value_length (8) differs"},
-		{"missing block", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(3)) }, "tensor blk.2.attn_k.weight is missing"},
+		{"missing block", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(3)) }, "no tensor of block 2 (blk.2.*), and llama.block_count is 3"},
 		// A claim of 2^24 blocks in a file of two: refused for what the
 		// file holds, before anything sized by the claim (tables of 2^24
 		// blocks' tensors took 5 GB at 2^20 and ran out of memory at 2^24).
-		{"block count lie", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(1<<24)) }, "tensor blk.2.attn_k.weight is missing"},
+		{"block count lie", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(1<<24)) }, "no tensor of block 2 (blk.2.*), and llama.block_count is 16777216"},
 		{"shape", func(b *gguf.Builder) { b.Set("llama.feed_forward_length", uint32(96)) }, "blk.0.ffn_gate.weight has shape [64 128], want [64 96]"},
 		{"experts tensor", func(b *gguf.Builder) {
 			require.NoError(t, b.AddTensor("blk.0.ffn_gate_exps.weight", ggml.TypeF32, []int64{64, 128, 2}, zeros(64*128*2*4)))
-		}, "tensor blk.0.ffn_gate_exps.weight is not part of the Llama model"},
+		}, "tensor blk.0.ffn_gate_exps.weight is not part of the llama model"},
 		{"bias shape", func(b *gguf.Builder) {
 			require.NoError(t, b.AddTensor("blk.0.attn_k.bias", ggml.TypeF32, []int64{64}, zeros(256)))
 		}, "tensor blk.0.attn_k.bias has shape [64], want [32]"},
@@ -189,7 +193,7 @@ func TestLoadRefuses(t *testing.T) {
 	// format for activations): both errors, before anything is loaded.
 	wide := Presets["tiny"]
 	wide.EmbeddingLength, wide.HeadDim, wide.RopeDim = 256, 64, 64
-	b, err := randomBuilder(RandomModel{Config: wide, Tied: true, Seed: 1})
+	b, err := Builder(RandomModel{Config: wide, Tied: true, Seed: 1})
 	require.NoError(t, err)
 	row, err := ggml.TypeQ8_K.RowSize(256)
 	require.NoError(t, err)
@@ -252,7 +256,7 @@ func TestWriteRandom(t *testing.T) {
 	for _, ti := range f.Tensors() {
 		n += ti.Elements()
 	}
-	assert.Equal(t, Presets["tiny"].Params(false), n)
+	assert.Equal(t, Params(Presets["tiny"], false), n)
 
 	for _, bad := range []RandomModel{
 		{Config: Presets["tiny"], Type: ggml.TypeIQ2_XXS}, // needs an importance matrix
@@ -264,101 +268,9 @@ func TestWriteRandom(t *testing.T) {
 	}
 }
 
-func TestVocab(t *testing.T) {
-	v := &Vocab{tokens: []string{"<unk>", "▁Hello", "<0x41>", "<0x0A>", "▁wor", "ld", "<0xZZ>"}}
-	assert.Equal(t, " Hello", string(v.Bytes(1)))
-	assert.Equal(t, []byte{'A'}, v.Bytes(2))
-	assert.Equal(t, " HelloA\n world", v.Decode([]int32{1, 2, 3, 4, 5}))
-	assert.Equal(t, "<0xZZ>", string(v.Bytes(6)))
-	assert.Equal(t, "<7>", string(v.Bytes(7)))
-	assert.Equal(t, "<-1>", string(v.Bytes(-1)))
-	assert.Equal(t, "▁wor", v.Piece(4))
-	assert.Equal(t, "", v.Piece(99))
-
-	g := &Vocab{tokens: []string{"Hello", "Ġworld", "Ċ", "Ã©"}, gpt2: true}
-	assert.Equal(t, "Hello world\né", g.Decode([]int32{0, 1, 2, 3}))
-}
-
-func TestSampler(t *testing.T) {
-	rng := testutil.NewRNG(t)
-	logits := make([]float32, 50)
-	for i := range logits {
-		logits[i] = float32(rng.NormFloat64())
-	}
-	best := argmax(logits)
-	sample := func(s *Sampler, logits []float32) int32 {
-		id, err := s.Sample(logits)
-		require.NoError(t, err)
-		return id
-	}
-	assert.Equal(t, best, sample(NewSampler(0, 0, 0, 1), logits), "greedy")
-	assert.Equal(t, best, sample(NewSampler(1, 1, 0, 1), logits), "top-k 1")
-	assert.Equal(t, best, sample(NewSampler(1, 0, 1e-9, 1), logits), "top-p ~0")
-	// No logits: an error, whatever the settings (it panicked, or gave 0).
-	for _, s := range []*Sampler{NewSampler(0, 0, 0, 1), NewSampler(0.8, 40, 0.95, 1), NewSampler(1, 0, 0, 1)} {
-		_, err := s.Sample(nil)
-		require.ErrorIs(t, err, ggml.ErrInvalid)
-		_, err = s.Sample([]float32{})
-		require.ErrorIs(t, err, ggml.ErrInvalid)
-	}
-
-	draw := func(s *Sampler, n int) []int32 {
-		out := make([]int32, n)
-		for i := range out {
-			out[i] = sample(s, logits)
-		}
-		return out
-	}
-	seed := rng.Uint64()
-	assert.Equal(t, draw(NewSampler(0.8, 10, 0.9, seed), 100), draw(NewSampler(0.8, 10, 0.9, seed), 100), "same seed")
-
-	// Top-k keeps the k largest.
-	rank := map[int32]int{}
-	for _, c := range NewSampler(1, len(logits), 0, 1).topK(logits) {
-		rank[c.id] = len(rank)
-	}
-	for _, id := range draw(NewSampler(2, 5, 0, seed), 500) {
-		assert.Less(t, rank[id], 5)
-	}
-
-	// Frequencies follow softmax(logits/T) over the top k: a chi-square
-	// test over the 5 candidates (4 degrees of freedom, p = 0.0001 at 23.5).
-	const temp, k, n = 1.5, 5, 20000
-	cand := NewSampler(1, k, 0, 1).topK(logits)
-	p := make(map[int32]float64)
-	sum := 0.0
-	for _, c := range cand {
-		p[c.id] = math.Exp(float64(c.logit-cand[0].logit) / temp)
-		sum += p[c.id]
-	}
-	count := map[int32]int{}
-	for _, id := range draw(NewSampler(temp, k, 0, seed), n) {
-		count[id]++
-	}
-	chi2 := 0.0
-	for id, pi := range p {
-		e := n * pi / sum
-		chi2 += (float64(count[id]) - e) * (float64(count[id]) - e) / e
-	}
-	assert.Less(t, chi2, 23.5, "counts %v, probabilities %v", count, p)
-
-	// Top-p keeps the smallest set whose probability reaches p.
-	two := []float32{0, 0, 10, 9.9, -5}
-	for _, id := range func() []int32 {
-		s := NewSampler(1, 0, 0.5, seed)
-		out := make([]int32, 200)
-		for i := range out {
-			out[i] = sample(s, two)
-		}
-		return out
-	}() {
-		assert.Equal(t, int32(2), id, "p(2) > 0.5 alone")
-	}
-}
-
 func TestLoadOptions(t *testing.T) {
 	path := tinyFile(t, ggml.TypeF32, false, 1)
-	cpuDev := deviceOf(backend.CPUBufferType())
+	cpuDev := DeviceOf(backend.CPUBufferType())
 	for _, c := range []struct {
 		opts Options
 		want error
@@ -366,7 +278,7 @@ func TestLoadOptions(t *testing.T) {
 		{Options{Device: cpuDev, GPULayers: -1}, ggml.ErrInvalid},
 		{Options{CacheType: ggml.TypeQ4_0}, ggml.ErrType},
 		{Options{ContextSize: -1}, ggml.ErrInvalid},
-		{Options{ContextSize: maxDim + 1}, ggml.ErrInvalid},
+		{Options{ContextSize: MaxDim + 1}, ggml.ErrInvalid},
 		{Options{BatchSize: -5}, ggml.ErrInvalid},
 	} {
 		c.opts.Threads = 1

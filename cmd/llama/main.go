@@ -1,21 +1,21 @@
-// Command llama runs a Llama-architecture GGUF model with go-ggml: the
-// prompt in one batch, then token-by-token generation, on the best backend
-// (all layers on the GPU if there is one) and the CPU through ggml's
-// scheduler. Ctrl-C stops it cleanly.
+// Command llama runs a GGUF model with go-ggml, as llama.cpp's llama-cli
+// does: the prompt in one batch, then token-by-token generation, on the
+// best backend (all layers on the GPU if there is one) and the CPU through
+// ggml's scheduler. Ctrl-C stops it cleanly.
 //
-//	go run ./examples/llama -gen tiny.gguf -size tiny -type q4_0   # a random model
-//	go run ./examples/llama -model tiny.gguf -prompt "Once upon a time" -n 16
-//	go run ./examples/llama -model Llama-3.2-1B-Instruct-Q4_K_M.gguf -prompt "The capital of France is" -n 32
-//	go run ./examples/llama -model tiny.gguf -prompt-ids 1,2,3 -ids
+//	go run ./cmd/llama -gen tiny.gguf -size tiny -type q4_0   # a random model
+//	go run ./cmd/llama -model tiny.gguf -prompt "Once upon a time" -n 16
+//	go run ./cmd/llama -model Llama-3.2-1B-Instruct-Q4_K_M.gguf -prompt "The capital of France is" -n 32
+//	go run ./cmd/llama -model tiny.gguf -prompt-ids 1,2,3 -ids
 //
-// It runs the Llama-architecture GGUF files llama.cpp makes (Llama 2 and
-// 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; any mix of weight types, such as
-// Q4_K_M): package examples/llama/llama's documentation lists what a file
-// may hold and what is refused (mixture of experts, YaRN, other
-// architectures), each with an error that names the key or tensor.
-// -gen writes a random model laid out as llama.cpp's converter and
-// quantizer write one; -type q4_K_M gives it llama.cpp's Q4_K_M mix and
-// -vocab gpt2 a Llama 3 style vocabulary (synthetic: made-up token texts).
+// It runs the architectures whose packages it imports (model/llama: Llama
+// 2 and 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; any mix of weight types,
+// such as Q4_K_M): each package's documentation lists what a file may hold
+// and what is refused, each with an error that names the key or tensor.
+// -gen writes a random Llama model laid out as llama.cpp's converter and
+// quantizer write one (package model/modeltest); -type q4_K_M gives it
+// llama.cpp's Q4_K_M mix and -vocab gpt2 a Llama 3 style vocabulary
+// (synthetic: made-up token texts).
 //
 // The prompt is text (-prompt, or -p-file), tokenized with the file's
 // tokenizer (package tokenizer, as llama.cpp tokenizes: BOS as the file
@@ -24,7 +24,7 @@
 // tokens come, a character split across tokens held back until whole;
 // -ids prints each token's ID and text instead. The model's shape and
 // weight types, the speed and memory use go to stderr. The model code is
-// in package examples/llama/llama.
+// in package model and the architectures' packages under it.
 package main
 
 import (
@@ -40,8 +40,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-ggml/ggml/examples/llama/llama"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	"github.com/go-ggml/ggml/model/modeltest"
 	"github.com/go-ggml/ggml/tokenizer"
 )
 
@@ -70,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := flag.NewFlagSet("llama", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	var (
-		model     = flags.String("model", "", "the GGUF file to run")
+		modelPath = flags.String("model", "", "the GGUF file to run")
 		prompt    = flags.String("prompt", "", "the prompt text, tokenized with the model's tokenizer (BOS added as the file says; default: the BOS token alone)")
 		promptIDs = flags.String("prompt-ids", "", "the prompt as comma-separated token IDs, instead of -prompt")
 		promptF   = flags.String("p-file", "", "read the prompt text from this file, instead of -prompt")
@@ -93,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		smallPgs  = flags.Bool("small-pages", false, "keep the weights copied into CPU memory in the system's default pages, not huge pages: slower generation, to compare")
 
 		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
-		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(llama.PresetNames(), ", "))
+		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(modeltest.PresetNames(), ", "))
 		genType = flags.String("type", "q4_0", "with -gen: the weight type (f32, f16, q8_0, q4_0, q4_K, ...), or q4_K_M for llama.cpp's mix of q4_K and q6_K")
 		vocab   = flags.String("vocab", "llama", "with -gen: the tokenizer, llama (SentencePiece, Llama 2) or gpt2 (byte-level BPE, Llama 3)")
 		tied    = flags.Bool("tied", false, "with -gen: no output.weight, the output uses token_embd")
@@ -103,8 +105,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stderr, `usage: llama -model FILE [-prompt TEXT | -p-file FILE | -prompt-ids IDS] [-n N] [flags]
        llama -gen FILE [-size S] [-type T] [-vocab V]
 
-llama runs a Llama-architecture GGUF model (Llama 2 and 3, TinyLlama, Mistral,
-SmolLM, as llama.cpp makes them) with go-ggml on the best backend and the CPU:
+llama runs a GGUF model (architectures: `+strings.Join(model.Architectures(), ", ")+`, as
+llama.cpp makes them) with go-ggml on the best backend and the CPU:
 it tokenizes the prompt text with the model's tokenizer (or takes token IDs),
 processes it in one batch, then generates tokens one at a time, streaming the
 text to stdout, and reports speed and memory on stderr. With -gen it writes a
@@ -122,7 +124,7 @@ flags:
 	if *gen != "" {
 		return generate(stderr, *gen, *size, *genType, *vocab, *tied, *genSeed)
 	}
-	if *model == "" {
+	if *modelPath == "" {
 		flags.Usage()
 		return errors.New("-model is required (or -gen to write a random model)")
 	}
@@ -156,7 +158,7 @@ flags:
 	if err != nil {
 		return err
 	}
-	faMode, ok := map[string]llama.FlashAttnMode{"auto": llama.FlashAttnAuto, "on": llama.FlashAttnOn, "off": llama.FlashAttnOff}[*fa]
+	faMode, ok := map[string]model.FlashAttnMode{"auto": model.FlashAttnAuto, "on": model.FlashAttnOn, "off": model.FlashAttnOff}[*fa]
 	if !ok {
 		return fmt.Errorf("-fa %q: want auto, on or off", *fa)
 	}
@@ -166,7 +168,7 @@ flags:
 	if isTerminal(stderr) {
 		progress = progressBar(stderr)
 	}
-	m, err := llama.Load(ctx, *model, llama.Options{
+	m, err := model.Load(ctx, *modelPath, model.Options{
 		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, Poll: *poll, CacheType: ct,
 		NoRepack: *noRepack, SmallPages: *smallPgs, FlashAttn: faMode, Progress: progress,
 	})
@@ -184,7 +186,7 @@ flags:
 		attn = "flash attention"
 	}
 	fmt.Fprintf(stderr, "model: %d layers, %d wide, %d heads (%d KV), vocabulary %d, %.1fM weights (%s; in %s); %s; loaded in %v on %s\n",
-		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(c.Params(m.Tied()))/1e6,
+		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(m.Params())/1e6,
 		m.WeightTypes(), m.WeightBuffers(), attn, time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
 
 	tok, tokErr := m.Vocab.Tokenizer()
@@ -198,7 +200,7 @@ flags:
 	out := newTextOut(stdout, m.Vocab, tok, *showIDs)
 
 	// The prompt in one batch, then one token at a time.
-	sampler := llama.NewSampler(float32(*temp), *topK, float32(*topP), *seed)
+	sampler := model.NewSampler(float32(*temp), *topK, float32(*topP), *seed)
 	t1 := time.Now()
 	logits, err := m.Eval(ctx, tokens, false)
 	if err != nil {
@@ -284,12 +286,12 @@ func parseIDs(s string) ([]int32, error) {
 // "prompt:" and a "text:" line.
 type textOut struct {
 	w     io.Writer
-	vocab *llama.Vocab
+	vocab *model.Vocab
 	dec   *tokenizer.Decoder
 	ids   bool
 }
 
-func newTextOut(w io.Writer, v *llama.Vocab, tok *tokenizer.Tokenizer, ids bool) *textOut {
+func newTextOut(w io.Writer, v *model.Vocab, tok *tokenizer.Tokenizer, ids bool) *textOut {
 	o := &textOut{w: w, vocab: v, ids: ids}
 	if tok != nil {
 		o.dec = tok.NewDecoder(false)
@@ -342,7 +344,7 @@ func (o *textOut) end(gen []int32) error {
 }
 
 // promptOrBOS is the prompt ids, or the vocabulary's BOS token without one.
-func promptOrBOS(ids []int32, v *llama.Vocab) []int32 {
+func promptOrBOS(ids []int32, v *model.Vocab) []int32 {
 	if len(ids) > 0 {
 		return ids
 	}
@@ -364,13 +366,13 @@ func parseType(name string) (ggml.Type, error) {
 // generate writes a random model with the metadata of a file converted
 // and quantized by llama.cpp.
 func generate(stderr io.Writer, path, size, typ, vocab string, tied bool, seed uint64) error {
-	cfg, ok := llama.Presets[size]
+	cfg, ok := modeltest.Presets[size]
 	if !ok {
-		return fmt.Errorf("-size %q: want one of %s", size, strings.Join(llama.PresetNames(), ", "))
+		return fmt.Errorf("-size %q: want one of %s", size, strings.Join(modeltest.PresetNames(), ", "))
 	}
-	r := llama.RandomModel{Config: cfg, Tied: tied, Seed: seed, Converted: true, Vocab: vocab}
+	r := modeltest.RandomModel{Config: cfg, Tied: tied, Seed: seed, Converted: true, Vocab: vocab}
 	if typ == "q4_K_M" {
-		r.Types = llama.MixQ4KM(cfg.BlockCount, tied)
+		r.Types = modeltest.MixQ4KM(cfg.BlockCount, tied)
 	} else {
 		t, err := parseType(typ)
 		if err != nil {
@@ -379,7 +381,7 @@ func generate(stderr io.Writer, path, size, typ, vocab string, tied bool, seed u
 		r.Type = t
 	}
 	t0 := time.Now()
-	if err := llama.WriteRandom(path, r); err != nil {
+	if err := modeltest.WriteRandom(path, r); err != nil {
 		return err
 	}
 	st, err := os.Stat(path)
@@ -387,14 +389,14 @@ func generate(stderr io.Writer, path, size, typ, vocab string, tied bool, seed u
 		return err
 	}
 	fmt.Fprintf(stderr, "wrote %s: %s model, %.1fM %s weights, %s, in %v\n", path, size,
-		float64(cfg.Params(tied))/1e6, typ, mib(uint64(st.Size())), time.Since(t0).Round(time.Millisecond))
+		float64(modeltest.Params(cfg, tied))/1e6, typ, mib(uint64(st.Size())), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
 func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // writeDot writes the model's last graph to the file path.
-func writeDot(m *llama.Model, path string) error {
+func writeDot(m *model.Model, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

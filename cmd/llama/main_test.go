@@ -15,9 +15,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-ggml/ggml/examples/llama/llama"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
+	"github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	"github.com/go-ggml/ggml/model/modeltest"
 	"github.com/go-ggml/ggml/tokenizer"
 )
 
@@ -131,14 +133,14 @@ func TestRunConvertedFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, stderr, "q4_K_M weights")
 
-	c := llama.Config{
+	c := model.Config{
 		ContextLength: 2048, EmbeddingLength: 256, BlockCount: 4, FeedForward: 512,
 		HeadCount: 4, HeadCountKV: 2, HeadDim: 64, RopeDim: 64,
 		RopeFreqBase: 500000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 512,
 	}
 	wide := filepath.Join(dir, "llama3-like.gguf")
-	require.NoError(t, llama.WriteRandom(wide, llama.RandomModel{
-		Config: c, Types: llama.MixQ4KM(c.BlockCount, false), Biases: true, Converted: true, Vocab: "gpt2", Seed: rng.Uint64(),
+	require.NoError(t, modeltest.WriteRandom(wide, modeltest.RandomModel{
+		Config: c, Types: modeltest.MixQ4KM(c.BlockCount, false), Biases: true, Converted: true, Vocab: "gpt2", Seed: rng.Uint64(),
 	}))
 
 	for _, f := range []struct {
@@ -162,7 +164,7 @@ func TestRunConvertedFiles(t *testing.T) {
 			require.Len(t, got, 6)
 
 			// The same greedy run through the model package.
-			m, err := llama.Load(ctx, f.path, llama.Options{Threads: 1, CacheType: ggml.TypeF16})
+			m, err := model.Load(ctx, f.path, model.Options{Threads: 1, CacheType: ggml.TypeF16})
 			require.NoError(t, err)
 			defer m.Close()
 			var prompt []int32
@@ -171,7 +173,7 @@ func TestRunConvertedFiles(t *testing.T) {
 				require.NoError(t, err)
 				prompt = append(prompt, int32(n))
 			}
-			want, err := m.Generate(ctx, prompt, 6, llama.NewSampler(0, 0, 0, 1), nil)
+			want, err := m.Generate(ctx, prompt, 6, model.NewSampler(0, 0, 0, 1), nil)
 			require.NoError(t, err)
 			require.Len(t, want, 6)
 			for i, id := range want {
@@ -188,7 +190,7 @@ func TestRunHelpAndUntilEnd(t *testing.T) {
 	ctx := context.Background()
 	_, stderr, err := runCmd(t, ctx, "-h")
 	require.ErrorIs(t, err, flag.ErrHelp)
-	assert.Contains(t, stderr, "runs a Llama-architecture GGUF model")
+	assert.Contains(t, stderr, "runs a GGUF model (architectures: llama")
 	assert.Contains(t, stderr, "-gen FILE")
 	assert.Contains(t, stderr, "synthetic")
 
@@ -260,14 +262,14 @@ func TestRunTextPrompt(t *testing.T) {
 			size := "tiny"
 			if vocab == "gpt2" {
 				path = filepath.Join(dir, "gpt2.gguf")
-				c := llama.Presets["tiny"]
+				c := modeltest.Presets["tiny"]
 				c.VocabSize = 512
-				require.NoError(t, llama.WriteRandom(path, llama.RandomModel{Config: c, Converted: true, Vocab: "gpt2", Type: ggml.TypeQ8_0}))
+				require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: c, Converted: true, Vocab: "gpt2", Type: ggml.TypeQ8_0}))
 			} else {
 				_, _, err := runCmd(t, ctx, "-gen", path, "-size", size, "-vocab", vocab)
 				require.NoError(t, err)
 			}
-			m, err := llama.Load(ctx, path, llama.Options{Threads: 1})
+			m, err := model.Load(ctx, path, model.Options{Threads: 1})
 			require.NoError(t, err)
 			tok, err := m.Vocab.Tokenizer()
 			require.NoError(t, err)

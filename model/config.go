@@ -1,4 +1,4 @@
-package llama
+package model
 
 import (
 	"errors"
@@ -8,16 +8,16 @@ import (
 	"github.com/go-ggml/ggml/gguf"
 )
 
-// Arch is the general.architecture of the files this package runs.
-const Arch = "llama"
+// ErrModel reports a file that is not a model this package can run: an
+// architecture no package registered, a missing or inconsistent
+// hyperparameter or tensor, a feature the architecture does not support.
+var ErrModel = errors.New("model: unsupported model")
 
-// ErrModel reports a file that is not a Llama model this package can run:
-// another architecture, a missing or inconsistent hyperparameter or tensor.
-var ErrModel = errors.New("llama: unsupported model")
-
-// Config holds a model's hyperparameters, read from the llama.* keys of its
-// GGUF file (llama.cpp's names in the comments).
+// Config holds the hyperparameters every architecture has, read from the
+// ARCH.* keys of its GGUF file (ReadConfig; llama.cpp's names in the
+// comments, shown for ARCH llama).
 type Config struct {
+	Arch            string  // general.architecture
 	ContextLength   int     // llama.context_length: the training context, n_ctx_train
 	EmbeddingLength int     // llama.embedding_length: n_embd
 	BlockCount      int     // llama.block_count: n_layer
@@ -32,7 +32,7 @@ type Config struct {
 	VocabSize       int     // rows of token_embd (llama.vocab_size must agree when present)
 }
 
-// Key names, without the "llama." prefix.
+// Key names, without the "ARCH." prefix.
 const (
 	keyContextLength = "context_length"
 	keyEmbedding     = "embedding_length"
@@ -47,29 +47,36 @@ const (
 	keyRopeScaling   = "rope.scaling.type"
 	keyRopeFactor    = "rope.scaling.factor"
 	keyRopeFactorOld = "rope.scale_linear"
-	keyExpertCount   = "expert_count"
 	keyRMSEps        = "attention.layer_norm_rms_epsilon"
 	keyVocabSize     = "vocab_size"
 )
 
-// maxDim caps each size read from a file: large enough for any Llama, small
+// maxDim caps each size read from a file: large enough for any model, small
 // enough that products of a few of them cannot overflow an int64.
 const maxDim = 1 << 24
 
-// ReadConfig reads the hyperparameters of a Llama model from f's metadata
-// and checks them against each other and against the tensor token_embd.
-// A file of another architecture, or one with missing or inconsistent
-// values, gives an ErrModel error.
-func ReadConfig(f *gguf.File) (Config, error) {
+// FileArchitecture returns f's general.architecture.
+func FileArchitecture(f *gguf.File) (string, error) {
 	arch, err := f.String(gguf.KeyArchitecture)
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: %w", ErrModel, err)
+		return "", fmt.Errorf("%w: %w", ErrModel, err)
 	}
-	if arch != Arch {
-		return Config{}, fmt.Errorf("%w: general.architecture is %q, not %q", ErrModel, arch, Arch)
+	return arch, nil
+}
+
+// ReadConfig reads the hyperparameters every architecture has from the
+// ARCH.* keys of f's metadata, ARCH being f's general.architecture, and
+// checks them against each other and against the tensor token_embd. A
+// file with missing or inconsistent values gives an ErrModel error that
+// names the key. An architecture reads its own further keys with Keys.
+func ReadConfig(f *gguf.File) (Config, error) {
+	arch, err := FileArchitecture(f)
+	if err != nil {
+		return Config{}, err
 	}
-	r := keyReader{f: f}
+	r := Keys{f: f, arch: arch}
 	c := Config{
+		Arch:            arch,
 		ContextLength:   r.int(keyContextLength, -1),
 		EmbeddingLength: r.int(keyEmbedding, -1),
 		BlockCount:      r.int(keyBlockCount, -1),
@@ -83,7 +90,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if c.HeadCount > 0 {
 		c.HeadDim = r.int(keyKeyLength, c.EmbeddingLength/c.HeadCount)
 		if v := r.int(keyValueLength, c.HeadDim); v != c.HeadDim && r.err == nil {
-			r.err = fmt.Errorf("llama.%s (%d) differs from the key length (%d)", keyValueLength, v, c.HeadDim)
+			r.err = fmt.Errorf("%s.%s (%d) differs from the key length (%d)", arch, keyValueLength, v, c.HeadDim)
 		}
 	}
 	c.RopeDim = r.int(keyRopeDim, c.HeadDim)
@@ -98,17 +105,14 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	case "none":
 	case "linear":
 		factor := r.float(keyRopeFactor, 0)
-		if _, ok := r.f.Value(Arch + "." + keyRopeFactor); !ok {
+		if _, ok := r.f.Value(arch + "." + keyRopeFactor); !ok {
 			factor = r.float(keyRopeFactorOld, 0)
 		}
 		if factor != 0 {
 			c.RopeFreqScale = 1 / factor
 		}
 	default:
-		r.fail("llama.%s %q is not supported (none and linear are)", keyRopeScaling, typ)
-	}
-	if n := r.int(keyExpertCount, 0); n > 0 && r.err == nil {
-		r.fail("llama.%s is %d: mixture-of-experts models (Mixtral) are not supported", keyExpertCount, n)
+		r.fail("%s.%s %q is not supported (none and linear are)", arch, keyRopeScaling, typ)
 	}
 	if r.err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrModel, r.err)
@@ -122,7 +126,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	c.VocabSize = int(emb.Shape[1])
 	if v := r.int(keyVocabSize, c.VocabSize); r.err == nil && v != c.VocabSize {
-		return Config{}, fmt.Errorf("%w: llama.%s is %d but token_embd.weight has %d rows", ErrModel, keyVocabSize, v, c.VocabSize)
+		return Config{}, fmt.Errorf("%w: %s.%s is %d but token_embd.weight has %d rows", ErrModel, arch, keyVocabSize, v, c.VocabSize)
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -144,18 +148,18 @@ func (c Config) Validate() error {
 		{keyKeyLength, c.HeadDim}, {keyVocabSize, c.VocabSize},
 	} {
 		if v.n <= 0 || v.n > maxDim {
-			return fmt.Errorf("%w: llama.%s is %d, want 1 to %d", ErrModel, v.name, v.n, maxDim)
+			return fmt.Errorf("%w: %s.%s is %d, want 1 to %d", ErrModel, c.Arch, v.name, v.n, maxDim)
 		}
 	}
 	switch {
 	case c.HeadCount%c.HeadCountKV != 0:
 		return fmt.Errorf("%w: %d heads are not a multiple of %d KV heads", ErrModel, c.HeadCount, c.HeadCountKV)
 	case c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0:
-		return fmt.Errorf("%w: llama.%s is %d, want an even number from 2 to the head size %d", ErrModel, keyRopeDim, c.RopeDim, c.HeadDim)
+		return fmt.Errorf("%w: %s.%s is %d, want an even number from 2 to the head size %d", ErrModel, c.Arch, keyRopeDim, c.RopeDim, c.HeadDim)
 	case !(c.RMSEps > 0) || math.IsInf(float64(c.RMSEps), 0):
-		return fmt.Errorf("%w: llama.%s is %g, want > 0", ErrModel, keyRMSEps, c.RMSEps)
+		return fmt.Errorf("%w: %s.%s is %g, want > 0", ErrModel, c.Arch, keyRMSEps, c.RMSEps)
 	case !(c.RopeFreqBase > 0) || math.IsInf(float64(c.RopeFreqBase), 0):
-		return fmt.Errorf("%w: llama.%s is %g, want > 0", ErrModel, keyRopeFreqBase, c.RopeFreqBase)
+		return fmt.Errorf("%w: %s.%s is %g, want > 0", ErrModel, c.Arch, keyRopeFreqBase, c.RopeFreqBase)
 	case !(c.RopeFreqScale > 0) || math.IsInf(float64(c.RopeFreqScale), 0):
 		return fmt.Errorf("%w: the RoPE frequency scale is %g, want > 0", ErrModel, c.RopeFreqScale)
 	}
@@ -168,37 +172,55 @@ func (c Config) QDim() int { return c.HeadCount * c.HeadDim }
 // KVDim is the width of the keys and values, HeadCountKV·HeadDim.
 func (c Config) KVDim() int { return c.HeadCountKV * c.HeadDim }
 
-// Params returns the number of weights of a model with this configuration
-// and a separate output matrix (one vocabulary matrix fewer when tied).
-func (c Config) Params(tied bool) int64 {
-	e, f, v := int64(c.EmbeddingLength), int64(c.FeedForward), int64(c.VocabSize)
-	layer := e + e*int64(c.QDim()) + 2*e*int64(c.KVDim()) + int64(c.QDim())*e + e + 3*e*f
-	n := int64(c.BlockCount)*layer + e + v*e
-	if !tied {
-		n += v * e
+// Keys reads an architecture's keys, ARCH.NAME, from a file, keeping the
+// first error: an architecture's package reads the keys of its own with
+// it after ReadConfig, then checks Err.
+type Keys struct {
+	f    *gguf.File
+	arch string
+	err  error
+}
+
+// NewKeys returns a Keys that reads the keys arch.NAME of f.
+func NewKeys(f *gguf.File, arch string) *Keys { return &Keys{f: f, arch: arch} }
+
+// Err returns the first error of the reads so far, wrapping ErrModel, or
+// nil.
+func (r *Keys) Err() error {
+	if r.err == nil {
+		return nil
 	}
-	return n
+	return fmt.Errorf("%w: %w", ErrModel, r.err)
 }
 
-// keyReader reads llama.* keys, keeping the first error.
-type keyReader struct {
-	f   *gguf.File
-	err error
+// Has reports whether the file has the key arch.key.
+func (r *Keys) Has(key string) bool {
+	_, ok := r.f.Value(r.arch + "." + key)
+	return ok
 }
 
-func (r *keyReader) fail(format string, args ...any) {
+func (r *Keys) fail(format string, args ...any) {
 	if r.err == nil {
 		r.err = fmt.Errorf(format, args...)
 	}
 }
 
-// int reads an integer of any GGUF integer type; def < 0 makes the key
+// Int reads the integer arch.key, of any GGUF integer type, from 0 to
+// MaxInt32; def < 0 makes the key required.
+func (r *Keys) Int(key string, def int) int { return r.int(key, def) }
+
+// Float reads the float (f32 or f64) arch.key; def < 0 makes the key
 // required.
-func (r *keyReader) int(key string, def int) int {
-	v, ok := r.f.Value(Arch + "." + key)
+func (r *Keys) Float(key string, def float32) float32 { return r.float(key, def) }
+
+// String reads the string arch.key, reporting whether the file has it.
+func (r *Keys) String(key string) (string, bool) { return r.str(key) }
+
+func (r *Keys) int(key string, def int) int {
+	v, ok := r.f.Value(r.arch + "." + key)
 	if !ok {
 		if def < 0 {
-			r.fail("missing key llama.%s", key)
+			r.fail("missing key %s.%s", r.arch, key)
 		}
 		return def
 	}
@@ -224,22 +246,21 @@ func (r *keyReader) int(key string, def int) int {
 	case int64:
 		n = x
 	default:
-		r.fail("llama.%s is a %v, want an integer (per-layer values are not supported)", key, v.Type())
+		r.fail("%s.%s is a %v, want an integer (per-layer values are not supported)", r.arch, key, v.Type())
 		return 0
 	}
 	if n < 0 || n > math.MaxInt32 {
-		r.fail("llama.%s is %d, out of range", key, n)
+		r.fail("%s.%s is %d, out of range", r.arch, key, n)
 		return 0
 	}
 	return int(n)
 }
 
-// float reads an f32 or f64; def < 0 makes the key required.
-func (r *keyReader) float(key string, def float32) float32 {
-	v, ok := r.f.Value(Arch + "." + key)
+func (r *Keys) float(key string, def float32) float32 {
+	v, ok := r.f.Value(r.arch + "." + key)
 	if !ok {
 		if def < 0 {
-			r.fail("missing key llama.%s", key)
+			r.fail("missing key %s.%s", r.arch, key)
 		}
 		return def
 	}
@@ -249,18 +270,18 @@ func (r *keyReader) float(key string, def float32) float32 {
 	case float64:
 		return float32(x)
 	}
-	r.fail("llama.%s is a %v, want a float", key, v.Type())
+	r.fail("%s.%s is a %v, want a float", r.arch, key, v.Type())
 	return 0
 }
 
-func (r *keyReader) str(key string) (string, bool) {
-	v, ok := r.f.Value(Arch + "." + key)
+func (r *Keys) str(key string) (string, bool) {
+	v, ok := r.f.Value(r.arch + "." + key)
 	if !ok {
 		return "", false
 	}
 	s, ok := gguf.As[string](v)
 	if !ok {
-		r.fail("llama.%s is a %v, want a string", key, v.Type())
+		r.fail("%s.%s is a %v, want a string", r.arch, key, v.Type())
 	}
 	return s, ok
 }

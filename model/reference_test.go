@@ -1,4 +1,4 @@
-package llama
+package model_test
 
 import (
 	"encoding/binary"
@@ -8,6 +8,9 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
+
+	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
 )
 
 // refModel is the same Llama model in float64, for reference: the weights

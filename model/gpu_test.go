@@ -1,4 +1,4 @@
-package llama
+package model_test
 
 import (
 	"maps"
@@ -21,6 +21,10 @@ import (
 	// the tests skip.
 	_ "github.com/go-ggml/ggml/cuda"
 	_ "github.com/go-ggml/ggml/vulkan"
+
+	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	. "github.com/go-ggml/ggml/model/modeltest"
 )
 
 // gpuTolerance is per weight type, against the plain float64 reference:
@@ -60,7 +64,7 @@ func gpuTol(dev *backend.Device, typ ggml.Type) tol {
 // TestEvalMatchesReferenceGPU runs the reference test on the accelerator:
 // every layer there, and split with the first block on the CPU.
 func TestEvalMatchesReferenceGPU(t *testing.T) {
-	dev := bestGPU()
+	dev := BestGPU()
 	if dev == nil {
 		t.Skip("no GPU in ggml's registry: build with -tags vulkan (make vulkan; lavapipe needs GGML_VK_VISIBLE_DEVICES=0) or -tags cuda")
 	}
@@ -96,7 +100,7 @@ func TestEvalMatchesReferenceGPU(t *testing.T) {
 // there for that: few GPU backends take it), and the model still matches
 // the reference.
 func TestEvalMixedTypesGPU(t *testing.T) {
-	dev := bestGPU()
+	dev := BestGPU()
 	if dev == nil {
 		t.Skip("no GPU in ggml's registry: build with -tags vulkan (make vulkan; lavapipe needs GGML_VK_VISIBLE_DEVICES=0) or -tags cuda")
 	}
@@ -128,7 +132,7 @@ func TestEvalMixedTypesGPU(t *testing.T) {
 			f, err := gguf.Open(path)
 			require.NoError(t, err)
 			defer f.Close()
-			cpuOnly, _, err := checkOps(f, m.Tied(), int64(m.BatchSize()), dev, false)
+			cpuOnly, _, err := CheckOps(f, m.Tied(), int64(m.BatchSize()), dev, false)
 			require.NoError(t, err)
 			t.Logf("on the CPU for want of GPU support: %v", slices.Sorted(maps.Keys(cpuOnly)))
 			var onCPU uint64

@@ -1,4 +1,4 @@
-package llama
+package model
 
 import (
 	"container/heap"

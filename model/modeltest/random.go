@@ -1,4 +1,10 @@
-package llama
+// Package modeltest writes model files with random weights for tests and
+// benchmarks, as net/http/httptest serves them for HTTP: GGUF files laid
+// out as llama.cpp's converter and quantizer write them (the metadata, a
+// synthetic vocabulary, any mix of weight types), which the model packages
+// load and llama.cpp runs. It is test support, not a model API: the
+// weights are random, so the text a model of them writes is gibberish.
+package modeltest
 
 import (
 	"fmt"
@@ -7,10 +13,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/model"
 )
 
 // Presets are model sizes for WriteRandom, by name:
@@ -19,19 +27,19 @@ import (
 //	small  12 layers, 768 wide, 12 heads, 4 KV heads, FFN 2048, vocabulary 32000: ~110M weights
 //	1b     16 layers, 2048 wide, 32 heads, 8 KV heads, FFN 8192, vocabulary 128256, tied output:
 //	       the shape of Llama 3.2 1B, ~1.24G weights (~0.7 GB in q4_0)
-var Presets = map[string]Config{
+var Presets = map[string]model.Config{
 	"tiny": {
-		ContextLength: 512, EmbeddingLength: 64, BlockCount: 2, FeedForward: 128,
+		Arch: "llama", ContextLength: 512, EmbeddingLength: 64, BlockCount: 2, FeedForward: 128,
 		HeadCount: 4, HeadCountKV: 2, HeadDim: 16, RopeDim: 16,
 		RopeFreqBase: 10000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 256,
 	},
 	"small": {
-		ContextLength: 2048, EmbeddingLength: 768, BlockCount: 12, FeedForward: 2048,
+		Arch: "llama", ContextLength: 2048, EmbeddingLength: 768, BlockCount: 12, FeedForward: 2048,
 		HeadCount: 12, HeadCountKV: 4, HeadDim: 64, RopeDim: 64,
 		RopeFreqBase: 10000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 32000,
 	},
 	"1b": {
-		ContextLength: 131072, EmbeddingLength: 2048, BlockCount: 16, FeedForward: 8192,
+		Arch: "llama", ContextLength: 131072, EmbeddingLength: 2048, BlockCount: 16, FeedForward: 8192,
 		HeadCount: 32, HeadCountKV: 8, HeadDim: 64, RopeDim: 64,
 		RopeFreqBase: 500000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 128256,
 	},
@@ -49,7 +57,7 @@ func PresetNames() []string {
 
 // RandomModel says what WriteRandom writes.
 type RandomModel struct {
-	Config
+	model.Config
 	// Type is the type of the weight matrices (token_embd, attention,
 	// feed-forward, output): f32, f16, or a type ggml quantizes to without
 	// an importance matrix (q8_0, q4_0, q4_K, ...). Norm weights and
@@ -116,7 +124,7 @@ var fileTypes = map[ggml.Type]uint32{
 	ggml.TypeQ5_0: 8, ggml.TypeQ5_1: 9, ggml.TypeQ6_K: 18, ggml.TypeBF16: 32,
 }
 
-// WriteRandom writes a Llama GGUF file at path with random weights, the
+// WriteRandom writes a Llama GGUF file (architecture "llama") at path with random weights, the
 // sizes of r.Config, and a vocabulary of r.VocabSize tokens: SentencePiece
 // style (<unk>, <s>, </s>, byte tokens <0x00>.. as many as fit in half the
 // vocabulary, at most 256, and "▁"-prefixed and plain word pieces) or
@@ -126,7 +134,7 @@ var fileTypes = map[ggml.Type]uint32{
 // chunks while the file is written, so memory stays small whatever the
 // size.
 func WriteRandom(path string, r RandomModel) error {
-	b, err := randomBuilder(r)
+	b, err := Builder(r)
 	if err != nil {
 		return err
 	}
@@ -135,7 +143,7 @@ func WriteRandom(path string, r RandomModel) error {
 
 // WriteRandomTo is WriteRandom to a writer.
 func WriteRandomTo(w io.Writer, r RandomModel) error {
-	b, err := randomBuilder(r)
+	b, err := Builder(r)
 	if err != nil {
 		return err
 	}
@@ -143,8 +151,11 @@ func WriteRandomTo(w io.Writer, r RandomModel) error {
 	return err
 }
 
-func randomBuilder(r RandomModel) (*gguf.Builder, error) {
+// Builder returns the builder of the file WriteRandom writes: to change
+// (a key, a tensor) before writing it.
+func Builder(r RandomModel) (*gguf.Builder, error) {
 	c := r.Config
+	c.Arch = "llama"
 	if c.HeadDim == 0 && c.HeadCount > 0 {
 		c.HeadDim = c.EmbeddingLength / c.HeadCount
 	}
@@ -161,15 +172,15 @@ func randomBuilder(r RandomModel) (*gguf.Builder, error) {
 	switch r.Vocab {
 	case "", "llama":
 		if c.VocabSize < 4 {
-			return nil, fmt.Errorf("%w: a vocabulary of %d tokens; want at least 4", ErrModel, c.VocabSize)
+			return nil, fmt.Errorf("%w: a vocabulary of %d tokens; want at least 4", model.ErrModel, c.VocabSize)
 		}
 	case "gpt2":
 		gpt2 = true
 		if c.VocabSize < 256+len(gpt2Specials) {
-			return nil, fmt.Errorf("%w: a GPT-2 vocabulary of %d tokens; want at least %d", ErrModel, c.VocabSize, 256+len(gpt2Specials))
+			return nil, fmt.Errorf("%w: a GPT-2 vocabulary of %d tokens; want at least %d", model.ErrModel, c.VocabSize, 256+len(gpt2Specials))
 		}
 	default:
-		return nil, fmt.Errorf("%w: vocabulary %q: want llama or gpt2", ErrModel, r.Vocab)
+		return nil, fmt.Errorf("%w: vocabulary %q: want llama or gpt2", model.ErrModel, r.Vocab)
 	}
 	typeOf := r.Types
 	if typeOf == nil {
@@ -183,13 +194,13 @@ func randomBuilder(r RandomModel) (*gguf.Builder, error) {
 		v   any
 	}
 	name := fmt.Sprintf("random llama %d×%d", c.BlockCount, c.EmbeddingLength)
-	kv := []pair{{gguf.KeyArchitecture, Arch}}
+	kv := []pair{{gguf.KeyArchitecture, "llama"}}
 	if r.Converted {
 		kv = append(kv, []pair{
 			{"general.type", "model"},
 			{"general.name", name},
 			{"general.basename", "random-llama"},
-			{"general.size_label", fmt.Sprintf("%.0fM", float64(c.Params(r.Tied))/1e6)},
+			{"general.size_label", fmt.Sprintf("%.0fM", float64(Params(c, r.Tied))/1e6)},
 			{gguf.KeyAlignment, uint32(32)},
 		}...)
 	} else {
@@ -278,10 +289,10 @@ func randomBuilder(r RandomModel) (*gguf.Builder, error) {
 		if kind == matrixTensor {
 			typ = typeOf(name, ne0)
 			if typ != ggml.TypeF32 && typ != ggml.TypeF16 && (!typ.CanQuantize() || typ.RequiresImatrix()) {
-				return fmt.Errorf("%w: %s: weight type %v: want f32, f16 or a type that quantizes without an importance matrix", ErrModel, name, typ)
+				return fmt.Errorf("%w: %s: weight type %v: want f32, f16 or a type that quantizes without an importance matrix", model.ErrModel, name, typ)
 			}
 			if ne0%typ.BlockSize() != 0 {
-				return fmt.Errorf("%w: %s: a row of %d is not a whole number of %v blocks (%d)", ErrModel, name, ne0, typ, typ.BlockSize())
+				return fmt.Errorf("%w: %s: a row of %d is not a whole number of %v blocks (%d)", model.ErrModel, name, ne0, typ, typ.BlockSize())
 			}
 		}
 		g := randomTensor{typ: typ, ne0: ne0, ne1: ne1, kind: kind, seed: r.Seed, index: uint64(n)}
@@ -508,3 +519,45 @@ func randomGPT2Vocab(n int) (tokens []string, types []int32, merges []string) {
 	}
 	return tokens, types, merges
 }
+
+// Params returns the number of weights of a Llama model of configuration
+// c with a separate output matrix (one vocabulary matrix fewer when tied).
+func Params(c model.Config, tied bool) int64 {
+	e, f, v := int64(c.EmbeddingLength), int64(c.FeedForward), int64(c.VocabSize)
+	layer := e + e*int64(c.QDim()) + 2*e*int64(c.KVDim()) + int64(c.QDim())*e + e + 3*e*f
+	n := int64(c.BlockCount)*layer + e + v*e
+	if !tied {
+		n += v * e
+	}
+	return n
+}
+
+// blockOf returns the block number of a block tensor's name, "blk.N.*".
+func blockOf(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(num)
+	return n, err == nil
+}
+
+// gpt2Byte inverts GPT-2's bytes_to_unicode: printable Latin-1 bytes stand
+// for themselves, the others for the runes from U+0100 on, in order.
+var gpt2Byte = func() map[rune]byte {
+	m := make(map[rune]byte, 256)
+	n := 0
+	for b := range 256 {
+		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
+			m[rune(b)] = byte(b)
+		} else {
+			m[rune(256+n)] = byte(b)
+			n++
+		}
+	}
+	return m
+}()

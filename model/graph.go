@@ -1,4 +1,4 @@
-package llama
+package model
 
 import (
 	"context"
@@ -66,6 +66,7 @@ var attnChunk = 128
 type step struct {
 	nTokens, nKV int
 	all          bool
+	fused        bool // attention is one fused op, with an f16 mask
 
 	ctx *ggml.Context
 	g   *ggml.Graph
@@ -93,11 +94,9 @@ func (m *Model) graphSize() int {
 	return (80+12*chunks)*m.Config.BlockCount + 256
 }
 
-// build makes the graph of one batch. The weights come from the file; the
-// inputs are new tensors that the scheduler allocates (on the CPU) and that
-// linear is w·x, plus the bias b (broadcast over the tokens) when the file
-// has one.
-func linear(ctx *ggml.Context, w, b, x *ggml.Tensor) *ggml.Tensor {
+// Linear is w·x, plus the bias b (broadcast over the tokens) when b is
+// not nil: the file's optional bias.
+func Linear(ctx *ggml.Context, w, b, x *ggml.Tensor) *ggml.Tensor {
 	y := ctx.MulMat(w, x)
 	if b != nil {
 		y = ctx.Add(y, b)
@@ -105,10 +104,142 @@ func linear(ctx *ggml.Context, w, b, x *ggml.Tensor) *ggml.Tensor {
 	return y
 }
 
-// setInputs fills before each compute.
+// Batch is the graph of one batch as a Network's Forward builds it: the
+// context its ops go in, the batch's inputs, and the KV cache through
+// Attention.
 //
 // Shapes are ggml's, innermost first: a batch of activations is [width,
 // tokens]; MulMat(w, x) with w [in, out] is [out, tokens].
+type Batch struct {
+	// Ctx is the context of the graph's ops.
+	Ctx *ggml.Context
+	// Tokens are the batch's token IDs, i32 [N].
+	Tokens *ggml.Tensor
+	// Positions are the tokens' positions in their sequence, i32 [N], for
+	// RoPE.
+	Positions *ggml.Tensor
+	// N is the number of tokens.
+	N int
+
+	m      *Model
+	s      *step
+	stores []*ggml.Tensor
+}
+
+// Outputs is the number of tokens whose logits the batch computes: N, or
+// 1 when only the last token's are wanted.
+func (b *Batch) Outputs() int {
+	if b.s.all {
+		return b.N
+	}
+	return 1
+}
+
+// OutputRows returns the rows (tokens) of x, [width, N], whose logits are
+// wanted: x itself, or a view of its last row. A Network calls it in its
+// last layer once the attention has stored every token's key and value:
+// the rest is per token, so the output projection, the feed-forward and
+// the output layer run on the wanted tokens alone, as llama.cpp's graphs
+// do (inp_out_ids): about 5 % of a prompt's products on a 16-layer model.
+func (b *Batch) OutputRows(x *ggml.Tensor) *ggml.Tensor {
+	if b.s.all || b.N == 1 {
+		return x
+	}
+	ne, nb := x.Ne(), x.Nb()
+	return b.Ctx.View2D(x, ne[0], 1, nb[1], uint64(b.N-1)*nb[1])
+}
+
+// AttentionParams are Batch.Attention's settings.
+type AttentionParams struct {
+	// Scale multiplies the scores q·k before the softmax, usually
+	// 1/√HeadDim.
+	Scale float32
+}
+
+// Attention stores the batch's keys and values in layer il's KV cache at
+// their positions and returns the attention of the queries to the cells
+// of the cache they see (their own and the earlier positions):
+// softmax(q·Kᵀ·scale + causal mask)·V, [QDim, N]. q is [HeadDim,
+// HeadCount, N] and k [HeadDim, HeadCountKV, N], both after RoPE; v is
+// [KVDim, N]. Grouped-query attention: each KV head serves
+// HeadCount/HeadCountKV query heads. It runs as one fused op
+// (FlashAttnExt) where the model has flash attention and the batch is
+// small enough, else as two matrix products around a softmax, the queries
+// in chunks.
+func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml.Tensor {
+	m, s, ctx := b.m, b.s, b.Ctx
+	c := m.Config
+	l := &m.layers[il]
+	n := int64(b.N)
+	nKV := s.nKV
+	hd, nh, nhkv := int64(c.HeadDim), int64(c.HeadCount), int64(c.HeadCountKV)
+	kvDim := int64(c.KVDim())
+	esize := m.cacheType.Size() // f32 or f16: one element per block
+	scale := p.Scale
+
+	// The new keys and values go into the cache: K's row kIdx[t] is
+	// token t's key. Without flash attention V is stored transposed
+	// ([nCtx, kvDim]), so each value element is a row of one in a
+	// flat view of it; with it, V is stored as K is.
+	kStore := ctx.SetRows(l.k, ctx.Reshape(k, kvDim, n), s.kIdx)
+	var vStore *ggml.Tensor
+	if m.flash {
+		vStore = ctx.SetRows(l.v, v, s.kIdx)
+	} else {
+		vFlat := ctx.Reshape(l.v, 1, int64(m.nCtx)*kvDim)
+		vStore = ctx.SetRows(vFlat, ctx.Reshape(v, 1, n*kvDim), s.vIdx)
+	}
+	b.stores = append(b.stores, kStore, vStore)
+
+	// Grouped-query attention over the first nKV cells: MulMat (and
+	// FlashAttnExt) broadcast each KV head over heads/kvHeads query
+	// heads.
+	kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
+	if s.fused {
+		vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
+		fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, s.mask,
+			ggml.FlashAttnParams{Scale: scale, Precision: ggml.PrecF32}) // [hd, heads, n]
+		return ctx.Reshape(fa, int64(c.QDim()), n) // [q, n]
+	}
+	var vAll *ggml.Tensor // [nKV, hd, kv heads]
+	if m.flash {
+		// The cache holds V as K ([kvDim, nCtx]): the product wants
+		// it transposed, a copy of the attended cells.
+		vAll = ctx.Cont(ctx.Permute(ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0), 1, 0, 2, 3))
+	} else {
+		vAll = ctx.View3D(l.v, int64(nKV), hd, nhkv, uint64(m.nCtx)*esize, uint64(m.nCtx)*uint64(hd)*esize, 0)
+	}
+	// The queries in chunks of attnChunk: chunk j's tokens sit at
+	// most at cell pos+j1-1 < nKV-n+j1 (pos+n <= nKV), so it
+	// attends to that many cells only, the causal mask's lower
+	// triangle, and its scores stay small enough for the cache.
+	var attn *ggml.Tensor
+	for j0 := int64(0); j0 < n; j0 += int64(attnChunk) {
+		j1 := min(n, j0+int64(attnChunk))
+		cells := min(int64(nKV), int64(nKV)-n+j1)
+		qj := q
+		mask := s.mask
+		if j0 > 0 || j1 < n {
+			qj = ctx.View3D(q, hd, nh, j1-j0, q.Nb()[1], q.Nb()[2], uint64(j0)*q.Nb()[2])
+			mask = ctx.Cont(ctx.View2D(s.mask, cells, j1-j0, s.mask.Nb()[1], uint64(j0)*s.mask.Nb()[1]))
+		}
+		kj := ctx.View3D(l.k, hd, cells, nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, cells, kv heads]
+		vj := ctx.View3D(vAll, cells, hd, nhkv, vAll.Nb()[1], vAll.Nb()[2], 0)           // [cells, hd, kv heads]
+		kq := ctx.MulMat(kj, ctx.Permute(qj, 0, 2, 1, 3))                                // [cells, j1-j0, heads]
+		kq = ctx.SoftMaxExt(kq, mask, scale, 0)
+		kqv := ctx.MulMat(vj, kq)                                             // [hd, j1-j0, heads]
+		a := ctx.ContND(ctx.Permute(kqv, 0, 2, 1, 3), int64(c.QDim()), j1-j0) // [q, j1-j0]
+		if attn == nil {
+			attn = a
+		} else {
+			attn = ctx.Concat(attn, a, 1)
+		}
+	}
+	return attn
+}
+
+// build makes the graph of one batch: its inputs, which setInputs fills
+// before each compute, and the Network's forward pass over them.
 func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	c := m.Config
 	ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: m.graphSize(), NoAlloc: true, Graph: true, GraphSize: m.graphSize()})
@@ -117,9 +248,7 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	}
 	s := &step{nTokens: nTokens, nKV: nKV, all: all, ctx: ctx}
 	n := int64(nTokens)
-	hd, nh, nhkv := int64(c.HeadDim), int64(c.HeadCount), int64(c.HeadCountKV)
 	kvDim := int64(c.KVDim())
-	esize := m.cacheType.Size() // f32 or f16: one element per block
 
 	// The index inputs are also marked as outputs, which keeps the
 	// allocator from reusing their memory for later nodes: go-ggml checks
@@ -131,122 +260,36 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	// The fused kernel takes an f16 mask; the softmax of the products an
 	// f32 one, which the CPU's softmax adds in a vector loop where an f16
 	// mask is converted element by element (a fifth of a prompt's softmax).
-	fused := m.flash && n <= int64(fusedMaxBatch)
+	s.fused = m.flash && n <= int64(fusedMaxBatch)
 	if !m.flash {
 		s.vIdx = ctx.NewTensor(ggml.TypeI64, n*kvDim).SetName("inp_v_idx").SetInput().SetOutput()
 	}
-	if fused {
+	if s.fused {
 		s.mask = ctx.NewTensor(ggml.TypeF16, int64(nKV), n).SetName("inp_mask").SetInput()
 	} else {
 		s.mask = ctx.NewTensor(ggml.TypeF32, int64(nKV), n).SetName("inp_mask").SetInput()
 	}
 
-	rope := ggml.RopeParams{
-		Dims: c.RopeDim, Mode: ggml.RopeNormal, CtxOrig: c.ContextLength,
-		FreqBase: c.RopeFreqBase, FreqScale: c.RopeFreqScale,
-		AttnFactor: 1, BetaFast: 32, BetaSlow: 1,
+	b := &Batch{Ctx: ctx, Tokens: s.tokens, Positions: s.pos, N: nTokens, m: m, s: s}
+	s.logits = m.net.Forward(b)
+	if err := ctx.Err(); err != nil {
+		ctx.Close()
+		return nil, err
 	}
-	scale := float32(1 / math.Sqrt(float64(c.HeadDim)))
-
+	if s.logits == nil {
+		ctx.Close()
+		return nil, fmt.Errorf("%w: model: the %s network's Forward returned no logits", ggml.ErrInvalid, c.Arch)
+	}
+	s.logits.SetName("logits").SetOutput()
+	if ne := s.logits.Ne(); ne[0] != int64(c.VocabSize) || ne[1] != int64(b.Outputs()) || ne[2] != 1 || ne[3] != 1 {
+		ctx.Close()
+		return nil, fmt.Errorf("%w: model: the %s network's logits are %v, want [%d %d]", ggml.ErrInvalid, c.Arch, ne, c.VocabSize, b.Outputs())
+	}
 	// The stores into the cache are no source of what reads the cache
 	// (those read the cache tensors themselves): the graph is expanded
 	// with them first, layer by layer, so that ggml orders each layer's
 	// stores before its attention, as llama.cpp does.
-	var stores []*ggml.Tensor
-	x := ctx.GetRows(m.tokEmbd, s.tokens) // [e, n]
-	for il := range m.layers {
-		l := &m.layers[il]
-		rope.FreqFactors = l.ropeFreqs
-
-		// Attention: RMS norm, Q K V, RoPE on Q and K.
-		h := ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.attnNorm)
-		q := ctx.Reshape(linear(ctx, l.wq, l.bq, h), hd, nh, n)   // [hd, heads, n]
-		k := ctx.Reshape(linear(ctx, l.wk, l.bk, h), hd, nhkv, n) // [hd, kv heads, n]
-		v := linear(ctx, l.wv, l.bv, h)                           // [kvDim, n]
-		q = ctx.Rope(q, s.pos, rope)
-		k = ctx.Rope(k, s.pos, rope)
-
-		// The new keys and values go into the cache: K's row kIdx[t] is
-		// token t's key. Without flash attention V is stored transposed
-		// ([nCtx, kvDim]), so each value element is a row of one in a
-		// flat view of it; with it, V is stored as K is.
-		kStore := ctx.SetRows(l.k, ctx.Reshape(k, kvDim, n), s.kIdx)
-		var vStore *ggml.Tensor
-		if m.flash {
-			vStore = ctx.SetRows(l.v, v, s.kIdx)
-		} else {
-			vFlat := ctx.Reshape(l.v, 1, int64(m.nCtx)*kvDim)
-			vStore = ctx.SetRows(vFlat, ctx.Reshape(v, 1, n*kvDim), s.vIdx)
-		}
-		stores = append(stores, kStore, vStore)
-
-		// Grouped-query attention over the first nKV cells: MulMat (and
-		// FlashAttnExt) broadcast each KV head over heads/kvHeads query
-		// heads.
-		kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
-		var attn *ggml.Tensor
-		switch {
-		case fused:
-			vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
-			fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, s.mask,
-				ggml.FlashAttnParams{Scale: scale, Precision: ggml.PrecF32}) // [hd, heads, n]
-			attn = ctx.Reshape(fa, int64(c.QDim()), n) // [q, n]
-		default:
-			var vAll *ggml.Tensor // [nKV, hd, kv heads]
-			if m.flash {
-				// The cache holds V as K ([kvDim, nCtx]): the product wants
-				// it transposed, a copy of the attended cells.
-				vAll = ctx.Cont(ctx.Permute(ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0), 1, 0, 2, 3))
-			} else {
-				vAll = ctx.View3D(l.v, int64(nKV), hd, nhkv, uint64(m.nCtx)*esize, uint64(m.nCtx)*uint64(hd)*esize, 0)
-			}
-			// The queries in chunks of attnChunk: chunk j's tokens sit at
-			// most at cell pos+j1-1 < nKV-n+j1 (pos+n <= nKV), so it
-			// attends to that many cells only, the causal mask's lower
-			// triangle, and its scores stay small enough for the cache.
-			for j0 := int64(0); j0 < n; j0 += int64(attnChunk) {
-				j1 := min(n, j0+int64(attnChunk))
-				cells := min(int64(nKV), int64(nKV)-n+j1)
-				qj := q
-				mask := s.mask
-				if j0 > 0 || j1 < n {
-					qj = ctx.View3D(q, hd, nh, j1-j0, q.Nb()[1], q.Nb()[2], uint64(j0)*q.Nb()[2])
-					mask = ctx.Cont(ctx.View2D(s.mask, cells, j1-j0, s.mask.Nb()[1], uint64(j0)*s.mask.Nb()[1]))
-				}
-				kj := ctx.View3D(l.k, hd, cells, nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, cells, kv heads]
-				vj := ctx.View3D(vAll, cells, hd, nhkv, vAll.Nb()[1], vAll.Nb()[2], 0)           // [cells, hd, kv heads]
-				kq := ctx.MulMat(kj, ctx.Permute(qj, 0, 2, 1, 3))                                // [cells, j1-j0, heads]
-				kq = ctx.SoftMaxExt(kq, mask, scale, 0)
-				kqv := ctx.MulMat(vj, kq)                                             // [hd, j1-j0, heads]
-				a := ctx.ContND(ctx.Permute(kqv, 0, 2, 1, 3), int64(c.QDim()), j1-j0) // [q, j1-j0]
-				if attn == nil {
-					attn = a
-				} else {
-					attn = ctx.Concat(attn, a, 1)
-				}
-			}
-		}
-		if il == len(m.layers)-1 && !all && n > 1 {
-			// Only the last token's logits are wanted: past the last
-			// layer's attention (which stored every token's key and
-			// value) the rest is per token, so the output projection,
-			// the feed-forward and the output run on that token alone,
-			// as llama.cpp's graph does (inp_out_ids): ~5 % of a
-			// prompt's products on a 16-layer model.
-			attn = ctx.View2D(attn, attn.Ne()[0], 1, attn.Nb()[1], uint64(n-1)*attn.Nb()[1])
-			x = ctx.View2D(x, x.Ne()[0], 1, x.Nb()[1], uint64(n-1)*x.Nb()[1])
-		}
-		x = ctx.Add(x, linear(ctx, l.wo, l.bo, attn))
-
-		// Feed-forward: RMS norm, SwiGLU.
-		h = ctx.Mul(ctx.RMSNorm(x, c.RMSEps), l.ffnNorm)
-		ffn := ctx.GLUSplit(linear(ctx, l.wGate, l.bGate, h), linear(ctx, l.wUp, l.bUp, h), ggml.GLUSwiglu)
-		x = ctx.Add(x, linear(ctx, l.wDown, l.bDown, ffn))
-	}
-	x = ctx.Mul(ctx.RMSNorm(x, c.RMSEps), m.outNorm)
-	s.logits = ctx.MulMat(m.output, x).SetName("logits").SetOutput()
-
-	if s.g, err = ctx.BuildGraph(append(stores, s.logits)...); err != nil {
+	if s.g, err = ctx.BuildGraph(append(b.stores, s.logits)...); err != nil {
 		ctx.Close()
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package llama
+package model_test
 
 import (
 	"bytes"
@@ -23,6 +23,10 @@ import (
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
+
+	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/llama"
+	. "github.com/go-ggml/ggml/model/modeltest"
 )
 
 // tinyFile writes the tiny preset with weights of type typ and returns its
@@ -232,14 +236,14 @@ func TestEvalVariants(t *testing.T) {
 	t.Run("f16 cache", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
 		seq := randomTokens(rng, 10, Presets["tiny"].VocabSize)
-		defer func(n int) { fusedMaxBatch = n }(fusedMaxBatch)
+		defer func(n int) { *FusedMaxBatch = n }(*FusedMaxBatch)
 		for k, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOn, FlashAttnOff} {
 			// The second run's prompt batches attend by products over
 			// flash attention's cache layout (batches above
 			// fusedMaxBatch do).
-			fusedMaxBatch = math.MaxInt
+			*FusedMaxBatch = math.MaxInt
 			if k == 1 {
-				fusedMaxBatch = 1
+				*FusedMaxBatch = 1
 			}
 			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: ggml.TypeF16, FlashAttn: fa})
 			ref := openRef(t, path)
@@ -273,8 +277,8 @@ func TestEvalVariants(t *testing.T) {
 		// in chunks of attnChunk: batches of 7 in chunks of 3 (3, 3, 1),
 		// from positions 0, 7, 14 (cells 8, 16, 24 with kvPad 8), with
 		// and without flash attention's cache layout.
-		defer func(c, f, p, pp int) { attnChunk, fusedMaxBatch, kvPad, productsKVPad = c, f, p, pp }(attnChunk, fusedMaxBatch, kvPad, productsKVPad)
-		attnChunk, fusedMaxBatch, kvPad, productsKVPad = 3, 1, 8, 8
+		defer func(c, f, p, pp int) { *AttnChunk, *FusedMaxBatch, *KVPad, *ProductsKVPad = c, f, p, pp }(*AttnChunk, *FusedMaxBatch, *KVPad, *ProductsKVPad)
+		*AttnChunk, *FusedMaxBatch, *KVPad, *ProductsKVPad = 3, 1, 8, 8
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
 		for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
 			m := loadModel(t, path, Options{ContextSize: 32, BatchSize: 7, FlashAttn: fa})
@@ -282,8 +286,8 @@ func TestEvalVariants(t *testing.T) {
 		}
 	})
 	t.Run("kv buckets", func(t *testing.T) {
-		defer func(p int) { kvPad = p }(kvPad)
-		kvPad = 4
+		defer func(p int) { *KVPad = p }(*KVPad)
+		*KVPad = 4
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
 		m := loadModel(t, path, Options{ContextSize: 30, BatchSize: 5})
 		checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 30, m.Config.VocabSize), 11, tolerance[ggml.TypeF32])
@@ -365,7 +369,7 @@ func TestMemory(t *testing.T) {
 // machine's free memory: Load says so before loading anything.
 func TestLoadTooLarge(t *testing.T) {
 	path := tinyFile(t, ggml.TypeQ4_0, false, 1)
-	free, _ := deviceOf(backend.CPUBufferType()).Memory()
+	free, _ := DeviceOf(backend.CPUBufferType()).Memory()
 	require.Positive(t, free)
 	// The attention scores of a full batch over the whole cache alone:
 	// n·n·heads·4 bytes, more than twice what is free.
