@@ -95,7 +95,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 			b.Fatalf("GGML_BENCH_LLAMA_POLL=%q: %v", s, err)
 		}
 	}
-	m, err := Load(ctx, path, Options{ContextSize: nCtx, BatchSize: 512, Threads: threads, Poll: poll, CacheType: ggml.TypeF16,
+	m, err := Load(ctx, path, Options{CPUOnly: true, ContextSize: nCtx, BatchSize: 512, Threads: threads, Poll: poll, CacheType: CacheF16,
 		SmallPages: os.Getenv("GGML_BENCH_LLAMA_SMALL_PAGES") == "1"})
 	if err != nil {
 		b.Fatal(err)

@@ -119,7 +119,7 @@ func BenchmarkLlama(b *testing.B) {
 	preset, typ, threads, gpuLayers := benchSettings(b)
 	path := benchModel(b, preset, typ)
 	ctx := context.Background()
-	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, GPULayers: gpuLayers, CacheType: ggml.TypeF16})
+	m, err := Load(ctx, path, Options{ContextSize: 512, BatchSize: 512, Threads: threads, GPULayers: gpuLayers, CPUOnly: gpuLayers == 0, CacheType: CacheF16})
 	if err != nil {
 		b.Fatal(err)
 	}

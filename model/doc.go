@@ -24,8 +24,8 @@
 //
 // # Running it
 //
-// Load places the last Options.GPULayers blocks (and the output layer) on
-// the accelerator, the rest on the CPU, through the buffer types gguf.Load
+// Load places the last Options.GPULayers blocks (and the output layer; all
+// of them by default) on the accelerator, the rest on the CPU, through the buffer types gguf.Load
 // puts each tensor in; the scheduler (package sched) then runs each op where
 // its weights are. Each layer's KV cache lives in a buffer on its layer's
 // device. Before it allocates anything, Load checks what each device will

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"regexp"
@@ -32,9 +33,12 @@ type Options struct {
 	BatchSize int
 	// GPULayers is the number of blocks (from the last) that run on the
 	// accelerator, if there is one; the output layer goes with the last
-	// block. A negative value puts all of them there; 0 runs everything
-	// on the CPU.
+	// block. 0, the zero value, or a negative value puts all of them
+	// there, as llama.cpp does by default; CPUOnly runs everything on the
+	// CPU.
 	GPULayers int
+	// CPUOnly runs every layer on the CPU, whatever accelerator there is.
+	CPUOnly bool
 	// Device is the accelerator, a GPU or an integrated GPU; nil means the
 	// first GPU (else integrated GPU) in ggml's registry.
 	Device *backend.Device
@@ -48,9 +52,10 @@ type Options struct {
 	// faster generation of a small model on 2 threads, measured) and
 	// keeps cores busy meanwhile; Rest stops it early.
 	Poll int
-	// CacheType is the type of the KV cache: ggml.TypeF32 (the zero
-	// value) or ggml.TypeF16 (half the memory, llama.cpp's default).
-	CacheType ggml.Type
+	// CacheType is the type of the KV cache's cells: f16 by default
+	// (CacheDefault, the zero value, as llama.cpp), or f32 (twice the
+	// memory, no rounding).
+	CacheType CacheType
 	// NoMmap copies the CPU's weights out of the file instead of using
 	// them in place (gguf.LoadOptions.NoMmap).
 	NoMmap bool
@@ -73,6 +78,30 @@ type Options struct {
 	FlashAttn FlashAttnMode
 	// Progress, if set, reports the bytes of weights loaded so far.
 	Progress func(done, total uint64)
+}
+
+// CacheType is Options.CacheType: the type of the KV cache.
+type CacheType int
+
+const (
+	// CacheDefault is CacheF16.
+	CacheDefault CacheType = iota
+	// CacheF16 keeps keys and values in half precision (ggml.TypeF16).
+	CacheF16
+	// CacheF32 keeps them in single precision (ggml.TypeF32).
+	CacheF32
+)
+
+// ggmlType returns the cache type's ggml type, or an error for a value
+// that is not one of the constants.
+func (c CacheType) ggmlType() (ggml.Type, error) {
+	switch c {
+	case CacheDefault, CacheF16:
+		return ggml.TypeF16, nil
+	case CacheF32:
+		return ggml.TypeF32, nil
+	}
+	return 0, fmt.Errorf("%w: model: Options.CacheType %d: want CacheF16 or CacheF32", ggml.ErrType, int(c))
 }
 
 // FlashAttnMode is Options.FlashAttn: whether attention runs as one fused
@@ -183,6 +212,18 @@ func Load(ctx context.Context, path string, opts Options) (*Model, error) {
 	return LoadFile(ctx, f, opts)
 }
 
+// LoadReader loads the model of the GGUF file of size bytes that r reads
+// (gguf.Read) with LoadFile: a file in memory, or in an archive. The
+// weights are copied out of r; the model does not keep it.
+func LoadReader(ctx context.Context, r io.ReaderAt, size int64, opts Options) (*Model, error) {
+	f, err := gguf.Read(r, size)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return LoadFile(ctx, f, opts)
+}
+
 // LoadFile loads the model of an open GGUF file, f, which the caller
 // still closes (the model's weights keep what they use of it): it finds
 // the architecture registered for f's general.architecture, reads the
@@ -225,7 +266,7 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 		uses[s.Name] = s.Use
 	}
 
-	m = &Model{Config: cfg, Vocab: vocab, net: net, tied: tied, cacheType: opts.CacheType,
+	m = &Model{Config: cfg, Vocab: vocab, net: net, tied: tied,
 		reserved: map[*backend.Backend]uint64{}, peak: map[*backend.Backend]uint64{}, free: map[string][2]uint64{}}
 	defer func() {
 		if err != nil {
@@ -248,22 +289,24 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	if opts.Poll < 0 || opts.Poll > 100 {
 		return nil, fmt.Errorf("%w: model: Poll %d is not 0 to 100", ggml.ErrInvalid, opts.Poll)
 	}
-	if m.cacheType != ggml.TypeF32 && m.cacheType != ggml.TypeF16 {
-		return nil, fmt.Errorf("%w: KV cache type %v: want f32 or f16", ggml.ErrType, m.cacheType)
+	if m.cacheType, err = opts.CacheType.ggmlType(); err != nil {
+		return nil, err
 	}
 
 	// Placement: the last gpuLayers blocks and the output layer on the
 	// accelerator; the token embeddings on the CPU (a row lookup), unless
 	// the output layer shares them and sits on the accelerator.
 	dev := opts.Device
-	if dev == nil && opts.GPULayers != 0 {
+	if opts.CPUOnly {
+		dev = nil
+	} else if dev == nil {
 		dev = bestGPU()
 	}
 	if dev != nil && dev.Type() != backend.DeviceGPU && dev.Type() != backend.DeviceIGPU {
 		return nil, fmt.Errorf("%w: device %s is a %v, not a GPU", ggml.ErrInvalid, dev.Name(), dev.Type())
 	}
 	gpuLayers := opts.GPULayers
-	if gpuLayers < 0 || gpuLayers > cfg.BlockCount {
+	if gpuLayers <= 0 || gpuLayers > cfg.BlockCount {
 		gpuLayers = cfg.BlockCount
 	}
 	if dev == nil {

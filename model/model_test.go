@@ -43,6 +43,12 @@ func loadModel(t *testing.T, path string, opts Options) *Model {
 	if opts.Threads == 0 {
 		opts.Threads = 1
 	}
+	if opts.CacheType == CacheDefault {
+		opts.CacheType = CacheF32 // the reference's precision
+	}
+	if opts.GPULayers == 0 && opts.Device == nil {
+		opts.CPUOnly = true // the CPU's tolerances; gpu_test.go asks for the GPU
+	}
 	m, err := Load(context.Background(), path, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, m.Close()) })
@@ -245,7 +251,7 @@ func TestEvalVariants(t *testing.T) {
 			if k == 1 {
 				*FusedMaxBatch = 1
 			}
-			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: ggml.TypeF16, FlashAttn: fa})
+			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: CacheF16, FlashAttn: fa})
 			ref := openRef(t, path)
 			ref.roundCacheToHalf = true
 			// ggml also rounds the queries and the attention weights
@@ -336,7 +342,7 @@ func TestGraphReuse(t *testing.T) {
 func TestMemory(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	path := tinyFile(t, ggml.TypeF16, false, rng.Uint64())
-	m := loadModel(t, path, Options{ContextSize: 48, BatchSize: 8, CacheType: ggml.TypeF16})
+	m := loadModel(t, path, Options{ContextSize: 48, BatchSize: 8, CacheType: CacheF16})
 	ctx := context.Background()
 	seq := randomTokens(rng, 30, m.Config.VocabSize)
 	_, err := m.Eval(ctx, seq[:20], true) // batches of 8, 8, 4
@@ -472,7 +478,7 @@ func TestConcurrentUse(t *testing.T) {
 	path := tinyFile(t, ggml.TypeQ8_0, false, rng.Uint64())
 	vocab := Presets["tiny"].VocabSize
 	ctx := context.Background()
-	m, err := Load(ctx, path, Options{ContextSize: 256, Threads: 2, Poll: 50})
+	m, err := Load(ctx, path, Options{CPUOnly: true, CacheType: CacheF32, ContextSize: 256, Threads: 2, Poll: 50})
 	require.NoError(t, err)
 	defer m.Close()
 
@@ -682,7 +688,7 @@ func TestPoll(t *testing.T) {
 	seq := randomTokens(rng, 12, Presets["tiny"].VocabSize)
 	plain := loadModel(t, path, Options{ContextSize: 32, Threads: 2})
 	require.NoError(t, plain.Rest(), "Rest without Poll does nothing")
-	m, err := Load(context.Background(), path, Options{ContextSize: 32, Threads: 2, Poll: 50})
+	m, err := Load(context.Background(), path, Options{CPUOnly: true, CacheType: CacheF32, ContextSize: 32, Threads: 2, Poll: 50})
 	require.NoError(t, err)
 	ref := openRef(t, path)
 	ref.emulateCPU()

@@ -276,7 +276,7 @@ func TestLoadOptions(t *testing.T) {
 		want error
 	}{
 		{Options{Device: cpuDev, GPULayers: -1}, ggml.ErrInvalid},
-		{Options{CacheType: ggml.TypeQ4_0}, ggml.ErrType},
+		{Options{CacheType: CacheType(99)}, ggml.ErrType},
 		{Options{ContextSize: -1}, ggml.ErrInvalid},
 		{Options{ContextSize: MaxDim + 1}, ggml.ErrInvalid},
 		{Options{BatchSize: -5}, ggml.ErrInvalid},
@@ -289,4 +289,37 @@ func TestLoadOptions(t *testing.T) {
 	assert.Equal(t, Presets["tiny"].ContextLength, m.ContextSize(), "the training context, at most 4096")
 	assert.Equal(t, 512, m.BatchSize())
 	assert.Len(t, m.Backends(), 1, "no GPU layers without a GPU device asked for")
+}
+
+// TestLoadFrom: a model loaded from a path, an open *gguf.File and an
+// io.ReaderAt computes the same logits.
+func TestLoadFrom(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeQ8_0, false, rng.Uint64())
+	seq := randomTokens(rng, 6, Presets["tiny"].VocabSize)
+	opts := Options{Threads: 1, ContextSize: 16, CPUOnly: true}
+	eval := func(m *Model, err error) []float32 {
+		require.NoError(t, err)
+		defer m.Close()
+		logits, err := m.Eval(context.Background(), seq, true)
+		require.NoError(t, err)
+		return logits
+	}
+	want := eval(Load(context.Background(), path, opts))
+
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	got := eval(LoadFile(context.Background(), f, opts))
+	require.NoError(t, f.Close())
+	assert.Equal(t, want, got, "LoadFile")
+
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	got = eval(LoadReader(context.Background(), bytes.NewReader(data), int64(len(data)), opts))
+	assert.Equal(t, want, got, "LoadReader")
+
+	_, err = LoadFile(context.Background(), nil, opts)
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+	_, err = LoadReader(context.Background(), bytes.NewReader(data[:len(data)/2]), int64(len(data)/2), opts)
+	require.Error(t, err, "a truncated file")
 }

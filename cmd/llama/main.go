@@ -154,9 +154,9 @@ flags:
 		}
 		text = string(b)
 	}
-	ct, err := parseType(*cacheType)
-	if err != nil {
-		return err
+	ct, ok := map[string]model.CacheType{"f16": model.CacheF16, "f32": model.CacheF32}[*cacheType]
+	if !ok {
+		return fmt.Errorf("-cache-type %q: want f16 or f32", *cacheType)
 	}
 	faMode, ok := map[string]model.FlashAttnMode{"auto": model.FlashAttnAuto, "on": model.FlashAttnOn, "off": model.FlashAttnOff}[*fa]
 	if !ok {
@@ -169,7 +169,7 @@ flags:
 		progress = progressBar(stderr)
 	}
 	m, err := model.Load(ctx, *modelPath, model.Options{
-		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, Threads: *threads, Poll: *poll, CacheType: ct,
+		ContextSize: *nCtx, BatchSize: *batch, GPULayers: *gpuLayers, CPUOnly: *gpuLayers == 0, Threads: *threads, Poll: *poll, CacheType: ct,
 		NoRepack: *noRepack, SmallPages: *smallPgs, FlashAttn: faMode, Progress: progress,
 	})
 	if err != nil {

@@ -96,7 +96,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-model", path, "-prompt-ids", "1,999"}, "token 999 (at 1) outside the vocabulary of 256"},
 		{[]string{"-model", path, "-prompt", "a", "-prompt-ids", "1"}, "give one"},
 		{[]string{"-model", path, "-p-file", filepath.Join(t.TempDir(), "none.txt")}, "-p-file"},
-		{[]string{"-model", path, "-cache-type", "q9"}, `unknown type "q9"`},
+		{[]string{"-model", path, "-cache-type", "q9"}, `-cache-type "q9": want f16 or f32`},
 		{[]string{"-gen", path, "-size", "huge"}, `-size "huge"`},
 		{[]string{"-gen", path, "-vocab", "gpt2"}, "a GPT-2 vocabulary of 256 tokens; want at least 261"},
 		{[]string{"-gen", path, "-vocab", "t5"}, `vocabulary "t5"`},
@@ -164,7 +164,7 @@ func TestRunConvertedFiles(t *testing.T) {
 			require.Len(t, got, 6)
 
 			// The same greedy run through the model package.
-			m, err := model.Load(ctx, f.path, model.Options{Threads: 1, CacheType: ggml.TypeF16})
+			m, err := model.Load(ctx, f.path, model.Options{Threads: 1, CacheType: model.CacheF16})
 			require.NoError(t, err)
 			defer m.Close()
 			var prompt []int32
