@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 )
 
@@ -28,27 +29,33 @@ type Config struct {
 	RopeDim         int     // llama.rope.dimension_count: n_rot (HeadDim if absent)
 	RopeFreqBase    float32 // llama.rope.freq_base (10000 if absent)
 	RopeFreqScale   float32 // 1/llama.rope.scaling.factor for linear scaling, else 1
+	RopeScaling     string  // llama.rope.scaling.type: none, linear (the default) or yarn
+	RopeCtxOrig     int     // llama.rope.scaling.original_context_length (ContextLength if absent): YaRN's n_ctx_orig
+	RopeExtFactor   float32 // YaRN's extrapolation mix: 1 with yarn scaling, else 0
+	RopeAttnFactor  float32 // llama.rope.scaling.attn_factor (1 if absent)
 	RMSEps          float32 // llama.attention.layer_norm_rms_epsilon
 	VocabSize       int     // rows of token_embd (llama.vocab_size must agree when present)
 }
 
 // Key names, without the "ARCH." prefix.
 const (
-	keyContextLength = "context_length"
-	keyEmbedding     = "embedding_length"
-	keyBlockCount    = "block_count"
-	keyFeedForward   = "feed_forward_length"
-	keyHeadCount     = "attention.head_count"
-	keyHeadCountKV   = "attention.head_count_kv"
-	keyKeyLength     = "attention.key_length"
-	keyValueLength   = "attention.value_length"
-	keyRopeDim       = "rope.dimension_count"
-	keyRopeFreqBase  = "rope.freq_base"
-	keyRopeScaling   = "rope.scaling.type"
-	keyRopeFactor    = "rope.scaling.factor"
-	keyRopeFactorOld = "rope.scale_linear"
-	keyRMSEps        = "attention.layer_norm_rms_epsilon"
-	keyVocabSize     = "vocab_size"
+	keyContextLength  = "context_length"
+	keyEmbedding      = "embedding_length"
+	keyBlockCount     = "block_count"
+	keyFeedForward    = "feed_forward_length"
+	keyHeadCount      = "attention.head_count"
+	keyHeadCountKV    = "attention.head_count_kv"
+	keyKeyLength      = "attention.key_length"
+	keyValueLength    = "attention.value_length"
+	keyRopeDim        = "rope.dimension_count"
+	keyRopeFreqBase   = "rope.freq_base"
+	keyRopeScaling    = "rope.scaling.type"
+	keyRopeFactor     = "rope.scaling.factor"
+	keyRopeFactorOld  = "rope.scale_linear"
+	keyRopeCtxOrig    = "rope.scaling.original_context_length"
+	keyRopeAttnFactor = "rope.scaling.attn_factor"
+	keyRMSEps         = "attention.layer_norm_rms_epsilon"
+	keyVocabSize      = "vocab_size"
 )
 
 // maxDim caps each size read from a file: large enough for any model, small
@@ -96,14 +103,22 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	c.RopeDim = r.int(keyRopeDim, c.HeadDim)
 	// RoPE scaling as llama.cpp reads it: the type is linear when absent,
 	// the factor is rope.scaling.factor (or the older rope.scale_linear),
-	// 0 or absent meaning none; type none ignores the factor.
+	// 0 or absent meaning none; type none ignores the factor. YaRN mixes
+	// in extrapolation (ext_factor 1) around the original context
+	// (rope.scaling.original_context_length, else the training context);
+	// its attention factor, which ggml's RoPE multiplies by 1+0.1·ln(factor)
+	// itself, is llama.cpp's get_mscale(factor)/(1+0.1·ln(factor)) = 1,
+	// times rope.scaling.attn_factor.
 	typ, ok := r.str(keyRopeScaling)
 	if !ok {
 		typ = "linear"
 	}
+	c.RopeScaling = typ
+	c.RopeCtxOrig = r.int(keyRopeCtxOrig, c.ContextLength)
+	c.RopeAttnFactor = r.float(keyRopeAttnFactor, 1)
 	switch typ {
 	case "none":
-	case "linear":
+	case "linear", "yarn":
 		factor := r.float(keyRopeFactor, 0)
 		if _, ok := r.f.Value(arch + "." + keyRopeFactor); !ok {
 			factor = r.float(keyRopeFactorOld, 0)
@@ -111,8 +126,11 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		if factor != 0 {
 			c.RopeFreqScale = 1 / factor
 		}
+		if typ == "yarn" {
+			c.RopeExtFactor = 1
+		}
 	default:
-		r.fail("%s.%s %q is not supported (none and linear are)", arch, keyRopeScaling, typ)
+		r.fail("%s.%s %q is not supported (none, linear and yarn are)", arch, keyRopeScaling, typ)
 	}
 	if r.err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrModel, r.err)
@@ -162,8 +180,23 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %s.%s is %g, want > 0", ErrModel, c.Arch, keyRopeFreqBase, c.RopeFreqBase)
 	case !(c.RopeFreqScale > 0) || math.IsInf(float64(c.RopeFreqScale), 0):
 		return fmt.Errorf("%w: the RoPE frequency scale is %g, want > 0", ErrModel, c.RopeFreqScale)
+	case !(c.RopeAttnFactor > 0) || math.IsInf(float64(c.RopeAttnFactor), 0):
+		return fmt.Errorf("%w: %s.%s is %g, want > 0", ErrModel, c.Arch, keyRopeAttnFactor, c.RopeAttnFactor)
+	case c.RopeCtxOrig <= 0 || c.RopeCtxOrig > math.MaxInt32:
+		return fmt.Errorf("%w: %s.%s is %d, want > 0", ErrModel, c.Arch, keyRopeCtxOrig, c.RopeCtxOrig)
 	}
 	return nil
+}
+
+// Rope returns the ggml.RopeParams of the configuration in mode (ggml's
+// RoPE types: RopeNormal for Llama, RopeNeoX for Qwen, Gemma, Phi-3, ...),
+// with llama.cpp's values for its scaling.
+func (c Config) Rope(mode ggml.RopeMode) ggml.RopeParams {
+	return ggml.RopeParams{
+		Dims: c.RopeDim, Mode: mode, CtxOrig: c.RopeCtxOrig,
+		FreqBase: c.RopeFreqBase, FreqScale: c.RopeFreqScale,
+		ExtFactor: c.RopeExtFactor, AttnFactor: c.RopeAttnFactor, BetaFast: 32, BetaSlow: 1,
+	}
 }
 
 // QDim is the width of the queries, HeadCount·HeadDim.

@@ -278,6 +278,15 @@ func TestEvalVariants(t *testing.T) {
 		require.Equal(t, c, m.Config)
 		checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 12, m.Config.VocabSize), 5, tolerance[ggml.TypeF32])
 	})
+	t.Run("yarn rope scaling", func(t *testing.T) {
+		c := Presets["tiny"]
+		c.RopeScaling, c.RopeFreqScale, c.RopeCtxOrig, c.RopeExtFactor, c.RopeAttnFactor = "yarn", 0.25, 64, 1, 1.25
+		path := filepath.Join(t.TempDir(), "yarn.gguf")
+		require.NoError(t, WriteRandom(path, RandomModel{Config: c, Seed: rng.Uint64()}))
+		m := loadModel(t, path, Options{ContextSize: 160})
+		require.Equal(t, c, m.Config)
+		checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 150, m.Config.VocabSize), 90, tolerance[ggml.TypeF32])
+	})
 	t.Run("attention in chunks", func(t *testing.T) {
 		// Batches above fusedMaxBatch attend by products, their queries
 		// in chunks of attnChunk: batches of 7 in chunks of 3 (3, 3, 1),

@@ -181,17 +181,34 @@ func rmsNorm(x, w []float64, eps float64) []float64 {
 
 // rope rotates each head's pairs (2i, 2i+1), i < RopeDim/2, by pos·θ_i with
 // θ_i = scale·base^(-2i/RopeDim) / factor_i: RoPE's "normal" mode, the one
-// llama.cpp uses for Llama (its converter permutes Q and K to match).
+// llama.cpp uses for Llama (its converter permutes Q and K to match). With
+// YaRN (RopeExtFactor), as ggml's rope_yarn: θ mixes the interpolated and
+// the extrapolated angle by a ramp over the correction dimensions, and sin
+// and cos are scaled by RopeAttnFactor·(1+0.1·ln(1/scale)).
 func (r *refModel) rope(x []float64, heads int, pos int) {
 	c := r.c
+	d := float64(c.RopeDim)
+	base, scale := float64(c.RopeFreqBase), float64(c.RopeFreqScale)
+	corrDim := func(beta float64) float64 {
+		return d * math.Log(float64(c.RopeCtxOrig)/(beta*2*math.Pi)) / (2 * math.Log(base))
+	}
+	lo, hi := max(0, math.Floor(corrDim(32))), min(d-1, math.Ceil(corrDim(1)))
 	for h := range heads {
 		v := x[h*c.HeadDim : (h+1)*c.HeadDim]
 		for i := range c.RopeDim / 2 {
-			theta := float64(pos) * float64(c.RopeFreqScale) * math.Pow(float64(c.RopeFreqBase), -2*float64(i)/float64(c.RopeDim))
+			extrap := float64(pos) * math.Pow(base, -2*float64(i)/d)
 			if r.ropeFreqs != nil {
-				theta /= r.ropeFreqs[i]
+				extrap /= r.ropeFreqs[i]
+			}
+			theta, mscale := scale*extrap, float64(c.RopeAttnFactor)
+			if ext := float64(c.RopeExtFactor); ext != 0 {
+				y := (float64(i) - lo) / max(0.001, hi-lo)
+				ramp := (1 - min(1, max(0, y))) * ext
+				theta = theta*(1-ramp) + extrap*ramp
+				mscale *= 1 + 0.1*math.Log(1/scale)
 			}
 			sin, cos := math.Sincos(theta)
+			sin, cos = sin*mscale, cos*mscale
 			a, b := v[2*i], v[2*i+1]
 			v[2*i], v[2*i+1] = a*cos-b*sin, a*sin+b*cos
 		}

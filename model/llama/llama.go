@@ -125,11 +125,7 @@ func (n *network) Forward(b *model.Batch) *ggml.Tensor {
 	c, ctx := n.c, b.Ctx
 	nt := int64(b.N)
 	hd, nh, nhkv := int64(c.HeadDim), int64(c.HeadCount), int64(c.HeadCountKV)
-	rope := ggml.RopeParams{
-		Dims: c.RopeDim, Mode: ggml.RopeNormal, CtxOrig: c.ContextLength,
-		FreqBase: c.RopeFreqBase, FreqScale: c.RopeFreqScale,
-		AttnFactor: 1, BetaFast: 32, BetaSlow: 1,
-	}
+	rope := c.Rope(ggml.RopeNormal)
 	attn := model.AttentionParams{Scale: float32(1 / math.Sqrt(float64(c.HeadDim)))}
 
 	x := ctx.GetRows(n.tokEmbd, b.Tokens) // [e, n]

@@ -31,17 +31,17 @@ var Presets = map[string]model.Config{
 	"tiny": {
 		Arch: "llama", ContextLength: 512, EmbeddingLength: 64, BlockCount: 2, FeedForward: 128,
 		HeadCount: 4, HeadCountKV: 2, HeadDim: 16, RopeDim: 16,
-		RopeFreqBase: 10000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 256,
+		RopeFreqBase: 10000, RopeFreqScale: 1, RopeScaling: "linear", RopeCtxOrig: 512, RopeAttnFactor: 1, RMSEps: 1e-5, VocabSize: 256,
 	},
 	"small": {
 		Arch: "llama", ContextLength: 2048, EmbeddingLength: 768, BlockCount: 12, FeedForward: 2048,
 		HeadCount: 12, HeadCountKV: 4, HeadDim: 64, RopeDim: 64,
-		RopeFreqBase: 10000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 32000,
+		RopeFreqBase: 10000, RopeFreqScale: 1, RopeScaling: "linear", RopeCtxOrig: 2048, RopeAttnFactor: 1, RMSEps: 1e-5, VocabSize: 32000,
 	},
 	"1b": {
 		Arch: "llama", ContextLength: 131072, EmbeddingLength: 2048, BlockCount: 16, FeedForward: 8192,
 		HeadCount: 32, HeadCountKV: 8, HeadDim: 64, RopeDim: 64,
-		RopeFreqBase: 500000, RopeFreqScale: 1, RMSEps: 1e-5, VocabSize: 128256,
+		RopeFreqBase: 500000, RopeFreqScale: 1, RopeScaling: "linear", RopeCtxOrig: 131072, RopeAttnFactor: 1, RMSEps: 1e-5, VocabSize: 128256,
 	},
 }
 
@@ -165,6 +165,15 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	if c.RopeFreqScale == 0 {
 		c.RopeFreqScale = 1
 	}
+	if c.RopeScaling == "" {
+		c.RopeScaling = "linear"
+	}
+	if c.RopeCtxOrig == 0 {
+		c.RopeCtxOrig = c.ContextLength
+	}
+	if c.RopeAttnFactor == 0 {
+		c.RopeAttnFactor = 1
+	}
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -223,8 +232,17 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	if c.HeadDim != c.EmbeddingLength/c.HeadCount {
 		kv = append(kv, pair{"llama.attention.key_length", u32(c.HeadDim)}, pair{"llama.attention.value_length", u32(c.HeadDim)})
 	}
-	if c.RopeFreqScale != 1 {
+	switch {
+	case c.RopeScaling == "yarn":
+		kv = append(kv, pair{"llama.rope.scaling.type", "yarn"}, pair{"llama.rope.scaling.factor", 1 / c.RopeFreqScale},
+			pair{"llama.rope.scaling.original_context_length", u32(c.RopeCtxOrig)})
+	case c.RopeScaling == "none":
+		kv = append(kv, pair{"llama.rope.scaling.type", "none"})
+	case c.RopeFreqScale != 1:
 		kv = append(kv, pair{"llama.rope.scaling.type", "linear"}, pair{"llama.rope.scaling.factor", 1 / c.RopeFreqScale})
+	}
+	if c.RopeAttnFactor != 1 {
+		kv = append(kv, pair{"llama.rope.scaling.attn_factor", c.RopeAttnFactor})
 	}
 	if r.Converted {
 		if r.Types == nil {
