@@ -49,23 +49,23 @@ func TestEvalExtraBufferTypes(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		r    RandomModel
-		tl   tol
+		tl   Tol
 	}{
-		{"q4_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ4_0}, tolerance[ggml.TypeQ4_0]},
-		{"q8_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ8_0}, tolerance[ggml.TypeQ8_0]},
+		{"q4_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ4_0}, Tolerance[ggml.TypeQ4_0]},
+		{"q8_0", RandomModel{Config: wideConfig, Type: ggml.TypeQ8_0}, Tolerance[ggml.TypeQ8_0]},
 		{"q4_K_M", RandomModel{Config: wideConfig, Types: MixQ4KM(wideConfig.BlockCount, false)}, mixedTolerance},
 		// Tied: the output layer's product reads a copy of token_embd in
 		// an extra type, the lookup the file's own (copyOutput).
-		{"q8_0-tied", RandomModel{Config: wideConfig, Type: ggml.TypeQ8_0, Tied: true}, tolerance[ggml.TypeQ8_0]},
-		{"q4_0-tied", RandomModel{Config: wideConfig, Type: ggml.TypeQ4_0, Tied: true}, tolerance[ggml.TypeQ4_0]},
+		{"q8_0-tied", RandomModel{Config: wideConfig, Type: ggml.TypeQ8_0, Tied: true}, Tolerance[ggml.TypeQ8_0]},
+		{"q4_0-tied", RandomModel{Config: wideConfig, Type: ggml.TypeQ4_0, Tied: true}, Tolerance[ggml.TypeQ4_0]},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.r.Seed = rng.Uint64()
 			path := filepath.Join(t.TempDir(), c.name+".gguf")
 			require.NoError(t, WriteRandom(path, c.r))
-			seq := randomTokens(rng, 40, wideConfig.VocabSize)
+			seq := RandomTokens(rng, 40, wideConfig.VocabSize)
 			for _, noRepack := range []bool{true, false} {
-				m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 33, Threads: 2, NoRepack: noRepack})
+				m := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 33, Threads: 2, NoRepack: noRepack})
 				where := m.WeightBuffers()
 				t.Logf("NoRepack %v: weights in %s", noRepack, where)
 				used := false
@@ -91,9 +91,9 @@ func TestEvalExtraBufferTypes(t *testing.T) {
 				if noRepack {
 					continue // placed as asked: the plain path's numbers are the other tests'
 				}
-				ref := openRef(t, path)
-				ref.emulateCPU()
-				checkAgainstReference(t, m, ref, seq, 36, c.tl)
+				ref := OpenReference(t, path)
+				ref.EmulateCPU()
+				CheckAgainstReference(t, m, ref, seq, 36, c.tl)
 			}
 		})
 	}

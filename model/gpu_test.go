@@ -34,11 +34,11 @@ import (
 // f16's precision: over six seeds the best token's error was
 // 0.00052–0.00104 (CI's seed 1795833575603832906 the last, above the 1e-3
 // this table had), the worst 0.0047.
-var gpuTolerance = map[ggml.Type]tol{
-	ggml.TypeF32:  {2e-3, 1e-2},
-	ggml.TypeF16:  {1e-2, 5e-2},
-	ggml.TypeQ8_0: {5e-2, 0.15},
-	ggml.TypeQ4_0: {5e-2, 0.15},
+var gpuTolerance = map[ggml.Type]Tol{
+	ggml.TypeF32:  {Best: 2e-3, Worst: 1e-2},
+	ggml.TypeF16:  {Best: 1e-2, Worst: 5e-2},
+	ggml.TypeQ8_0: {Best: 5e-2, Worst: 0.15},
+	ggml.TypeQ4_0: {Best: 5e-2, Worst: 0.15},
 }
 
 // cudaTolerance replaces gpuTolerance's entries on CUDA, where ggml
@@ -48,13 +48,13 @@ var gpuTolerance = map[ggml.Type]tol{
 // q4_0's and the k-quants' offset terms carry that rounding. On an H200
 // (2026-11-27) the best token's error was 0.00176 for f32, 0.0565 for
 // q4_0 (worst 0.118) and 0.0552 for the q4_K_M mix (worst 0.103).
-var cudaTolerance = map[ggml.Type]tol{
+var cudaTolerance = map[ggml.Type]Tol{
 	ggml.TypeF32:  gpuTolerance[ggml.TypeF16],
-	ggml.TypeQ4_0: {8e-2, 0.2},
+	ggml.TypeQ4_0: {Best: 8e-2, Worst: 0.2},
 }
 
 // gpuTol is the tolerance for weights of type typ on device dev.
-func gpuTol(dev *backend.Device, typ ggml.Type) tol {
+func gpuTol(dev *backend.Device, typ ggml.Type) Tol {
 	if tl, ok := cudaTolerance[typ]; ok && strings.HasPrefix(dev.Name(), "CUDA") {
 		return tl
 	}
@@ -73,7 +73,7 @@ func TestEvalMatchesReferenceGPU(t *testing.T) {
 		for _, layers := range []int{-1, 1} {
 			t.Run(typ.String()+map[int]string{-1: "/all", 1: "/split"}[layers], func(t *testing.T) {
 				path := tinyFile(t, typ, false, rng.Uint64())
-				m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, GPULayers: layers})
+				m := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 4, GPULayers: layers})
 				require.Len(t, m.Backends(), 2)
 				mem := m.Memory()
 				require.Len(t, mem, 2)
@@ -85,8 +85,8 @@ func TestEvalMatchesReferenceGPU(t *testing.T) {
 				} else {
 					assert.Zero(t, mem[1].KVCache)
 				}
-				seq := randomTokens(rng, 12, m.Config.VocabSize)
-				checkAgainstReference(t, m, openRef(t, path), seq, 7, gpuTol(dev, typ))
+				seq := RandomTokens(rng, 12, m.Config.VocabSize)
+				CheckAgainstReference(t, m, OpenReference(t, path), seq, 7, gpuTol(dev, typ))
 				for _, u := range m.Memory() {
 					assert.Equal(t, u.ComputeReserved, u.ComputePeak, "%s: a compute needed more than the reserve", u.Backend)
 				}
@@ -124,7 +124,7 @@ func TestEvalMixedTypesGPU(t *testing.T) {
 			c.r.Seed = rng.Uint64()
 			path := filepath.Join(t.TempDir(), "mix.gguf")
 			require.NoError(t, WriteRandom(path, c.r))
-			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 5, GPULayers: -1, NoMmap: true})
+			m := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 5, GPULayers: -1, NoMmap: true})
 			require.Len(t, m.Backends(), 2)
 			// Which matrices the device refuses, asked as Load asks: they
 			// and the token embeddings (when not tied) are the weights on
@@ -146,7 +146,7 @@ func TestEvalMixedTypesGPU(t *testing.T) {
 			mem := m.Memory()
 			assert.GreaterOrEqual(t, mem[1].Weights, onCPU)
 			assert.LessOrEqual(t, mem[1].Weights, onCPU+uint64(n)*backend.CPUBufferType().Alignment())
-			checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 12, m.Config.VocabSize), 7, gpuTol(dev, ggml.TypeQ4_0))
+			CheckAgainstReference(t, m, OpenReference(t, path), RandomTokens(rng, 12, m.Config.VocabSize), 7, gpuTol(dev, ggml.TypeQ4_0))
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -38,153 +37,24 @@ func tinyFile(t *testing.T, typ ggml.Type, tied bool, seed uint64) string {
 	return path
 }
 
-func loadModel(t *testing.T, path string, opts Options) *Model {
-	t.Helper()
-	if opts.Threads == 0 {
-		opts.Threads = 1
-	}
-	if opts.CacheType == CacheDefault {
-		opts.CacheType = CacheF32 // the reference's precision
-	}
-	if opts.GPULayers == 0 && opts.Device == nil {
-		opts.CPUOnly = true // the CPU's tolerances; gpu_test.go asks for the GPU
-	}
-	m, err := Load(context.Background(), path, opts)
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, m.Close()) })
-	return m
-}
-
-func openRef(t *testing.T, path string) *refModel {
-	t.Helper()
-	f, err := gguf.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	r, err := readRef(f)
-	require.NoError(t, err)
-	return r
-}
-
-// logitError is the largest difference between got and want relative to
-// want's root mean square.
-func logitError(got []float32, want []float64) float64 {
-	ss := 0.0
-	for _, w := range want {
-		ss += w * w
-	}
-	rms := math.Sqrt(ss / float64(len(want)))
-	worst := 0.0
-	for i, w := range want {
-		worst = math.Max(worst, math.Abs(float64(got[i])-w)/rms)
-	}
-	return worst
-}
-
-// tol bounds the logit error (logitError) of a run's tokens: the best
-// token must be within best, every token within worst.
-type tol struct{ best, worst float64 }
-
-// tolerance per weight type, against a reference that rounds activations
-// as the CPU backend does (f16 for f16 weights, q8_0 for the block types).
-// What is left is float32 arithmetic, and now and then a rounding that
-// falls the other way between the reference and ggml: one q8_0 step in one
-// activation moves the logits by up to ~5 %, and once it is in the KV
-// cache, those of every later token. So tokens at float32 precision show
-// that ggml computes what the reference does, and every token must stay
-// within a rounding's reach: for q8_0 it reached 0.1006 (a CI run on
-// 2026-11-26, seed 1795677261008372580 with that run's tokens), above the
-// 0.1 this table had; 0.15, as for the mixed types.
-var tolerance = map[ggml.Type]tol{
-	ggml.TypeF32:  {1e-4, 1e-4},
-	ggml.TypeF16:  {3e-3, 1e-2},
-	ggml.TypeQ8_0: {1e-5, 0.15},
-	ggml.TypeQ4_0: {1e-5, 0.15},
-}
-
-// checkAgainstReference runs a prompt (in batches of the model's size,
-// every token's logits) and then tokens one at a time, and compares every
-// logit with the float64 reference. Where a rounding can fall the other
-// way (tl.best < tl.worst) it runs two more sequences from position 0, the
-// tokens reversed and rotated, so that one rounding in the first token of
-// one run cannot hide every token at float32 precision (with two runs, the
-// model of every type saw both hit about once in 75).
-func checkAgainstReference(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, tl tol) {
-	t.Helper()
-	errs := checkRun(t, m, ref, seq, nPrompt, tl.worst)
-	if tl.best < tl.worst {
-		rev := slices.Clone(seq)
-		slices.Reverse(rev)
-		rot := append(slices.Clone(seq[len(seq)/2:]), seq[:len(seq)/2]...)
-		for _, other := range [][]int32{rev, rot} {
-			require.NoError(t, m.Rewind(0))
-			ref.reset()
-			errs = append(errs, checkRun(t, m, ref, other, nPrompt, tl.worst)...)
-		}
-	}
-	slices.Sort(errs)
-	require.LessOrEqual(t, errs[0], tl.best, "the best token's logit error; all: %.3g", errs)
-	t.Logf("logit error of the reference's rms: best %.3g, median %.3g, worst %.3g (tolerances %.3g, %.3g)",
-		errs[0], errs[len(errs)/2], errs[len(errs)-1], tl.best, tl.worst)
-}
-
-// checkRun evaluates seq after what is in the cache and returns each
-// token's logit error, failing on one above worst.
-func checkRun(t *testing.T, m *Model, ref *refModel, seq []int32, nPrompt int, worst float64) []float64 {
-	t.Helper()
-	ctx := context.Background()
-	vocab := m.Config.VocabSize
-	start := m.Pos()
-	logits, err := m.Eval(ctx, seq[:nPrompt], true)
-	require.NoError(t, err)
-	require.Len(t, logits, nPrompt*vocab)
-	var errs []float64
-	for i := range nPrompt {
-		e := logitError(logits[i*vocab:(i+1)*vocab], ref.next(seq[i]))
-		require.LessOrEqual(t, e, worst, "prompt token %d", i)
-		errs = append(errs, e)
-	}
-	for i := nPrompt; i < len(seq); i++ {
-		logits, err := m.Eval(ctx, seq[i:i+1], false)
-		require.NoError(t, err)
-		require.Len(t, logits, vocab)
-		e := logitError(logits, ref.next(seq[i]))
-		require.LessOrEqual(t, e, worst, "generated token %d", i)
-		errs = append(errs, e)
-	}
-	require.Equal(t, start+len(seq), m.Pos())
-	return errs
-}
-
-// randomTokens draws n tokens from rng: the test's generator, so that the
-// one seed it logs (GGML_TEST_SEED) replays the model and the tokens alike.
-// (A generator of their own, seeded apart, could not be replayed together
-// with the model's.)
-func randomTokens(rng *rand.Rand, n, vocab int) []int32 {
-	seq := make([]int32, n)
-	for i := range seq {
-		seq[i] = int32(rng.IntN(vocab))
-	}
-	return seq
-}
-
 func TestEvalMatchesReferenceCPU(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeF16, ggml.TypeQ8_0, ggml.TypeQ4_0} {
 		t.Run(typ.String(), func(t *testing.T) {
 			path := tinyFile(t, typ, false, rng.Uint64())
-			seq := randomTokens(rng, 12, Presets["tiny"].VocabSize)
+			seq := RandomTokens(rng, 12, Presets["tiny"].VocabSize)
 			// Attention fused (the default on the CPU) and as matrix
 			// products around a softmax.
 			for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
-				m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 3, FlashAttn: fa})
+				m := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 3, FlashAttn: fa})
 				require.Equal(t, fa == FlashAttnOn, m.FlashAttn())
-				ref := openRef(t, path)
-				ref.emulateCPU()
-				tl := tolerance[typ]
+				ref := OpenReference(t, path)
+				ref.EmulateCPU()
+				tl := Tolerance[typ]
 				if typ == ggml.TypeF16 {
-					tl = halfSums(t, tl, tol{1e-2, 3e-2})
+					tl = halfSums(t, tl, Tol{Best: 1e-2, Worst: 3e-2})
 				}
-				checkAgainstReference(t, m, ref, seq, 7, tl)
+				CheckAgainstReference(t, m, ref, seq, 7, tl)
 			}
 		})
 	}
@@ -200,19 +70,19 @@ func TestEvalLastTokenOnly(t *testing.T) {
 		for _, batch := range []int{16, 5} {
 			t.Run(fmt.Sprintf("%v/batch %d", typ, batch), func(t *testing.T) {
 				path := tinyFile(t, typ, false, rng.Uint64())
-				m := loadModel(t, path, Options{ContextSize: 32, BatchSize: batch})
-				ref := openRef(t, path)
-				ref.emulateCPU()
-				seq := randomTokens(rng, 13, m.Config.VocabSize)
+				m := LoadModel(t, path, Options{ContextSize: 32, BatchSize: batch})
+				ref := OpenReference(t, path)
+				ref.EmulateCPU()
+				seq := RandomTokens(rng, 13, m.Config.VocabSize)
 				var want []float64
 				for _, id := range seq {
-					want = ref.next(id)
+					want = ref.Next(id)
 				}
 				got, err := m.Eval(context.Background(), seq, false)
 				require.NoError(t, err)
 				require.Len(t, got, m.Config.VocabSize)
-				e := logitError(got, want)
-				assert.LessOrEqual(t, e, tolerance[typ].worst)
+				e := LogitError(got, want)
+				assert.LessOrEqual(t, e, Tolerance[typ].Worst)
 				t.Logf("the last token's logit error: %.3g of the reference's rms", e)
 			})
 		}
@@ -226,12 +96,12 @@ func TestEvalLastTokenOnly(t *testing.T) {
 // magnitude per addition, which the float64 reference does not emulate
 // (the order depends on the SIMD lanes), so no token is at float32
 // precision. Elsewhere it returns tl.
-func halfSums(t *testing.T, tl, wide tol) tol {
+func halfSums(t *testing.T, tl, wide Tol) Tol {
 	if !testkit.F16HalfAccumulation(t) {
 		return tl
 	}
 	t.Log("this ggml sums f16 products in f16: half precision's tolerances")
-	return tol{best: max(tl.best, wide.best), worst: max(tl.worst, wide.worst)}
+	return Tol{Best: max(tl.Best, wide.Best), Worst: max(tl.Worst, wide.Worst)}
 }
 
 // TestEvalVariants covers the parts the plain run does not: an f16 KV
@@ -241,7 +111,7 @@ func TestEvalVariants(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	t.Run("f16 cache", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
-		seq := randomTokens(rng, 10, Presets["tiny"].VocabSize)
+		seq := RandomTokens(rng, 10, Presets["tiny"].VocabSize)
 		defer func(n int) { *FusedMaxBatch = n }(*FusedMaxBatch)
 		for k, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOn, FlashAttnOff} {
 			// The second run's prompt batches attend by products over
@@ -251,41 +121,41 @@ func TestEvalVariants(t *testing.T) {
 			if k == 1 {
 				*FusedMaxBatch = 1
 			}
-			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: CacheF16, FlashAttn: fa})
-			ref := openRef(t, path)
-			ref.roundCacheToHalf = true
+			m := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 4, CacheType: CacheF16, FlashAttn: fa})
+			ref := OpenReference(t, path)
+			ref.RoundCacheToHalf = true
 			// ggml also rounds the queries and the attention weights
 			// (fused: the queries, and the weighted sum of values as it
 			// adds up) to f16 to multiply them with the f16 cache; the
 			// reference does not.
-			checkAgainstReference(t, m, ref, seq, 6, halfSums(t, tolerance[ggml.TypeF16], tol{1e-2, 3e-2}))
+			CheckAgainstReference(t, m, ref, seq, 6, halfSums(t, Tolerance[ggml.TypeF16], Tol{Best: 1e-2, Worst: 3e-2}))
 		}
 	})
 	t.Run("tied output", func(t *testing.T) {
 		path := tinyFile(t, ggml.TypeQ8_0, true, rng.Uint64())
-		m := loadModel(t, path, Options{ContextSize: 32})
+		m := LoadModel(t, path, Options{ContextSize: 32})
 		require.True(t, m.Tied())
-		ref := openRef(t, path)
-		ref.emulateCPU()
-		checkAgainstReference(t, m, ref, randomTokens(rng, 8, m.Config.VocabSize), 5, tolerance[ggml.TypeQ8_0])
+		ref := OpenReference(t, path)
+		ref.EmulateCPU()
+		CheckAgainstReference(t, m, ref, RandomTokens(rng, 8, m.Config.VocabSize), 5, Tolerance[ggml.TypeQ8_0])
 	})
 	t.Run("linear rope scaling, partial rotary", func(t *testing.T) {
 		c := Presets["tiny"]
 		c.RopeFreqScale, c.RopeDim = 0.25, 8 // llama.rope.scaling.factor 4; half of each head rotated
 		path := filepath.Join(t.TempDir(), "scaled.gguf")
 		require.NoError(t, WriteRandom(path, RandomModel{Config: c, Seed: rng.Uint64()}))
-		m := loadModel(t, path, Options{ContextSize: 32})
+		m := LoadModel(t, path, Options{ContextSize: 32})
 		require.Equal(t, c, m.Config)
-		checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 12, m.Config.VocabSize), 5, tolerance[ggml.TypeF32])
+		CheckAgainstReference(t, m, OpenReference(t, path), RandomTokens(rng, 12, m.Config.VocabSize), 5, Tolerance[ggml.TypeF32])
 	})
 	t.Run("yarn rope scaling", func(t *testing.T) {
 		c := Presets["tiny"]
 		c.RopeScaling, c.RopeFreqScale, c.RopeCtxOrig, c.RopeExtFactor, c.RopeAttnFactor = "yarn", 0.25, 64, 1, 1.25
 		path := filepath.Join(t.TempDir(), "yarn.gguf")
 		require.NoError(t, WriteRandom(path, RandomModel{Config: c, Seed: rng.Uint64()}))
-		m := loadModel(t, path, Options{ContextSize: 160})
+		m := LoadModel(t, path, Options{ContextSize: 160})
 		require.Equal(t, c, m.Config)
-		checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 150, m.Config.VocabSize), 90, tolerance[ggml.TypeF32])
+		CheckAgainstReference(t, m, OpenReference(t, path), RandomTokens(rng, 150, m.Config.VocabSize), 90, Tolerance[ggml.TypeF32])
 	})
 	t.Run("attention in chunks", func(t *testing.T) {
 		// Batches above fusedMaxBatch attend by products, their queries
@@ -296,16 +166,16 @@ func TestEvalVariants(t *testing.T) {
 		*AttnChunk, *FusedMaxBatch, *KVPad, *ProductsKVPad = 3, 1, 8, 8
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
 		for _, fa := range []FlashAttnMode{FlashAttnOn, FlashAttnOff} {
-			m := loadModel(t, path, Options{ContextSize: 32, BatchSize: 7, FlashAttn: fa})
-			checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 24, m.Config.VocabSize), 21, tolerance[ggml.TypeF32])
+			m := LoadModel(t, path, Options{ContextSize: 32, BatchSize: 7, FlashAttn: fa})
+			CheckAgainstReference(t, m, OpenReference(t, path), RandomTokens(rng, 24, m.Config.VocabSize), 21, Tolerance[ggml.TypeF32])
 		}
 	})
 	t.Run("kv buckets", func(t *testing.T) {
 		defer func(p int) { *KVPad = p }(*KVPad)
 		*KVPad = 4
 		path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
-		m := loadModel(t, path, Options{ContextSize: 30, BatchSize: 5})
-		checkAgainstReference(t, m, openRef(t, path), randomTokens(rng, 30, m.Config.VocabSize), 11, tolerance[ggml.TypeF32])
+		m := LoadModel(t, path, Options{ContextSize: 30, BatchSize: 5})
+		CheckAgainstReference(t, m, OpenReference(t, path), RandomTokens(rng, 30, m.Config.VocabSize), 11, Tolerance[ggml.TypeF32])
 		// Prompt: batches of 5, 5, 1 tokens (cells 8, 12, 12: three
 		// graphs); then 19 tokens one at a time over cells 12 (pos 11:
 		// the prompt's last graph again), 16, 20, 24, 28 and 30.
@@ -319,9 +189,9 @@ func TestEvalVariants(t *testing.T) {
 func TestGraphReuse(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	path := tinyFile(t, ggml.TypeQ4_0, false, rng.Uint64())
-	m := loadModel(t, path, Options{ContextSize: 64})
+	m := LoadModel(t, path, Options{ContextSize: 64})
 	ctx := context.Background()
-	seq := randomTokens(rng, 10, m.Config.VocabSize)
+	seq := RandomTokens(rng, 10, m.Config.VocabSize)
 	_, err := m.Eval(ctx, seq[:4], false)
 	require.NoError(t, err)
 	var first [][]float32
@@ -351,9 +221,9 @@ func TestGraphReuse(t *testing.T) {
 func TestMemory(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	path := tinyFile(t, ggml.TypeF16, false, rng.Uint64())
-	m := loadModel(t, path, Options{ContextSize: 48, BatchSize: 8, CacheType: CacheF16})
+	m := LoadModel(t, path, Options{ContextSize: 48, BatchSize: 8, CacheType: CacheF16})
 	ctx := context.Background()
-	seq := randomTokens(rng, 30, m.Config.VocabSize)
+	seq := RandomTokens(rng, 30, m.Config.VocabSize)
 	_, err := m.Eval(ctx, seq[:20], true) // batches of 8, 8, 4
 	require.NoError(t, err)
 	for _, id := range seq[20:] {
@@ -404,10 +274,10 @@ func TestLoadTooLarge(t *testing.T) {
 func TestEvalErrors(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
-	m := loadModel(t, path, Options{ContextSize: 16, BatchSize: 4})
-	ref := openRef(t, path)
+	m := LoadModel(t, path, Options{ContextSize: 16, BatchSize: 4})
+	ref := OpenReference(t, path)
 	ctx := context.Background()
-	seq := randomTokens(rng, 16, m.Config.VocabSize)
+	seq := RandomTokens(rng, 16, m.Config.VocabSize)
 
 	_, err := m.Eval(ctx, nil, false)
 	require.ErrorIs(t, err, ggml.ErrInvalid)
@@ -427,7 +297,7 @@ func TestEvalErrors(t *testing.T) {
 	logits, err := m.Eval(ctx, seq[:6], true)
 	require.NoError(t, err)
 	for i := range 6 {
-		require.LessOrEqual(t, logitError(logits[i*m.Config.VocabSize:(i+1)*m.Config.VocabSize], ref.next(seq[i])), tolerance[ggml.TypeF32].worst)
+		require.LessOrEqual(t, LogitError(logits[i*m.Config.VocabSize:(i+1)*m.Config.VocabSize], ref.Next(seq[i])), Tolerance[ggml.TypeF32].Worst)
 	}
 	_, err = m.Eval(ctx, make([]int32, 11), false)
 	require.ErrorIs(t, err, ErrContextFull) // 6 + 10 tokens fit, 6 + 11 do not
@@ -436,7 +306,7 @@ func TestEvalErrors(t *testing.T) {
 	require.Equal(t, 6, m.Pos())
 	logits, err = m.Eval(ctx, seq[6:7], false)
 	require.NoError(t, err)
-	require.LessOrEqual(t, logitError(logits, ref.next(seq[6])), tolerance[ggml.TypeF32].worst)
+	require.LessOrEqual(t, LogitError(logits, ref.Next(seq[6])), Tolerance[ggml.TypeF32].Worst)
 }
 
 // TestGenerate checks greedy generation against the reference: each
@@ -445,9 +315,9 @@ func TestEvalErrors(t *testing.T) {
 func TestGenerate(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
-	m := loadModel(t, path, Options{ContextSize: 64})
-	ref := openRef(t, path)
-	prompt := randomTokens(rng, 5, m.Config.VocabSize)
+	m := LoadModel(t, path, Options{ContextSize: 64})
+	ref := OpenReference(t, path)
+	prompt := RandomTokens(rng, 5, m.Config.VocabSize)
 	var emitted []int32
 	out, err := m.Generate(context.Background(), prompt, 12, NewSampler(0, 0, 0, 1), func(id int32) bool {
 		emitted = append(emitted, id)
@@ -460,14 +330,14 @@ func TestGenerate(t *testing.T) {
 
 	var logits []float64
 	for _, id := range prompt {
-		logits = ref.next(id)
+		logits = ref.Next(id)
 	}
 	for i, id := range out {
 		best, second := top2(logits)
 		if logits[best]-logits[second] > 1e-3 {
 			require.Equal(t, int32(best), id, "token %d", i)
 		}
-		logits = ref.next(id)
+		logits = ref.Next(id)
 	}
 
 	// emit can stop it.
@@ -526,8 +396,8 @@ func TestConcurrentUse(t *testing.T) {
 
 	// The cache and the graph are whole: the same tokens from position 0
 	// give a fresh model's logits.
-	fresh := loadModel(t, path, Options{ContextSize: 256, Threads: 2, Poll: 50})
-	seq := randomTokens(rng, 8, vocab)
+	fresh := LoadModel(t, path, Options{ContextSize: 256, Threads: 2, Poll: 50})
+	seq := RandomTokens(rng, 8, vocab)
 	require.NoError(t, m.Rewind(0))
 	for i, id := range seq {
 		want, err := fresh.Eval(ctx, []int32{id}, false)
@@ -669,14 +539,14 @@ func TestEvalMixedTypes(t *testing.T) {
 			}
 			f.Close()
 			t.Logf("tensor types: %v", types)
-			m := loadModel(t, path, Options{ContextSize: 64, BatchSize: 5})
-			ref := openRef(t, path)
-			ref.emulateCPU()
+			m := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 5})
+			ref := OpenReference(t, path)
+			ref.EmulateCPU()
 			tl := mixedTolerance
 			if types[ggml.TypeF16] > 0 {
-				tl = halfSums(t, tl, tol{0.15, 0.15})
+				tl = halfSums(t, tl, Tol{Best: 0.15, Worst: 0.15})
 			}
-			checkAgainstReference(t, m, ref, randomTokens(rng, 12, m.Config.VocabSize), 7, tl)
+			CheckAgainstReference(t, m, ref, RandomTokens(rng, 12, m.Config.VocabSize), 7, tl)
 		})
 	}
 }
@@ -685,7 +555,7 @@ func TestEvalMixedTypes(t *testing.T) {
 // quantized types rounds more activations, and one token in ~150 runs
 // took three roundings the other way (0.105 against two's 0.1): every token
 // within three roundings' reach.
-var mixedTolerance = tol{best: tolerance[ggml.TypeQ4_0].best, worst: 0.15}
+var mixedTolerance = Tol{Best: Tolerance[ggml.TypeQ4_0].Best, Worst: 0.15}
 
 // TestPoll checks Options.Poll: a model whose CPU threads poll for work
 // computes what the reference says and what a model with the backend's
@@ -694,14 +564,14 @@ var mixedTolerance = tol{best: tolerance[ggml.TypeQ4_0].best, worst: 0.15}
 func TestPoll(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	path := tinyFile(t, ggml.TypeQ8_0, false, rng.Uint64())
-	seq := randomTokens(rng, 12, Presets["tiny"].VocabSize)
-	plain := loadModel(t, path, Options{ContextSize: 32, Threads: 2})
+	seq := RandomTokens(rng, 12, Presets["tiny"].VocabSize)
+	plain := LoadModel(t, path, Options{ContextSize: 32, Threads: 2})
 	require.NoError(t, plain.Rest(), "Rest without Poll does nothing")
 	m, err := Load(context.Background(), path, Options{CPUOnly: true, CacheType: CacheF32, ContextSize: 32, Threads: 2, Poll: 50})
 	require.NoError(t, err)
-	ref := openRef(t, path)
-	ref.emulateCPU()
-	checkAgainstReference(t, m, ref, seq, 4, tolerance[ggml.TypeQ8_0])
+	ref := OpenReference(t, path)
+	ref.EmulateCPU()
+	CheckAgainstReference(t, m, ref, seq, 4, Tolerance[ggml.TypeQ8_0])
 
 	ctx := context.Background()
 	for _, mm := range []*Model{plain, m} {

@@ -222,10 +222,10 @@ func TestRopeFreqs(t *testing.T) {
 	path := writeModified(t, func(b *gguf.Builder) {
 		require.NoError(t, b.AddTensor("rope_freqs.weight", ggml.TypeF32, []int64{int64(len(freqs))}, gguf.FromBytes(raw)))
 	})
-	m := loadModel(t, path, Options{ContextSize: 32})
-	ref := openRef(t, path)
-	require.Len(t, ref.ropeFreqs, len(freqs))
-	checkAgainstReference(t, m, ref, randomTokens(rng, 12, m.Config.VocabSize), 6, tolerance[ggml.TypeF32])
+	m := LoadModel(t, path, Options{ContextSize: 32})
+	ref := OpenReference(t, path)
+	require.Len(t, ref.RopeFreqs(), len(freqs))
+	CheckAgainstReference(t, m, ref, RandomTokens(rng, 12, m.Config.VocabSize), 6, Tolerance[ggml.TypeF32])
 }
 
 func appendF32(b []byte, v float32) []byte {
@@ -286,7 +286,7 @@ func TestLoadOptions(t *testing.T) {
 		_, err := Load(context.Background(), path, c.opts)
 		require.ErrorIs(t, err, c.want, "%+v", c.opts)
 	}
-	m := loadModel(t, path, Options{})
+	m := LoadModel(t, path, Options{})
 	assert.Equal(t, Presets["tiny"].ContextLength, m.ContextSize(), "the training context, at most 4096")
 	assert.Equal(t, 512, m.BatchSize())
 	assert.Len(t, m.Backends(), 1, "no GPU layers without a GPU device asked for")
@@ -297,7 +297,7 @@ func TestLoadOptions(t *testing.T) {
 func TestLoadFrom(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	path := tinyFile(t, ggml.TypeQ8_0, false, rng.Uint64())
-	seq := randomTokens(rng, 6, Presets["tiny"].VocabSize)
+	seq := RandomTokens(rng, 6, Presets["tiny"].VocabSize)
 	opts := Options{Threads: 1, ContextSize: 16, CPUOnly: true}
 	eval := func(m *Model, err error) []float32 {
 		require.NoError(t, err)

@@ -1,4 +1,4 @@
-package model_test
+package modeltest
 
 import (
 	"encoding/binary"
@@ -9,26 +9,27 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 
-	. "github.com/go-ggml/ggml/model"
-	_ "github.com/go-ggml/ggml/model/llama"
+	"github.com/go-ggml/ggml/model"
 )
 
-// refModel is the same Llama model in float64, for reference: the weights
+// Reference is a model's forward pass in float64, for tests: the weights
 // of the file (quantized ones dequantized with ggml's own to-float
 // conversion, the values ggml computes with) and a forward pass written
 // from the architecture's definition, one token at a time, with no ggml op.
-type refModel struct {
-	c                Config
+type Reference struct {
+	c                model.Config
 	emb, out         matrix
 	outN             []float64
 	ropeFreqs        []float64
 	layers           []refLayer
 	cacheK, cacheV   [][][]float64 // [layer][position][kvDim]
-	roundCacheToHalf bool          // the model's cache is f16: round keys and values as it does
+	// RoundCacheToHalf rounds keys and values to f16 as a model with an
+	// f16 cache (model.CacheF16) does.
+	RoundCacheToHalf bool
 	// emulate rounds the activations before each product with a weight
 	// matrix to the type ggml's CPU backend converts them to for that
 	// matrix's type (activationType): the CPU's numerics, which a tight
-	// tolerance needs (set with emulateCPU).
+	// tolerance needs (set with EmulateCPU).
 	emulate bool
 }
 
@@ -42,13 +43,13 @@ type matrix struct {
 	mins []float64
 }
 
-// emulateCPU makes the reference round activations as ggml's CPU backend
+// EmulateCPU makes the reference round activations as ggml's CPU backend
 // does.
-func (r *refModel) emulateCPU() { r.emulate = true }
+func (r *Reference) EmulateCPU() { r.emulate = true }
 
 // mv is w·x + b (b may be nil) with the activations rounded as
 // configured.
-func (r *refModel) mv(w matrix, b, x []float64) []float64 {
+func (r *Reference) mv(w matrix, b, x []float64) []float64 {
 	var y []float64
 	switch {
 	case r.emulate && activationType(w.t) == ggml.TypeQ8_1:
@@ -70,8 +71,10 @@ type refLayer struct {
 	bq, bk, bv, bo, bg, bu, bd []float64 // biases, nil when the file has none
 }
 
-func readRef(f *gguf.File) (*refModel, error) {
-	c, err := ReadConfig(f)
+// ReadReference reads the weights of a file of a Llama-family
+// architecture (llama) into a Reference.
+func ReadReference(f *gguf.File) (*Reference, error) {
+	c, err := model.ReadConfig(f)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +106,7 @@ func readRef(f *gguf.File) (*refModel, error) {
 		}
 		return m, err
 	}
-	r := &refModel{c: c}
+	r := &Reference{c: c}
 	var errs []error
 	must := func(name string) matrix {
 		v, err := get(name)
@@ -140,12 +143,12 @@ func readRef(f *gguf.File) (*refModel, error) {
 	if len(errs) > 0 {
 		return nil, errs[0]
 	}
-	r.reset()
+	r.Reset()
 	return r, nil
 }
 
-// reset empties the reference's KV cache.
-func (r *refModel) reset() {
+// Reset empties the reference's KV cache.
+func (r *Reference) Reset() {
 	r.cacheK = make([][][]float64, r.c.BlockCount)
 	r.cacheV = make([][][]float64, r.c.BlockCount)
 }
@@ -185,7 +188,7 @@ func rmsNorm(x, w []float64, eps float64) []float64 {
 // YaRN (RopeExtFactor), as ggml's rope_yarn: θ mixes the interpolated and
 // the extrapolated angle by a ramp over the correction dimensions, and sin
 // and cos are scaled by RopeAttnFactor·(1+0.1·ln(1/scale)).
-func (r *refModel) rope(x []float64, heads int, pos int) {
+func (r *Reference) rope(x []float64, heads int, pos int) {
 	c := r.c
 	d := float64(c.RopeDim)
 	base, scale := float64(c.RopeFreqBase), float64(c.RopeFreqScale)
@@ -381,8 +384,8 @@ func activationType(t ggml.Type) ggml.Type {
 	panic(fmt.Sprintf("the reference does not know the CPU's activation type for %v weights", t))
 }
 
-// next runs one token at the next position and returns its logits.
-func (r *refModel) next(tok int32) []float64 {
+// Next runs one token at the next position and returns its logits.
+func (r *Reference) Next(tok int32) []float64 {
 	c := r.c
 	e, hd, eps := c.EmbeddingLength, c.HeadDim, float64(c.RMSEps)
 	pos := len(r.cacheK[0])
@@ -392,7 +395,7 @@ func (r *refModel) next(tok int32) []float64 {
 		q, k, v := r.mv(l.wq, l.bq, h), r.mv(l.wk, l.bk, h), r.mv(l.wv, l.bv, h)
 		r.rope(q, c.HeadCount, pos)
 		r.rope(k, c.HeadCountKV, pos)
-		if r.roundCacheToHalf {
+		if r.RoundCacheToHalf {
 			k, v = roundTo(ggml.TypeF16, k), roundTo(ggml.TypeF16, v)
 		}
 		r.cacheK[il] = append(r.cacheK[il], k)
@@ -439,3 +442,7 @@ func (r *refModel) next(tok int32) []float64 {
 	}
 	return r.mv(r.out, nil, rmsNorm(x, r.outN, eps))
 }
+
+// RopeFreqs returns the RoPE frequency factors the reference read
+// (rope_freqs.weight), or nil.
+func (r *Reference) RopeFreqs() []float64 { return r.ropeFreqs }
