@@ -152,6 +152,19 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	return c, nil
 }
 
+// ReadArchConfig is ReadConfig for an architecture's Open: a file of
+// another general.architecture than arch is an ErrModel error.
+func ReadArchConfig(f *gguf.File, arch string) (Config, error) {
+	c, err := ReadConfig(f)
+	if err != nil {
+		return Config{}, err
+	}
+	if c.Arch != arch {
+		return Config{}, fmt.Errorf("%w: general.architecture is %q, not %q", ErrModel, c.Arch, arch)
+	}
+	return c, nil
+}
+
 // Validate checks that the sizes are positive, not absurdly large, and fit
 // together (heads divide the width, KV heads divide heads, the rotated
 // dimensions are even and within a head). Errors wrap ErrModel.

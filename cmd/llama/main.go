@@ -9,8 +9,8 @@
 //	go run ./cmd/llama -model tiny.gguf -prompt-ids 1,2,3 -ids
 //
 // It runs the architectures whose packages it imports (model/llama: Llama
-// 2 and 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; any mix of weight types,
-// such as Q4_K_M): each package's documentation lists what a file may hold
+// 2 and 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; model/qwen2: Qwen2 and
+// Qwen2.5; model/qwen3: Qwen3; any mix of weight types, such as Q4_K_M): each package's documentation lists what a file may hold
 // and what is refused, each with an error that names the key or tensor.
 // -gen writes a random Llama model laid out as llama.cpp's converter and
 // quantizer write one (package model/modeltest); -type q4_K_M gives it
@@ -43,6 +43,8 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/model"
 	_ "github.com/go-ggml/ggml/model/llama"
+	_ "github.com/go-ggml/ggml/model/qwen2"
+	_ "github.com/go-ggml/ggml/model/qwen3"
 	"github.com/go-ggml/ggml/model/modeltest"
 	"github.com/go-ggml/ggml/tokenizer"
 )
@@ -94,9 +96,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		noRepack  = flags.Bool("no-repack", false, "keep the CPU's weights in its own buffer type, not in the extra ones llama.cpp uses (AMX, CPU_REPACK): slower, to compare")
 		smallPgs  = flags.Bool("small-pages", false, "keep the weights copied into CPU memory in the system's default pages, not huge pages: slower generation, to compare")
 
-		gen     = flags.String("gen", "", "write a Llama GGUF with random weights to this file and exit")
+		gen     = flags.String("gen", "", "write a GGUF with random weights (-arch) to this file and exit")
 		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(modeltest.PresetNames(), ", "))
 		genType = flags.String("type", "q4_0", "with -gen: the weight type (f32, f16, q8_0, q4_0, q4_K, ...), or q4_K_M for llama.cpp's mix of q4_K and q6_K")
+		genArch = flags.String("arch", "llama", "with -gen: the architecture, one of "+strings.Join(modeltest.RandomArchitectures, ", "))
 		vocab   = flags.String("vocab", "llama", "with -gen: the tokenizer, llama (SentencePiece, Llama 2) or gpt2 (byte-level BPE, Llama 3)")
 		tied    = flags.Bool("tied", false, "with -gen: no output.weight, the output uses token_embd")
 		genSeed = flags.Uint64("gen-seed", 1, "with -gen: the seed of the weights")
@@ -122,7 +125,7 @@ flags:
 		return err
 	}
 	if *gen != "" {
-		return generate(stderr, *gen, *size, *genType, *vocab, *tied, *genSeed)
+		return generate(stderr, *gen, *genArch, *size, *genType, *vocab, *tied, *genSeed)
 	}
 	if *modelPath == "" {
 		flags.Usage()
@@ -365,11 +368,12 @@ func parseType(name string) (ggml.Type, error) {
 
 // generate writes a random model with the metadata of a file converted
 // and quantized by llama.cpp.
-func generate(stderr io.Writer, path, size, typ, vocab string, tied bool, seed uint64) error {
+func generate(stderr io.Writer, path, arch, size, typ, vocab string, tied bool, seed uint64) error {
 	cfg, ok := modeltest.Presets[size]
 	if !ok {
 		return fmt.Errorf("-size %q: want one of %s", size, strings.Join(modeltest.PresetNames(), ", "))
 	}
+	cfg.Arch = arch
 	r := modeltest.RandomModel{Config: cfg, Tied: tied, Seed: seed, Converted: true, Vocab: vocab}
 	if typ == "q4_K_M" {
 		r.Types = modeltest.MixQ4KM(cfg.BlockCount, tied)

@@ -55,6 +55,11 @@ func PresetNames() []string {
 	return names
 }
 
+// RandomArchitectures are the architectures WriteRandom writes, by
+// general.architecture: llama, qwen2 (biases on q, k and v) and qwen3
+// (per-head RMS norms of q and k).
+var RandomArchitectures = []string{"llama", "qwen2", "qwen3"}
+
 // RandomModel says what WriteRandom writes.
 type RandomModel struct {
 	model.Config
@@ -70,9 +75,9 @@ type RandomModel struct {
 	// Tied leaves out output.weight: the output projection then uses
 	// token_embd, as Llama 3.2 does.
 	Tied bool
-	// Biases adds the optional biases llama.cpp takes (attn_q, attn_k,
-	// attn_v, attn_output, ffn_gate, ffn_up, ffn_down), small random
-	// values.
+	// Biases adds the optional biases llama.cpp takes for Llama (attn_q,
+	// attn_k, attn_v, attn_output, ffn_gate, ffn_up, ffn_down), small
+	// random values. Qwen2's files always have q, k and v's; Qwen3's none.
 	Biases bool
 	// Converted writes the metadata a file made by llama.cpp's
 	// convert_hf_to_gguf.py and llama-quantize carries beyond the model's
@@ -124,7 +129,8 @@ var fileTypes = map[ggml.Type]uint32{
 	ggml.TypeQ5_0: 8, ggml.TypeQ5_1: 9, ggml.TypeQ6_K: 18, ggml.TypeBF16: 32,
 }
 
-// WriteRandom writes a Llama GGUF file (architecture "llama") at path with random weights, the
+// WriteRandom writes a GGUF file of architecture r.Arch (RandomArchitectures;
+// "llama" when empty) at path with random weights, the
 // sizes of r.Config, and a vocabulary of r.VocabSize tokens: SentencePiece
 // style (<unk>, <s>, </s>, byte tokens <0x00>.. as many as fit in half the
 // vocabulary, at most 256, and "▁"-prefixed and plain word pieces) or
@@ -155,7 +161,13 @@ func WriteRandomTo(w io.Writer, r RandomModel) error {
 // (a key, a tensor) before writing it.
 func Builder(r RandomModel) (*gguf.Builder, error) {
 	c := r.Config
-	c.Arch = "llama"
+	if c.Arch == "" {
+		c.Arch = "llama"
+	}
+	if !slices.Contains(RandomArchitectures, c.Arch) {
+		return nil, fmt.Errorf("%w: architecture %q: modeltest writes %v", model.ErrModel, c.Arch, RandomArchitectures)
+	}
+	arch := c.Arch
 	if c.HeadDim == 0 && c.HeadCount > 0 {
 		c.HeadDim = c.EmbeddingLength / c.HeadCount
 	}
@@ -202,8 +214,8 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		key string
 		v   any
 	}
-	name := fmt.Sprintf("random llama %d×%d", c.BlockCount, c.EmbeddingLength)
-	kv := []pair{{gguf.KeyArchitecture, "llama"}}
+	name := fmt.Sprintf("random %s %d×%d", arch, c.BlockCount, c.EmbeddingLength)
+	kv := []pair{{gguf.KeyArchitecture, arch}}
 	if r.Converted {
 		kv = append(kv, []pair{
 			{"general.type", "model"},
@@ -216,33 +228,33 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		kv = append(kv, pair{"general.name", fmt.Sprintf("%s %v", name, r.Type)})
 	}
 	kv = append(kv, []pair{
-		{"llama.context_length", u32(c.ContextLength)},
-		{"llama.embedding_length", u32(c.EmbeddingLength)},
-		{"llama.block_count", u32(c.BlockCount)},
-		{"llama.feed_forward_length", u32(c.FeedForward)},
-		{"llama.attention.head_count", u32(c.HeadCount)},
-		{"llama.attention.head_count_kv", u32(c.HeadCountKV)},
-		{"llama.rope.dimension_count", u32(c.RopeDim)},
-		{"llama.rope.freq_base", c.RopeFreqBase},
-		{"llama.attention.layer_norm_rms_epsilon", c.RMSEps},
+		{arch + ".context_length", u32(c.ContextLength)},
+		{arch + ".embedding_length", u32(c.EmbeddingLength)},
+		{arch + ".block_count", u32(c.BlockCount)},
+		{arch + ".feed_forward_length", u32(c.FeedForward)},
+		{arch + ".attention.head_count", u32(c.HeadCount)},
+		{arch + ".attention.head_count_kv", u32(c.HeadCountKV)},
+		{arch + ".rope.dimension_count", u32(c.RopeDim)},
+		{arch + ".rope.freq_base", c.RopeFreqBase},
+		{arch + ".attention.layer_norm_rms_epsilon", c.RMSEps},
 	}...)
 	if !r.Converted || gpt2 {
-		kv = append(kv, pair{"llama.vocab_size", u32(c.VocabSize)})
+		kv = append(kv, pair{arch + ".vocab_size", u32(c.VocabSize)})
 	}
 	if c.HeadDim != c.EmbeddingLength/c.HeadCount {
-		kv = append(kv, pair{"llama.attention.key_length", u32(c.HeadDim)}, pair{"llama.attention.value_length", u32(c.HeadDim)})
+		kv = append(kv, pair{arch + ".attention.key_length", u32(c.HeadDim)}, pair{arch + ".attention.value_length", u32(c.HeadDim)})
 	}
 	switch {
 	case c.RopeScaling == "yarn":
-		kv = append(kv, pair{"llama.rope.scaling.type", "yarn"}, pair{"llama.rope.scaling.factor", 1 / c.RopeFreqScale},
-			pair{"llama.rope.scaling.original_context_length", u32(c.RopeCtxOrig)})
+		kv = append(kv, pair{arch + ".rope.scaling.type", "yarn"}, pair{arch + ".rope.scaling.factor", 1 / c.RopeFreqScale},
+			pair{arch + ".rope.scaling.original_context_length", u32(c.RopeCtxOrig)})
 	case c.RopeScaling == "none":
-		kv = append(kv, pair{"llama.rope.scaling.type", "none"})
+		kv = append(kv, pair{arch + ".rope.scaling.type", "none"})
 	case c.RopeFreqScale != 1:
-		kv = append(kv, pair{"llama.rope.scaling.type", "linear"}, pair{"llama.rope.scaling.factor", 1 / c.RopeFreqScale})
+		kv = append(kv, pair{arch + ".rope.scaling.type", "linear"}, pair{arch + ".rope.scaling.factor", 1 / c.RopeFreqScale})
 	}
 	if c.RopeAttnFactor != 1 {
-		kv = append(kv, pair{"llama.rope.scaling.attn_factor", c.RopeAttnFactor})
+		kv = append(kv, pair{arch + ".rope.scaling.attn_factor", c.RopeAttnFactor})
 	}
 	if r.Converted {
 		if r.Types == nil {
@@ -300,6 +312,7 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	}
 
 	e, q, k, f, v := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward), int64(c.VocabSize)
+	hd := int64(c.HeadDim)
 	n := 0
 	add := func(name string, ne0, ne1 int64, kind tensorKind) error {
 		n++
@@ -330,10 +343,15 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			ne0, ne1 int64
 		}{
 			{"attn_norm", e, 0},
-			{"attn_q", e, q}, {"attn_k", e, k}, {"attn_v", e, k}, {"attn_output", q, e},
+			{"attn_q", e, q}, {"attn_k", e, k}, {"attn_v", e, k},
+			{"attn_q_norm", hd, 0}, {"attn_k_norm", hd, 0}, // qwen3
+			{"attn_output", q, e},
 			{"ffn_norm", e, 0},
 			{"ffn_gate", e, f}, {"ffn_up", e, f}, {"ffn_down", f, e},
 		} {
+			if (w.name == "attn_q_norm" || w.name == "attn_k_norm") && arch != "qwen3" {
+				continue
+			}
 			if w.ne1 == 0 {
 				if err := add(p+w.name+".weight", w.ne0, 1, normTensor); err != nil {
 					return nil, err
@@ -343,7 +361,11 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			if err := add(p+w.name+".weight", w.ne0, w.ne1, matrixTensor); err != nil {
 				return nil, err
 			}
-			if r.Biases {
+			qkv := w.name == "attn_q" || w.name == "attn_k" || w.name == "attn_v"
+			if r.Biases && arch != "qwen3" || arch == "qwen2" && qkv {
+				if r.Biases && arch == "qwen2" && !qkv {
+					continue // Qwen2's biases are q, k and v's
+				}
 				if err := add(p+w.name+".bias", w.ne1, 1, biasTensor); err != nil {
 					return nil, err
 				}

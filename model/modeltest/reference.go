@@ -17,12 +17,13 @@ import (
 // conversion, the values ggml computes with) and a forward pass written
 // from the architecture's definition, one token at a time, with no ggml op.
 type Reference struct {
-	c                model.Config
-	emb, out         matrix
-	outN             []float64
-	ropeFreqs        []float64
-	layers           []refLayer
-	cacheK, cacheV   [][][]float64 // [layer][position][kvDim]
+	c              model.Config
+	emb, out       matrix
+	outN           []float64
+	ropeFreqs      []float64
+	neox           bool // RoPE's NeoX mode: pairs (i, i+RopeDim/2), as Qwen's
+	layers         []refLayer
+	cacheK, cacheV [][][]float64 // [layer][position][kvDim]
 	// RoundCacheToHalf rounds keys and values to f16 as a model with an
 	// f16 cache (model.CacheF16) does.
 	RoundCacheToHalf bool
@@ -69,10 +70,11 @@ type refLayer struct {
 	attnN, ffnN                []float64
 	wq, wk, wv, wo, wg, wu, wd matrix
 	bq, bk, bv, bo, bg, bu, bd []float64 // biases, nil when the file has none
+	qNorm, kNorm               []float64 // per-head RMS norms of q and k (qwen3), or nil
 }
 
 // ReadReference reads the weights of a file of a Llama-family
-// architecture (llama) into a Reference.
+// architecture (llama, qwen2, qwen3) into a Reference.
 func ReadReference(f *gguf.File) (*Reference, error) {
 	c, err := model.ReadConfig(f)
 	if err != nil {
@@ -106,7 +108,7 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 		}
 		return m, err
 	}
-	r := &Reference{c: c}
+	r := &Reference{c: c, neox: c.Arch == "qwen2" || c.Arch == "qwen3"}
 	var errs []error
 	must := func(name string) matrix {
 		v, err := get(name)
@@ -138,6 +140,7 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 			wd: must(p + "ffn_down.weight"),
 			bq: opt(p + "attn_q.bias"), bk: opt(p + "attn_k.bias"), bv: opt(p + "attn_v.bias"), bo: opt(p + "attn_output.bias"),
 			bg: opt(p + "ffn_gate.bias"), bu: opt(p + "ffn_up.bias"), bd: opt(p + "ffn_down.bias"),
+			qNorm: opt(p + "attn_q_norm.weight"), kNorm: opt(p + "attn_k_norm.weight"),
 		})
 	}
 	if len(errs) > 0 {
@@ -182,7 +185,7 @@ func rmsNorm(x, w []float64, eps float64) []float64 {
 	return y
 }
 
-// rope rotates each head's pairs (2i, 2i+1), i < RopeDim/2, by pos·θ_i with
+// rope rotates each head's pairs (2i, 2i+1) (NeoX: (i, i+RopeDim/2)), i < RopeDim/2, by pos·θ_i with
 // θ_i = scale·base^(-2i/RopeDim) / factor_i: RoPE's "normal" mode, the one
 // llama.cpp uses for Llama (its converter permutes Q and K to match). With
 // YaRN (RopeExtFactor), as ggml's rope_yarn: θ mixes the interpolated and
@@ -212,8 +215,12 @@ func (r *Reference) rope(x []float64, heads int, pos int) {
 			}
 			sin, cos := math.Sincos(theta)
 			sin, cos = sin*mscale, cos*mscale
-			a, b := v[2*i], v[2*i+1]
-			v[2*i], v[2*i+1] = a*cos-b*sin, a*sin+b*cos
+			i0, i1 := 2*i, 2*i+1
+			if r.neox {
+				i0, i1 = i, i+c.RopeDim/2
+			}
+			a, b := v[i0], v[i1]
+			v[i0], v[i1] = a*cos-b*sin, a*sin+b*cos
 		}
 	}
 }
@@ -393,6 +400,14 @@ func (r *Reference) Next(tok int32) []float64 {
 	for il, l := range r.layers {
 		h := rmsNorm(x, l.attnN, eps)
 		q, k, v := r.mv(l.wq, l.bq, h), r.mv(l.wk, l.bk, h), r.mv(l.wv, l.bv, h)
+		if l.qNorm != nil {
+			for hh := range c.HeadCount {
+				copy(q[hh*hd:], rmsNorm(q[hh*hd:(hh+1)*hd], l.qNorm, eps))
+			}
+			for hh := range c.HeadCountKV {
+				copy(k[hh*hd:], rmsNorm(k[hh*hd:(hh+1)*hd], l.kNorm, eps))
+			}
+		}
 		r.rope(q, c.HeadCount, pos)
 		r.rope(k, c.HeadCountKV, pos)
 		if r.RoundCacheToHalf {
