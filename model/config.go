@@ -73,7 +73,8 @@ func FileArchitecture(f *gguf.File) (string, error) {
 
 // ReadConfig reads the hyperparameters every architecture has from the
 // ARCH.* keys of f's metadata, ARCH being f's general.architecture, and
-// checks them against each other and against the tensor token_embd. A
+// checks them against each other, against the tensor token_embd and
+// against the blocks the file holds (a tensor blk.N.* for each block). A
 // file with missing or inconsistent values gives an ErrModel error that
 // names the key. An architecture reads its own further keys with Keys.
 func ReadConfig(f *gguf.File) (Config, error) {
@@ -147,6 +148,10 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		return Config{}, fmt.Errorf("%w: %s.%s is %d but token_embd.weight has %d rows", ErrModel, arch, keyVocabSize, v, c.VocabSize)
 	}
 	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	// Before an architecture sizes anything by the block count.
+	if err := checkBlocks(f, c); err != nil {
 		return Config{}, err
 	}
 	return c, nil

@@ -77,6 +77,9 @@ type step struct {
 	kIdx   *ggml.Tensor // i64 [nTokens]: the cache row of each token's key
 	vIdx   *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed); nil with flash attention
 	mask   *ggml.Tensor // f32 [nKV, nTokens] (f16 for the fused kernel): 0 where a token sees a cell, -Inf elsewhere
+	// windows are the masks of sliding-window layers, by window: mask's
+	// shape, and a token sees only the cells less than window before it.
+	windows map[int]*ggml.Tensor
 
 	logits *ggml.Tensor // f32 [VocabSize, nTokens or 1]
 
@@ -154,6 +157,15 @@ type AttentionParams struct {
 	// Scale multiplies the scores q·k before the softmax, usually
 	// 1/√HeadDim.
 	Scale float32
+	// Softcap, if > 0, caps the scores: softcap·tanh(score/softcap)
+	// (Gemma 2's attention logit soft-capping), applied to q·k before
+	// Scale, as llama.cpp's graphs do (ggml's fused kernel applies Scale
+	// first: the two agree for a Scale of 1, as Gemma 2's).
+	Softcap float32
+	// Window, if > 0, makes the layer a sliding-window one: a token at
+	// position p sees the cells at positions p-Window+1 to p (llama.cpp's
+	// LLAMA_SWA_TYPE_STANDARD). The cache keeps every cell.
+	Window int
 }
 
 // Attention stores the batch's keys and values in layer il's KV cache at
@@ -195,10 +207,11 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 	// FlashAttnExt) broadcast each KV head over heads/kvHeads query
 	// heads.
 	kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
+	fullMask := b.mask(p.Window)
 	if s.fused {
 		vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
-		fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, s.mask,
-			ggml.FlashAttnParams{Scale: scale, Precision: ggml.PrecF32}) // [hd, heads, n]
+		fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, fullMask,
+			ggml.FlashAttnParams{Scale: scale, LogitSoftcap: p.Softcap, Precision: ggml.PrecF32}) // [hd, heads, n]
 		return ctx.Reshape(fa, int64(c.QDim()), n) // [q, n]
 	}
 	var vAll *ggml.Tensor // [nKV, hd, kv heads]
@@ -218,14 +231,17 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 		j1 := min(n, j0+int64(attnChunk))
 		cells := min(int64(nKV), int64(nKV)-n+j1)
 		qj := q
-		mask := s.mask
+		mask := fullMask
 		if j0 > 0 || j1 < n {
 			qj = ctx.View3D(q, hd, nh, j1-j0, q.Nb()[1], q.Nb()[2], uint64(j0)*q.Nb()[2])
-			mask = ctx.Cont(ctx.View2D(s.mask, cells, j1-j0, s.mask.Nb()[1], uint64(j0)*s.mask.Nb()[1]))
+			mask = ctx.Cont(ctx.View2D(fullMask, cells, j1-j0, fullMask.Nb()[1], uint64(j0)*fullMask.Nb()[1]))
 		}
 		kj := ctx.View3D(l.k, hd, cells, nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, cells, kv heads]
 		vj := ctx.View3D(vAll, cells, hd, nhkv, vAll.Nb()[1], vAll.Nb()[2], 0)           // [cells, hd, kv heads]
 		kq := ctx.MulMat(kj, ctx.Permute(qj, 0, 2, 1, 3))                                // [cells, j1-j0, heads]
+		if p.Softcap > 0 {
+			kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, 1/p.Softcap)), p.Softcap)
+		}
 		kq = ctx.SoftMaxExt(kq, mask, scale, 0)
 		kqv := ctx.MulMat(vj, kq)                                             // [hd, j1-j0, heads]
 		a := ctx.ContND(ctx.Permute(kqv, 0, 2, 1, 3), int64(c.QDim()), j1-j0) // [q, j1-j0]
@@ -236,6 +252,26 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 		}
 	}
 	return attn
+}
+
+// mask returns the batch's mask for a sliding window of window cells, or
+// the causal mask for window 0; a window's mask is an input made at its
+// first use, which setInputs then fills.
+func (b *Batch) mask(window int) *ggml.Tensor {
+	s := b.s
+	if window <= 0 {
+		return s.mask
+	}
+	if t, ok := s.windows[window]; ok {
+		return t
+	}
+	ne := s.mask.Ne()
+	t := b.Ctx.NewTensor(s.mask.Type(), ne[0], ne[1]).SetName(fmt.Sprintf("inp_mask_swa%d", window)).SetInput()
+	if s.windows == nil {
+		s.windows = map[int]*ggml.Tensor{}
+	}
+	s.windows[window] = t
+	return t
 }
 
 // build makes the graph of one batch: its inputs, which setInputs fills
@@ -298,7 +334,7 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 
 // setInputs fills the inputs of a batch at position pos.
 func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
-	n, nKV, kvDim := len(tokens), s.nKV, m.Config.KVDim()
+	n, kvDim := len(tokens), m.Config.KVDim()
 	s.hTokens = append(s.hTokens[:0], tokens...)
 	s.hPos = s.hPos[:0]
 	s.hKIdx = s.hKIdx[:0]
@@ -317,40 +353,15 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 			s.hVIdx = append(s.hVIdx, int64(ch)*int64(m.nCtx)+int64(pos+t))
 		}
 	}
-	// Causal mask: token t (at pos+t) sees the cells 0..pos+t.
-	if cap(s.hMask) < n*nKV {
-		s.hMask = make([]float32, n*nKV)
-	}
-	s.hMask = s.hMask[:n*nKV]
-	inf := float32(math.Inf(-1))
-	for t := range n {
-		row := s.hMask[t*nKV : (t+1)*nKV]
-		for j := range row {
-			if j <= pos+t {
-				row[j] = 0
-			} else {
-				row[j] = inf
-			}
-		}
-	}
 	errs := []error{
 		ggml.SetData(s.tokens, s.hTokens), ggml.SetData(s.pos, s.hPos), ggml.SetData(s.kIdx, s.hKIdx),
+		s.setMask(s.mask, pos, 0),
 	}
 	if s.vIdx != nil {
 		errs = append(errs, ggml.SetData(s.vIdx, s.hVIdx))
 	}
-	if s.mask.Type() == ggml.TypeF16 {
-		// 0 and -Inf in f16.
-		s.hMask16 = slices.Grow(s.hMask16[:0], len(s.hMask))[:len(s.hMask)]
-		for i, v := range s.hMask {
-			s.hMask16[i] = 0
-			if v != 0 {
-				s.hMask16[i] = 0xfc00
-			}
-		}
-		errs = append(errs, ggml.SetData(s.mask, s.hMask16))
-	} else {
-		errs = append(errs, ggml.SetData(s.mask, s.hMask))
+	for w, t := range s.windows {
+		errs = append(errs, s.setMask(t, pos, w))
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -358,6 +369,41 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 		}
 	}
 	return nil
+}
+
+// setMask fills the mask t of the batch's tokens at pos, pos+1, ...:
+// token t (at pos+t) sees the cells 0..pos+t, and with a window only those
+// after pos+t-window.
+func (s *step) setMask(t *ggml.Tensor, pos, window int) error {
+	n, nKV := s.nTokens, s.nKV
+	if cap(s.hMask) < n*nKV {
+		s.hMask = make([]float32, n*nKV)
+	}
+	s.hMask = s.hMask[:n*nKV]
+	inf := float32(math.Inf(-1))
+	for tok := range n {
+		row := s.hMask[tok*nKV : (tok+1)*nKV]
+		p := pos + tok
+		for j := range row {
+			if j <= p && (window <= 0 || p-j < window) {
+				row[j] = 0
+			} else {
+				row[j] = inf
+			}
+		}
+	}
+	if t.Type() != ggml.TypeF16 {
+		return ggml.SetData(t, s.hMask)
+	}
+	// 0 and -Inf in f16.
+	s.hMask16 = slices.Grow(s.hMask16[:0], len(s.hMask))[:len(s.hMask)]
+	for i, v := range s.hMask {
+		s.hMask16[i] = 0
+		if v != 0 {
+			s.hMask16[i] = 0xfc00
+		}
+	}
+	return ggml.SetData(t, s.hMask16)
 }
 
 // Eval runs the model on tokens, which follow the tokens already in the

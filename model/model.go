@@ -246,9 +246,6 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := checkBlocks(f, cfg); err != nil {
-		return nil, err
-	}
 	specs := net.Tensors()
 	vocab, err := ReadVocab(f)
 	if err != nil {
@@ -474,8 +471,9 @@ func blockOf(name string) (int, bool) {
 }
 
 // checkBlocks checks that f holds tensors of each of c.BlockCount blocks
-// before the architecture lists their tensors: a file that claims more
-// blocks than it holds costs what it holds, not what it claims.
+// (ReadConfig), before an architecture lists their tensors: a file that
+// claims more blocks than it holds costs what it holds, not what it
+// claims.
 func checkBlocks(f *gguf.File, c Config) error {
 	have := map[int]bool{}
 	for _, ti := range f.Tensors() {

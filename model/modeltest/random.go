@@ -56,9 +56,10 @@ func PresetNames() []string {
 }
 
 // RandomArchitectures are the architectures WriteRandom writes, by
-// general.architecture: llama, qwen2 (biases on q, k and v) and qwen3
-// (per-head RMS norms of q and k).
-var RandomArchitectures = []string{"llama", "qwen2", "qwen3"}
+// general.architecture: llama, qwen2 (biases on q, k and v), qwen3
+// (per-head RMS norms of q and k), gemma2 and gemma3 (norms after each
+// sub-layer, the output tied to token_embd; gemma3 with q and k norms).
+var RandomArchitectures = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3"}
 
 // RandomModel says what WriteRandom writes.
 type RandomModel struct {
@@ -93,6 +94,13 @@ type RandomModel struct {
 	Vocab string
 	// Seed makes the weights: the same seed, the same file.
 	Seed uint64
+
+	// Gemma's keys, written where not 0 (gemma2, gemma3):
+	// attention.sliding_window, attention.sliding_window_pattern,
+	// rope.freq_base_swa, attn_logit_softcapping and
+	// final_logit_softcapping.
+	SlidingWindow, SlidingWindowPattern    int
+	RopeBaseSWA, AttnSoftcap, FinalSoftcap float32
 }
 
 // MixQ4KM returns the weight types llama.cpp's llama-quantize chooses for
@@ -168,6 +176,7 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		return nil, fmt.Errorf("%w: architecture %q: modeltest writes %v", model.ErrModel, c.Arch, RandomArchitectures)
 	}
 	arch := c.Arch
+	gemma := arch == "gemma2" || arch == "gemma3"
 	if c.HeadDim == 0 && c.HeadCount > 0 {
 		c.HeadDim = c.EmbeddingLength / c.HeadCount
 	}
@@ -255,6 +264,21 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	}
 	if c.RopeAttnFactor != 1 {
 		kv = append(kv, pair{arch + ".rope.scaling.attn_factor", c.RopeAttnFactor})
+	}
+	for _, g := range []struct {
+		key string
+		v   any
+		set bool
+	}{
+		{"attention.sliding_window", u32(r.SlidingWindow), r.SlidingWindow != 0},
+		{"attention.sliding_window_pattern", u32(r.SlidingWindowPattern), r.SlidingWindowPattern != 0},
+		{"rope.freq_base_swa", r.RopeBaseSWA, r.RopeBaseSWA != 0},
+		{"attn_logit_softcapping", r.AttnSoftcap, r.AttnSoftcap != 0},
+		{"final_logit_softcapping", r.FinalSoftcap, r.FinalSoftcap != 0},
+	} {
+		if g.set && gemma {
+			kv = append(kv, pair{arch + "." + g.key, g.v})
+		}
 	}
 	if r.Converted {
 		if r.Types == nil {
@@ -348,8 +372,12 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			{"attn_output", q, e},
 			{"ffn_norm", e, 0},
 			{"ffn_gate", e, f}, {"ffn_up", e, f}, {"ffn_down", f, e},
+			{"attn_post_norm", e, 0}, {"ffn_post_norm", e, 0}, // gemma
 		} {
-			if (w.name == "attn_q_norm" || w.name == "attn_k_norm") && arch != "qwen3" {
+			if (w.name == "attn_q_norm" || w.name == "attn_k_norm") && arch != "qwen3" && arch != "gemma3" {
+				continue
+			}
+			if strings.HasSuffix(w.name, "_post_norm") && !gemma {
 				continue
 			}
 			if w.ne1 == 0 {
@@ -362,10 +390,7 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 				return nil, err
 			}
 			qkv := w.name == "attn_q" || w.name == "attn_k" || w.name == "attn_v"
-			if r.Biases && arch != "qwen3" || arch == "qwen2" && qkv {
-				if r.Biases && arch == "qwen2" && !qkv {
-					continue // Qwen2's biases are q, k and v's
-				}
+			if r.Biases && arch == "llama" || arch == "qwen2" && qkv {
 				if err := add(p+w.name+".bias", w.ne1, 1, biasTensor); err != nil {
 					return nil, err
 				}
@@ -375,7 +400,7 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	if err := add("output_norm.weight", e, 1, normTensor); err != nil {
 		return nil, err
 	}
-	if !r.Tied {
+	if !r.Tied && !gemma {
 		if err := add("output.weight", e, v, matrixTensor); err != nil {
 			return nil, err
 		}

@@ -22,6 +22,7 @@ type Reference struct {
 	outN           []float64
 	ropeFreqs      []float64
 	neox           bool // RoPE's NeoX mode: pairs (i, i+RopeDim/2), as Qwen's
+	gemma          *gemmaRef
 	layers         []refLayer
 	cacheK, cacheV [][][]float64 // [layer][position][kvDim]
 	// RoundCacheToHalf rounds keys and values to f16 as a model with an
@@ -71,10 +72,95 @@ type refLayer struct {
 	wq, wk, wv, wo, wg, wu, wd matrix
 	bq, bk, bv, bo, bg, bu, bd []float64 // biases, nil when the file has none
 	qNorm, kNorm               []float64 // per-head RMS norms of q and k (qwen3), or nil
+	attnPost, ffnPost          []float64 // norms after the sub-layers (gemma), or nil
+}
+
+// gemmaRef is what Gemma 2 and 3 do beyond the Llama family, read from
+// the file's keys with llama.cpp's defaults: the embeddings scaled by
+// √e, norms after each sub-layer, GELU gates, the queries scaled,
+// sliding-window layers with their own RoPE base and scale, attention and
+// output logits capped.
+type gemmaRef struct {
+	window, pattern           int
+	baseSWA, scaleSWA         float64
+	attnCap, finalCap, qScale float64
+}
+
+func readGemma(f *gguf.File, c model.Config) (*gemmaRef, error) {
+	arch := c.Arch
+	g := &gemmaRef{pattern: 2, baseSWA: float64(c.RopeFreqBase), scaleSWA: float64(c.RopeFreqScale), attnCap: 50, finalCap: 30}
+	if arch == "gemma3" {
+		g = &gemmaRef{pattern: 6, baseSWA: 10000, scaleSWA: 1}
+	} else {
+		g.window = 4096
+	}
+	num := func(key string, into *float64) error {
+		v, ok := f.Value(arch + "." + key)
+		if !ok {
+			return nil
+		}
+		switch x := v.Any().(type) {
+		case float32:
+			*into = float64(x)
+		case uint32:
+			*into = float64(x)
+		default:
+			return fmt.Errorf("%s.%s is a %v", arch, key, v.Type())
+		}
+		return nil
+	}
+	w, pat := float64(g.window), float64(g.pattern)
+	for _, k := range []struct {
+		key  string
+		into *float64
+	}{{"attention.sliding_window", &w}, {"attention.sliding_window_pattern", &pat}, {"rope.freq_base_swa", &g.baseSWA}, {"final_logit_softcapping", &g.finalCap}} {
+		if err := num(k.key, k.into); err != nil {
+			return nil, err
+		}
+	}
+	if arch == "gemma2" {
+		if err := num("attn_logit_softcapping", &g.attnCap); err != nil {
+			return nil, err
+		}
+	}
+	g.window, g.pattern = int(w), int(pat)
+	g.qScale = 1 / math.Sqrt(float64(c.HeadDim))
+	if arch == "gemma2" && c.BlockCount == 46 || arch == "gemma3" && c.BlockCount == 62 {
+		g.qScale = 1 / math.Sqrt(float64(c.EmbeddingLength/c.HeadCount))
+	}
+	return g, nil
+}
+
+// sliding reports whether layer il attends through a sliding window.
+func (g *gemmaRef) sliding(il int) bool {
+	return g != nil && g.window > 0 && (g.pattern == 0 || il%g.pattern < g.pattern-1)
+}
+
+// softcap is c·tanh(x/c), or x for c = 0.
+func softcap(x, c float64) float64 {
+	if c == 0 {
+		return x
+	}
+	return c * math.Tanh(x/c)
+}
+
+// geluCPU is GELU's tanh approximation as ggml's CPU computes it: from a
+// table of f16 inputs to f16 outputs (GGML_GELU_FP16), x itself from 10 on
+// and 0 up to -10.
+func geluCPU(x float64) float64 {
+	switch {
+	case x <= -10:
+		return 0
+	case x >= 10:
+		return x
+	}
+	h := roundTo(ggml.TypeF16, []float64{x})[0]
+	y := 0.5 * h * (1 + math.Tanh(math.Sqrt(2/math.Pi)*h*(1+0.044715*h*h)))
+	return roundTo(ggml.TypeF16, []float64{y})[0]
 }
 
 // ReadReference reads the weights of a file of a Llama-family
-// architecture (llama, qwen2, qwen3) into a Reference.
+// architecture (llama, qwen2, qwen3, gemma2, gemma3) into a Reference.
 func ReadReference(f *gguf.File) (*Reference, error) {
 	c, err := model.ReadConfig(f)
 	if err != nil {
@@ -108,7 +194,12 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 		}
 		return m, err
 	}
-	r := &Reference{c: c, neox: c.Arch == "qwen2" || c.Arch == "qwen3"}
+	r := &Reference{c: c, neox: c.Arch != "llama"}
+	if c.Arch == "gemma2" || c.Arch == "gemma3" {
+		if r.gemma, err = readGemma(f, c); err != nil {
+			return nil, err
+		}
+	}
 	var errs []error
 	must := func(name string) matrix {
 		v, err := get(name)
@@ -141,6 +232,7 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 			bq: opt(p + "attn_q.bias"), bk: opt(p + "attn_k.bias"), bv: opt(p + "attn_v.bias"), bo: opt(p + "attn_output.bias"),
 			bg: opt(p + "ffn_gate.bias"), bu: opt(p + "ffn_up.bias"), bd: opt(p + "ffn_down.bias"),
 			qNorm: opt(p + "attn_q_norm.weight"), kNorm: opt(p + "attn_k_norm.weight"),
+			attnPost: opt(p + "attn_post_norm.weight"), ffnPost: opt(p + "ffn_post_norm.weight"),
 		})
 	}
 	if len(errs) > 0 {
@@ -191,10 +283,13 @@ func rmsNorm(x, w []float64, eps float64) []float64 {
 // YaRN (RopeExtFactor), as ggml's rope_yarn: θ mixes the interpolated and
 // the extrapolated angle by a ramp over the correction dimensions, and sin
 // and cos are scaled by RopeAttnFactor·(1+0.1·ln(1/scale)).
-func (r *Reference) rope(x []float64, heads int, pos int) {
+func (r *Reference) rope(x []float64, heads int, pos int, il int) {
 	c := r.c
 	d := float64(c.RopeDim)
 	base, scale := float64(c.RopeFreqBase), float64(c.RopeFreqScale)
+	if r.gemma.sliding(il) {
+		base, scale = r.gemma.baseSWA, r.gemma.scaleSWA
+	}
 	corrDim := func(beta float64) float64 {
 		return d * math.Log(float64(c.RopeCtxOrig)/(beta*2*math.Pi)) / (2 * math.Log(base))
 	}
@@ -397,6 +492,17 @@ func (r *Reference) Next(tok int32) []float64 {
 	e, hd, eps := c.EmbeddingLength, c.HeadDim, float64(c.RMSEps)
 	pos := len(r.cacheK[0])
 	x := append([]float64(nil), r.emb.w[int(tok)*e:(int(tok)+1)*e]...)
+	g := r.gemma
+	if g != nil {
+		s := float64(float32(math.Sqrt(float64(e))))
+		for i := range x {
+			x[i] *= s
+		}
+	}
+	var attnCap float64
+	if g != nil {
+		attnCap = g.attnCap
+	}
 	for il, l := range r.layers {
 		h := rmsNorm(x, l.attnN, eps)
 		q, k, v := r.mv(l.wq, l.bq, h), r.mv(l.wk, l.bk, h), r.mv(l.wv, l.bv, h)
@@ -408,8 +514,15 @@ func (r *Reference) Next(tok int32) []float64 {
 				copy(k[hh*hd:], rmsNorm(k[hh*hd:(hh+1)*hd], l.kNorm, eps))
 			}
 		}
-		r.rope(q, c.HeadCount, pos)
-		r.rope(k, c.HeadCountKV, pos)
+		r.rope(q, c.HeadCount, pos, il)
+		r.rope(k, c.HeadCountKV, pos, il)
+		qScale := 1 / math.Sqrt(float64(hd))
+		if g != nil {
+			for i := range q {
+				q[i] *= g.qScale
+			}
+			qScale = 1
+		}
 		if r.RoundCacheToHalf {
 			k, v = roundTo(ggml.TypeF16, k), roundTo(ggml.TypeF16, v)
 		}
@@ -423,12 +536,16 @@ func (r *Reference) Next(tok int32) []float64 {
 			scores := make([]float64, pos+1)
 			top := math.Inf(-1)
 			for j := range scores {
+				if g.sliding(il) && pos-j >= g.window {
+					scores[j] = math.Inf(-1)
+					continue
+				}
 				kj := r.cacheK[il][j][kvh*hd : (kvh+1)*hd]
 				s := 0.0
 				for d := range hd {
 					s += qh[d] * kj[d]
 				}
-				scores[j] = s / math.Sqrt(float64(hd))
+				scores[j] = softcap(s, attnCap) * qScale
 				top = math.Max(top, scores[j])
 			}
 			sum := 0.0
@@ -443,19 +560,37 @@ func (r *Reference) Next(tok int32) []float64 {
 				}
 			}
 		}
-		for i, o := range r.mv(l.wo, l.bo, attn) {
-			x[i] += o
+		o := r.mv(l.wo, l.bo, attn)
+		if l.attnPost != nil {
+			o = rmsNorm(o, l.attnPost, eps)
+		}
+		for i := range o {
+			x[i] += o[i]
 		}
 		h = rmsNorm(x, l.ffnN, eps)
-		g, u := r.mv(l.wg, l.bg, h), r.mv(l.wu, l.bu, h)
-		for i := range g {
-			g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+		gate, u := r.mv(l.wg, l.bg, h), r.mv(l.wu, l.bu, h)
+		for i := range gate {
+			if g != nil {
+				gate[i] = geluCPU(gate[i]) * u[i]
+			} else {
+				gate[i] = gate[i] / (1 + math.Exp(-gate[i])) * u[i]
+			}
 		}
-		for i, d := range r.mv(l.wd, l.bd, g) {
-			x[i] += d
+		d := r.mv(l.wd, l.bd, gate)
+		if l.ffnPost != nil {
+			d = rmsNorm(d, l.ffnPost, eps)
+		}
+		for i := range d {
+			x[i] += d[i]
 		}
 	}
-	return r.mv(r.out, nil, rmsNorm(x, r.outN, eps))
+	logits := r.mv(r.out, nil, rmsNorm(x, r.outN, eps))
+	if g != nil {
+		for i := range logits {
+			logits[i] = softcap(logits[i], g.finalCap)
+		}
+	}
+	return logits
 }
 
 // RopeFreqs returns the RoPE frequency factors the reference read
