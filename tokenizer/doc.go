@@ -29,11 +29,32 @@
 //     "falcon3", "pixtral": Llama 3's regular expression, with words that
 //     are whole tokens kept whole), "smaug-bpe" (Llama 3's expression,
 //     every word merged), "smollm" (SmolLM: each digit alone, then GPT-2's
-//     expression; decoding keeps spaces before punctuation), "gpt-2"
-//     (GPT-2's expression), and "default" (llama.cpp's default:
-//     punctuation runs, GPT-2's expression, digit runs and triples), which
-//     a file without the key gets, as in llama.cpp. Another name is an
-//     ErrUnsupported error.
+//     expression; decoding keeps spaces before punctuation), "qwen2"
+//     (Qwen 2, 2.5 and 3, and its aliases "deepseek-r1-qwen", "kormo",
+//     "f2llmv2", "hunyuan", "solar-open": Llama 3's expression with each
+//     number alone, every word merged, decoding keeps spaces; "megrez" and
+//     "stablelm2" the same with the clean-up of spaces), "gpt-2" (GPT-2's
+//     expression), and "default" (llama.cpp's default: punctuation runs,
+//     GPT-2's expression, digit runs and triples), which a file without
+//     the key gets, as in llama.cpp. Another name is an ErrUnsupported
+//     error of New and FromGGUF.
+//
+// # Decoding only
+//
+// A vocabulary whose pre-tokenizer this package does not implement can
+// still be read: NewForDecoding and FromGGUFForDecoding accept it, and
+// give a tokenizer that decodes, answers about its tokens (Len, Token,
+// Type, BOS, EOS, EOT, IsEOG) and refuses to encode: CanEncode returns
+// the ErrUnsupported error that names the pre-tokenizer, and Encode
+// panics with it. A program that runs any model and encodes only when it
+// can loads its tokenizer so:
+//
+//	tok, err := tokenizer.FromGGUFForDecoding(f)
+//	...
+//	if err := tok.CanEncode(); err != nil {
+//		return err // a prompt cannot be tokenized; token IDs still can be decoded
+//	}
+//	ids := tok.Encode(prompt, tokenizer.EncodeOptions{AddSpecial: true})
 //
 // # Special tokens
 //
@@ -65,11 +86,14 @@
 // NaN score, which llama.cpp's comparisons leave unordered, takes a fixed
 // place of its own among the scores (by its bits), and a SentencePiece
 // byte token shorter than "<0x" is the byte 0, where llama.cpp fails.
-// Per-model attribute rules of llama.cpp for other families (Phi-3's
-// stripped spaces, gpt-oss and Gemma 4 workarounds) are not applied.
+// Of llama.cpp's per-model attribute rules, Phi-3's (white space after a
+// special token goes with it; Vocab.Name) is applied, also to a
+// vocabulary without <s>, </s>, <unk> or <|endoftext|>, where llama.cpp
+// fails; the others, for other families (gpt-oss and Gemma 4
+// workarounds), are not.
 //
 // # Concurrency
 //
-// A Tokenizer is immutable after New and may be used by several goroutines
+// A Tokenizer is immutable once made and may be used by several goroutines
 // at once. A Decoder is used by one goroutine at a time.
 package tokenizer

@@ -25,7 +25,14 @@ type fragment struct {
 // Encode returns the tokens of text, as llama_tokenize does. Text that is
 // not valid UTF-8 is tokenized too: SentencePiece spells the bytes with
 // byte tokens, byte-level BPE reads each bad byte as U+FFFD.
+//
+// Encode panics, with CanEncode's error, on a tokenizer that does not
+// encode (one of NewForDecoding whose pre-tokenizer this package does not
+// implement); tokenizers of New and FromGGUF always encode.
 func (t *Tokenizer) Encode(text string, o EncodeOptions) []int32 {
+	if t.encErr != nil {
+		panic(t.encErr)
+	}
 	out := make([]int32, 0, len(text)/3+2)
 	if o.AddSpecial && t.addBOS {
 		out = append(out, t.bos)
@@ -69,7 +76,8 @@ func (t *Tokenizer) Encode(text string, o EncodeOptions) []int32 {
 // tokenizer_st_partition does: the longest special token first, each at
 // every place it occurs (left to right, not overlapping) in what is still
 // text, then the next. Control and unknown tokens count only when parse
-// is set.
+// is set. White space after a token of Phi-3's rule (Vocab.Name) goes
+// with the token.
 func (t *Tokenizer) partition(text string, parse bool) []fragment {
 	if text == "" {
 		return nil
@@ -126,6 +134,9 @@ func (t *Tokenizer) partition(text string, parse bool) []fragment {
 				}
 				next = append(next, fragment{id: id})
 				rest = rest[i+len(s):]
+				if t.attrs[id]&attrRStrip != 0 {
+					rest = strings.TrimLeft(rest, " \t\n\v\f\r") // C's isspace
+				}
 			}
 			if rest != "" {
 				next = append(next, fragment{text: rest, id: -1})

@@ -345,7 +345,7 @@ func fuzzVocab(data []byte) Vocab {
 		v.Model = "llama"
 	} else {
 		v.Model = "gpt2"
-		v.Pre = []string{"", "default", "gpt-2", "llama-bpe", "llama3", "qwen2"}[int(ctl>>1)%6]
+		v.Pre = []string{"", "default", "gpt-2", "llama-bpe", "llama3", "qwen2", "qwen35", "smollm"}[int(ctl>>1)%8]
 	}
 	if ctl&0x80 != 0 {
 		v.Model = string([]byte{ctl})
@@ -419,6 +419,8 @@ func FuzzNew(f *testing.F) {
 	f.Add([]byte{}, "")
 	f.Add([]byte("\x00\xff\xff\xff\xff\xff\x02\x00\x00\x08\x03a\x00b\x00ab\x00\xe2\x96\x81"), "ab ab")
 	f.Add([]byte("\x01\x00\x00\xff\xff\xff\x00\x00\x00\x10\x0fa\x00b\x00\xc4\xa0\x00ab"), "a b ab")
+	f.Add([]byte("\x0b\x00\x00\xff\xff\xff\x00\x00\x00\x10\x0fa\x00b\x00\xc4\xa0\x001\x002"), "a b 12 ab")  // qwen2
+	f.Add([]byte("\x0d\x00\x00\xff\xff\xff\x00\x00\x00\x10\x0fa\x00b\x00\xc4\xa0\x00ab"), "a b ab\x01\x00") // an unknown pre-tokenizer
 	f.Add([]byte("\x07\x01\x01\xff\xff\xff\x01\x00\x00\x10\x0c<|x|>\x00a\x00b\x00ab"), "a<|x|>b")
 	f.Add([]byte("\x00\x01\x02\x00\xff\xff\x01\x02\x00\x20\x03<unk>\x00<s>\x00</s>\x00\xe2\x96\x81\x00a"), "<s>\xff a")
 	f.Add([]byte("\x00\x00\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00"), "x")
@@ -428,9 +430,39 @@ func FuzzNew(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, text string) {
 		v := fuzzVocab(data)
 		tok, err := New(v)
+		dec, decErr := NewForDecoding(v)
+		if err == nil {
+			// Where New succeeds, NewForDecoding makes the same tokenizer.
+			require.NoError(t, decErr)
+			require.NoError(t, tok.CanEncode())
+			require.NoError(t, dec.CanEncode())
+		}
 		if err != nil {
 			requireKnownErr(t, err, "%+v", v)
 			require.Nil(t, tok)
+			if decErr != nil {
+				requireKnownErr(t, decErr, "%+v", v)
+				require.Nil(t, dec)
+				return
+			}
+			// Only an unknown pre-tokenizer: the tokenizer decodes.
+			require.ErrorIs(t, dec.CanEncode(), ErrUnsupported)
+			require.ErrorIs(t, err, ErrUnsupported)
+			for id := range int32(dec.Len()) {
+				for _, special := range []bool{false, true} {
+					_, err := dec.Piece(id, special)
+					require.NoError(t, err)
+				}
+			}
+			ids := fuzzIDs([]byte(text))
+			for i := range ids {
+				ids[i] = int32(uint32(ids[i]) % uint32(dec.Len()))
+			}
+			for _, d := range decodeModes {
+				_, err := dec.Decode(ids, d)
+				require.NoError(t, err)
+			}
+			checkDecoder(t, dec, ids, true)
 			return
 		}
 		require.Equal(t, len(v.Tokens), tok.Len())

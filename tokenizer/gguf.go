@@ -18,12 +18,13 @@ const (
 	keyAddBOS      = "tokenizer.ggml.add_bos_token"
 	keyAddEOS      = "tokenizer.ggml.add_eos_token"
 	keySpacePrefix = "tokenizer.ggml.add_space_prefix"
+	keyName        = "general.name"
 )
 
-// ReadVocab reads the tokenizer keys of f into a Vocab, with llama.cpp's
-// defaults for the special tokens a file does not name (SentencePiece: BOS
-// 1, EOS 2, unknown 0; byte-level BPE: BOS and EOS 11; none where the
-// vocabulary is smaller). A missing tokenizer.ggml.model, tokens, or
+// ReadVocab reads the tokenizer keys of f (and general.name, for
+// Vocab.Name) into a Vocab, with llama.cpp's defaults for the special
+// tokens a file does not name (SentencePiece: BOS 1, EOS 2, unknown 0;
+// byte-level BPE: BOS and EOS 11; none where the vocabulary is smaller). A missing tokenizer.ggml.model, tokens, or
 // merges of a "gpt2" model, or a key of the wrong type, is an ErrKey
 // error; a special token ID outside the vocabulary an ErrTokenID error.
 // New checks the rest.
@@ -111,6 +112,11 @@ func ReadVocab(f *gguf.File) (Vocab, error) {
 		}
 		*p.id = int32(id)
 	}
+	if _, ok := f.Value(keyName); ok {
+		if v.Name, err = f.String(keyName); err != nil {
+			return Vocab{}, keyErr(err)
+		}
+	}
 	for _, p := range []struct {
 		key string
 		v   **bool
@@ -134,6 +140,18 @@ func FromGGUF(f *gguf.File) (*Tokenizer, error) {
 		return nil, err
 	}
 	return New(v)
+}
+
+// FromGGUFForDecoding makes the tokenizer of f as NewForDecoding does:
+// ReadVocab, then NewForDecoding. A file whose pre-tokenizer this package
+// does not implement gives a tokenizer that decodes, and whose CanEncode
+// says why it does not encode.
+func FromGGUFForDecoding(f *gguf.File) (*Tokenizer, error) {
+	v, err := ReadVocab(f)
+	if err != nil {
+		return nil, err
+	}
+	return NewForDecoding(v)
 }
 
 // keyErr wraps an error of package gguf's getters in ErrKey.

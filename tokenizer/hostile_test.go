@@ -159,7 +159,7 @@ func TestFromGGUFKeyTypes(t *testing.T) {
 	}
 	keys := []string{keyModel, keyTokens, keyScores, keyTypes, keyMerges, keyPre, keyAddBOS, keyAddEOS, keySpacePrefix,
 		"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
-		"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}
+		"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id", keyName}
 	for _, base := range []Vocab{v, bpeVocab("llama-bpe", "a b")} {
 		for _, key := range keys {
 			for _, val := range values {

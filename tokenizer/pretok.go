@@ -103,6 +103,23 @@ const wordClasses = classSpace | classLetter | classNumber
 //
 //	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 func splitLlama3(s *span, ini, end int, ends []int) []int {
+	return splitLlama3Digits(s, ini, end, ends, 3)
+}
+
+// splitQwen2 is Qwen2's expression, Llama 3's with one number a piece
+// (\p{N} for \p{N}{1,3}):
+//
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// llama.cpp matches it by hand too (unicode_regex_split_custom_qwen2), its
+// contractions case insensitive as Llama 3's.
+func splitQwen2(s *span, ini, end int, ends []int) []int {
+	return splitLlama3Digits(s, ini, end, ends, 1)
+}
+
+// splitLlama3Digits is Llama 3's expression with runs of numbers cut into
+// pieces of at most digits code points (\p{N}{1,digits}).
+func splitLlama3Digits(s *span, ini, end int, ends []int, digits int) []int {
 	p := &splitter{s: s, ini: ini, end: end, ends: ends, last: ini}
 	for pos := ini; pos < end; {
 		r, c := p.cp(pos), p.class(pos)
@@ -120,12 +137,12 @@ func splitLlama3(s *span, ini, end int, ends []int) []int {
 			p.cut(pos)
 			continue
 		}
-		// \p{N}{1,3}
+		// \p{N}{1,digits}
 		if c&classNumber != 0 {
 			from := pos
 			for p.class(pos)&classNumber != 0 {
 				pos++
-				if pos-from >= 3 {
+				if pos-from >= digits {
 					p.cut(pos)
 					from = pos
 				}
@@ -288,4 +305,5 @@ var preSplits = map[preKind][]splitFunc{
 	preGPT2:    {splitGPT2},
 	preLlama3:  {splitLlama3},
 	preSmolLM:  {splitEachOf(classNumber), splitGPT2},
+	preQwen2:   {splitQwen2},
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -166,13 +167,32 @@ func refCases(t *testing.T) []refCase {
 	}{
 		{"llama3", "llama3", nil},
 		// Llama 3's vocabulary under the pre-tokenizers of other
-		// Llama-architecture files: SmolLM's (each digit alone, GPT-2's
+		// files: SmolLM's (each digit alone, GPT-2's
 		// expression, spaces kept as they are when decoding) and Smaug's
 		// (Llama 3's expression, merges always).
 		{"llama3-smollm", "llama3", func(v *Vocab) { v.Pre = "smollm" }},
 		{"llama3-smaug", "llama3", func(v *Vocab) { v.Pre = "smaug-bpe" }},
+		// And Qwen2's (Qwen 2, 2.5, 3): Llama 3's expression with each
+		// number alone, merges always, no BOS, spaces kept.
+		{"llama3-qwen2", "llama3", func(v *Vocab) { v.Pre = "qwen2" }},
 		{"gemma2", "gemma2", nil},
 		{"gemma2-space", "gemma2", func(v *Vocab) { v.AddSpacePrefix = &yes }},
+		// A model named Phi-3: white space after special tokens goes
+		// (llama.cpp needs Phi-3's <s>, </s> and <|endoftext|>: Gemma's
+		// unused tokens take the place of those it lacks).
+		{"gemma2-phi3", "gemma2", func(v *Vocab) {
+			v.AddSpacePrefix, v.Name = &yes, "Phi-3 Mini Test"
+			v.Tokens = slices.Clone(v.Tokens)
+			v.Types = slices.Clone(v.Types)
+			for i, s := range []string{"<s>", "</s>", "<|endoftext|>"} {
+				if slices.Contains(v.Tokens, s) {
+					continue
+				}
+				id := slices.Index(v.Tokens, fmt.Sprintf("<unused%d>", i))
+				require.GreaterOrEqual(t, id, 0)
+				v.Tokens[id], v.Types[id] = s, TypeControl
+			}
+		}},
 	} {
 		v := realVocab(t, c.vocab)
 		if c.edit != nil {
@@ -212,6 +232,7 @@ var hardCases = []string{
 	"<s>", "</s>", "<unk>", "<s>Hello</s>", "<|begin_of_text|>", "<|eot_id|>", "<|begin_of_text|>Hello<|eot_id|>",
 	"<start_of_turn>user\nHi<end_of_turn>", "<bos><eos>", "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
 	"<|begin_of_text|><|begin_of_text|>", "<|eot_id", "<|", "x<|eot_id|>y", " <|eot_id|> ",
+	"<start_of_turn>\n user<end_of_turn> \n\t<eos>  x", "</s> \n Hi", "<s> Hi", "<|endoftext|> a", "<|eot_id|>\n\nHi <|eot_id|>\u00a0x",
 	"▁", "▁▁", "a▁b", "<0x0A>", "\x00", "a\x00b", "\x7f", "\u00a0nbsp", "\u2003em space", "\u3000ideographic",
 	"    def f(x):\n        return x * 2\n", "if (a && b) { return 1; }", "<html><body>Hi</body></html>",
 	"ALL CAPS TEXT", "MiXeD CaSe", "Tab\tSeparated\tValues", "trailing   ", "   leading",

@@ -8,10 +8,12 @@ import (
 	"unicode/utf8"
 )
 
-// Errors, for errors.Is: every error of New and FromGGUF wraps one.
+// Errors, for errors.Is: every error of New, NewForDecoding, FromGGUF and
+// FromGGUFForDecoding wraps one, and so does CanEncode's.
 var (
 	// ErrUnsupported: a tokenizer model other than "llama" and "gpt2", or
-	// a pre-tokenizer this package does not implement.
+	// a pre-tokenizer this package does not implement (New refuses it;
+	// NewForDecoding accepts it and CanEncode returns the error).
 	ErrUnsupported = errors.New("unsupported tokenizer")
 	// ErrKey: a key the tokenizer needs is missing or has the wrong type.
 	ErrKey = errors.New("bad tokenizer key")
@@ -56,6 +58,7 @@ const (
 	attrControl
 	attrUserDefined
 	attrByte
+	attrRStrip // white space after the token in a text goes with it
 )
 
 var typeAttr = [...]attr{
@@ -86,6 +89,12 @@ type Vocab struct {
 	// EOT and EOM end a turn and a message (they end generation); -1:
 	// none.
 	EOT, EOM int32
+	// Name is the model's name (general.name). llama.cpp applies one rule
+	// by it: in a model named Phi-3 ("phi-3" or "phi3" in any case),
+	// ASCII white space after a special token in a text goes with the
+	// token ("<|user|>\nHi" is "<|user|>" "Hi"), except after <s>,
+	// <unk> and <|endoftext|>.
+	Name string
 	// AddBOS, AddEOS say whether EncodeOptions.AddSpecial adds BOS and
 	// EOS, and AddSpacePrefix whether a space goes in front of the text
 	// (SentencePiece) and is taken off again by Decode. Nil: llama.cpp's
@@ -102,6 +111,7 @@ const (
 	preGPT2
 	preLlama3
 	preSmolLM // each number alone, then GPT-2's expression
+	preQwen2  // Llama 3's expression with each number alone
 )
 
 // preRule is what a tokenizer.ggml.pre name sets, as llama.cpp's
@@ -116,6 +126,10 @@ type preRule struct {
 // llama3Rule is Llama 3's pre-tokenizer and its aliases.
 var llama3Rule = preRule{kind: preLlama3, ignoreMerges: true, addBOS: true}
 
+// qwen2Rule is Qwen2's pre-tokenizer (Qwen 2, 2.5 and 3) and the names
+// llama.cpp gives it with the same settings.
+var qwen2Rule = preRule{kind: preQwen2, keepSpaces: true}
+
 // preNames maps tokenizer.ggml.pre to the pre-tokenizers implemented.
 var preNames = map[string]preRule{
 	"": {kind: preDefault}, "default": {kind: preDefault},
@@ -123,11 +137,22 @@ var preNames = map[string]preRule{
 	"llama3": llama3Rule, "llama-v3": llama3Rule, "llama-bpe": llama3Rule, "falcon3": llama3Rule, "pixtral": llama3Rule,
 	"smaug-bpe": {kind: preLlama3}, // Llama 3's expression, merges always
 	"smollm":    {kind: preSmolLM, keepSpaces: true},
+	"qwen2":     qwen2Rule, "deepseek-r1-qwen": qwen2Rule, "kormo": qwen2Rule, "f2llmv2": qwen2Rule,
+	"hunyuan": qwen2Rule, "solar-open": qwen2Rule,
+	"megrez": {kind: preQwen2}, "stablelm2": {kind: preQwen2}, // Qwen2's expression, spaces cleaned up
 }
+
+// unknownPreRule is what NewForDecoding takes for a pre-tokenizer this
+// package does not implement: llama.cpp's defaults for byte-level BPE
+// (no BOS added), and the text decoded as its tokens spell it, without
+// the clean-up of spaces that most of llama.cpp's recent pre-tokenizers
+// turn off.
+var unknownPreRule = preRule{kind: preDefault, keepSpaces: true}
 
 // Tokenizer encodes text into token IDs and decodes them, for one
 // vocabulary. It may be used by several goroutines at once.
 type Tokenizer struct {
+	encErr error // why the tokenizer does not encode (NewForDecoding), or nil
 	bpe    bool
 	pre    preKind
 	tokens []string
@@ -138,6 +163,7 @@ type Tokenizer struct {
 	ranks  map[string]int32 // merges: "left right" -> rank
 
 	bos, eos, unk  int32
+	eot, eom       int32
 	addBOS, addEOS bool
 	addSpacePrefix bool
 	cleanSpaces    bool
@@ -182,8 +208,30 @@ var fimEndTexts = []string{
 // an empty text is named "[EMPTY_<id>]" as llama.cpp names it), merges
 // are two pieces (ErrMerge), and the special tokens are in the
 // vocabulary, BOS and EOS too when they are to be added (ErrTokenID).
+// Every tokenizer New returns encodes and decodes.
 func New(v Vocab) (*Tokenizer, error) {
-	t := &Tokenizer{bos: v.BOS, eos: v.EOS, unk: v.UNK}
+	t, err := NewForDecoding(v)
+	if err != nil {
+		return nil, err
+	}
+	if t.encErr != nil {
+		return nil, t.encErr
+	}
+	return t, nil
+}
+
+// NewForDecoding makes a tokenizer of v as New does, except that a
+// byte-level BPE pre-tokenizer this package does not implement is no
+// error: the tokenizer decodes (Decode, Piece, NewDecoder) and answers
+// about its tokens as any other, and CanEncode returns the ErrUnsupported
+// error that names the pre-tokenizer. Decoding then follows llama.cpp's
+// defaults for byte-level BPE: no BOS added (unless the vocabulary says
+// so) and no clean-up of spaces. Every other fault of v is the error New
+// returns. This is the constructor for a program that runs a model
+// whatever its tokenizer, and needs its tokenizer to read what the model
+// writes.
+func NewForDecoding(v Vocab) (*Tokenizer, error) {
+	t := &Tokenizer{bos: v.BOS, eos: v.EOS, unk: v.UNK, eot: v.EOT, eom: v.EOM}
 	switch v.Model {
 	case "llama":
 		t.addSpacePrefix, t.addBOS = true, true
@@ -191,7 +239,8 @@ func New(v Vocab) (*Tokenizer, error) {
 		t.bpe = true
 		pre, ok := preNames[v.Pre]
 		if !ok {
-			return nil, fmt.Errorf("tokenizer: %w: pre-tokenizer %q (this package implements default, gpt-2, llama-bpe, smaug-bpe and smollm)", ErrUnsupported, v.Pre)
+			t.encErr = fmt.Errorf("tokenizer: %w: pre-tokenizer %q (this package implements default, gpt-2, llama-bpe, smaug-bpe, smollm and qwen2, and their aliases)", ErrUnsupported, v.Pre)
+			pre = unknownPreRule
 		}
 		t.pre = pre.kind
 		t.cleanSpaces = !pre.keepSpaces
@@ -300,6 +349,19 @@ func New(v Vocab) (*Tokenizer, error) {
 			t.specialFirst[t.tokens[i][0]] = true
 		}
 	}
+	if isPhi3(v.Name) {
+		for _, id := range t.special {
+			t.attrs[id] |= attrRStrip
+		}
+		if id, ok := t.ids["</s>"]; ok {
+			t.attrs[id] |= attrRStrip
+		}
+		for _, s := range []string{"<unk>", "<s>", "<|endoftext|>"} {
+			if id, ok := t.ids[s]; ok {
+				t.attrs[id] &^= attrRStrip
+			}
+		}
+	}
 	slices.SortStableFunc(t.special, func(a, b int32) int { return len(t.tokens[b]) - len(t.tokens[a]) })
 	t.specialTrie = newTrie(t.tokens, t.special)
 
@@ -322,6 +384,18 @@ func New(v Vocab) (*Tokenizer, error) {
 	return t, nil
 }
 
+// isPhi3 reports whether a model of this name gets llama.cpp's rule for
+// Phi-3: its name, ASCII letters lowered, holds "phi-3" or "phi3".
+func isPhi3(name string) bool {
+	b := []byte(name)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return strings.Contains(string(b), "phi-3") || strings.Contains(string(b), "phi3")
+}
+
 // findByteToken is the token of byte b: <0xNN> or the byte itself for
 // SentencePiece, its rune of the byte-to-unicode map for byte-level BPE;
 // -1 if the vocabulary has none.
@@ -341,6 +415,12 @@ func (t *Tokenizer) findByteToken(b byte) int32 {
 	return -1
 }
 
+// CanEncode returns nil if the tokenizer encodes, or the ErrUnsupported
+// error that says why not: a tokenizer of NewForDecoding whose
+// pre-tokenizer this package does not implement. Tokenizers of New and
+// FromGGUF always encode.
+func (t *Tokenizer) CanEncode() error { return t.encErr }
+
 // Len returns the number of tokens.
 func (t *Tokenizer) Len() int { return len(t.tokens) }
 
@@ -357,6 +437,16 @@ func (t *Tokenizer) BOS() int32 { return t.bos }
 
 // EOS returns the end-of-sequence token, or -1.
 func (t *Tokenizer) EOS() int32 { return t.eos }
+
+// EOT returns the end-of-turn token (tokenizer.ggml.eot_token_id), or -1.
+func (t *Tokenizer) EOT() int32 { return t.eot }
+
+// EOM returns the end-of-message token (tokenizer.ggml.eom_token_id), or
+// -1.
+func (t *Tokenizer) EOM() int32 { return t.eom }
+
+// UNK returns the unknown token, or -1.
+func (t *Tokenizer) UNK() int32 { return t.unk }
 
 // AddsBOS reports whether EncodeOptions.AddSpecial puts BOS in front.
 func (t *Tokenizer) AddsBOS() bool { return t.addBOS }

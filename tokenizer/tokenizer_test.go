@@ -174,6 +174,13 @@ func TestPreTokenizers(t *testing.T) {
 		{preDefault, "1234567", []string{"123", "456", "7"}},
 		{preDefault, "a+b", []string{"a", "+", "b"}},
 		{preDefault, "x 12345.", []string{"x", " ", "123", "45", "."}},
+		// Qwen2: Llama 3's expression, each number alone.
+		{preQwen2, "1234567", []string{"1", "2", "3", "4", "5", "6", "7"}},
+		{preQwen2, "x12 ٣٤", []string{"x", "1", "2", " ", "٣", "٤"}},
+		{preQwen2, "it's IT'S", []string{"it", "'s", " IT", "'S"}},
+		{preQwen2, "a \n\n b", []string{"a", " \n\n", " b"}},
+		{preQwen2, "(x)!\n", []string{"(x", ")!\n"}},
+		{preQwen2, "$1.5", []string{"$", "1", ".", "5"}},
 	} {
 		assert.Equal(t, c.want, words(c.pre, c.text), "%q", c.text)
 	}
@@ -291,7 +298,7 @@ func TestNewErrors(t *testing.T) {
 		want error
 	}{
 		{"model", func(v *Vocab) { v.Model = "t5" }, ErrUnsupported},
-		{"pre", func(v *Vocab) { v.Model, v.Pre = "gpt2", "qwen2" }, ErrUnsupported},
+		{"pre", func(v *Vocab) { v.Model, v.Pre = "gpt2", "qwen35-unknown" }, ErrUnsupported},
 		{"no tokens", func(v *Vocab) { v.Tokens, v.Scores, v.Types = nil, nil, nil }, ErrKey},
 		{"scores", func(v *Vocab) { v.Scores = v.Scores[1:] }, ErrLength},
 		{"types", func(v *Vocab) { v.Types = append(v.Types, TypeNormal) }, ErrLength},
@@ -346,6 +353,8 @@ func TestFromGGUFErrors(t *testing.T) {
 		require.NoError(t, err, c.name)
 		_, err = FromGGUF(f)
 		assert.ErrorIs(t, err, c.want, c.name)
+		_, err = FromGGUFForDecoding(f)
+		assert.ErrorIs(t, err, c.want, "%s: for decoding", c.name)
 		require.NoError(t, f.Close())
 	}
 
@@ -365,6 +374,15 @@ func TestFromGGUFErrors(t *testing.T) {
 		require.NoError(t, err, c.name)
 		_, err = FromGGUF(f)
 		assert.ErrorIs(t, err, c.want, c.name)
+		tok, err := FromGGUFForDecoding(f)
+		if c.name == "pre" {
+			// An unknown pre-tokenizer still decodes.
+			require.NoError(t, err, c.name)
+			assert.ErrorIs(t, tok.CanEncode(), ErrUnsupported)
+			assert.ErrorContains(t, tok.CanEncode(), `"deepseek-llm"`)
+		} else {
+			assert.ErrorIs(t, err, c.want, "%s: for decoding", c.name)
+		}
 		require.NoError(t, f.Close())
 	}
 
@@ -437,4 +455,24 @@ func TestSentencePieceWords(t *testing.T) {
 	v.Scores = append(v.Scores, 0)
 	v.Types = append(v.Types, TypeNormal)
 	assert.False(t, newTok(t, v).spmWords)
+}
+
+// TestPhi3RStrip: in a model named Phi-3, ASCII white space after a
+// special token goes with it, except after <s> and <unk>; by hand.
+func TestPhi3RStrip(t *testing.T) {
+	v := spmVocab(nil)
+	no := false
+	v.AddSpacePrefix = &no
+	text := "a</s> \nb<s> a<unk> b</s>\u00a0a"
+	o := EncodeOptions{ParseSpecial: true}
+	plain := []string{"a", "</s>", "▁", "<unk>", "b", "<s>", "▁", "a", "<unk>", "▁", "b", "</s>", "<unk>", "<unk>", "a"}
+	stripped := []string{"a", "</s>", "b", "<s>", "▁", "a", "<unk>", "▁", "b", "</s>", "<unk>", "<unk>", "a"}
+	for name, want := range map[string][]string{"": plain, "phi-2": plain, "Phi-3-mini": stripped, "my PHI3 model": stripped} {
+		v.Name = name
+		tok := newTok(t, v)
+		assert.Equal(t, want, pieces(tok, tok.Encode(text, o)), "name %q", name)
+		// Without ParseSpecial the control tokens are text, and nothing
+		// goes.
+		assert.Equal(t, 3, len(tok.Encode("</s> \nb", EncodeOptions{}))-len(tok.Encode("</s>", EncodeOptions{})), "name %q", name)
+	}
 }

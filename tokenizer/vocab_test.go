@@ -255,7 +255,11 @@ func writeGGUF(t testing.TB, v Vocab, extra map[string]any) string {
 	b := gguf.NewBuilder()
 	set := func(key string, val any) { require.NoError(t, b.Set(key, val), key) }
 	set(gguf.KeyArchitecture, "llama")
-	set("general.name", "tokenizer test")
+	name := "tokenizer test"
+	if v.Name != "" {
+		name = v.Name
+	}
+	set("general.name", name)
 	for _, kv := range []struct {
 		k string
 		v uint32
