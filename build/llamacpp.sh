@@ -46,4 +46,5 @@ build() {
 }
 build model/testdata/llamacpp_bench.c llamacpp_bench
 build tokenizer/testdata/llamacpp_tokenize.c llamacpp_tokenize
+build model/sample/testdata/llamacpp_sample.c llamacpp_sample
 echo "$dir"
