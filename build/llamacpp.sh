@@ -46,5 +46,6 @@ build() {
 }
 build model/testdata/llamacpp_bench.c llamacpp_bench
 build tokenizer/testdata/llamacpp_tokenize.c llamacpp_tokenize
+build model/testdata/llamacpp_run.c llamacpp_run
 build model/sample/testdata/llamacpp_sample.c llamacpp_sample
 echo "$dir"
