@@ -21,6 +21,7 @@ import (
 	. "github.com/go-ggml/ggml/model"
 	_ "github.com/go-ggml/ggml/model/llama"
 	. "github.com/go-ggml/ggml/model/modeltest"
+	"github.com/go-ggml/ggml/model/sample"
 )
 
 // BenchmarkLlamaCpp runs go-ggml and llama.cpp on the same generated file,
@@ -164,7 +165,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 				var total time.Duration
 				for range b.N {
 					logits := prime(b)
-					s := NewSampler(0, 0, 0, 1)
+					s, _ := sample.New(sample.Params{}) // greedy
 					t0 := time.Now()
 					for range gen {
 						id, err := s.Sample(logits)

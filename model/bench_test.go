@@ -17,6 +17,7 @@ import (
 	. "github.com/go-ggml/ggml/model"
 	_ "github.com/go-ggml/ggml/model/llama"
 	. "github.com/go-ggml/ggml/model/modeltest"
+	"github.com/go-ggml/ggml/model/sample"
 )
 
 // The benchmark model: GGML_BENCH_LLAMA names a preset (default "small",
@@ -162,7 +163,7 @@ func BenchmarkLlama(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		s := NewSampler(0, 0, 0, 1)
+		s, _ := sample.New(sample.Params{}) // greedy
 		m.ResetStats()
 		var sampling time.Duration
 		for b.Loop() {

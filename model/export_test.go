@@ -31,11 +31,10 @@ func CheckOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra b
 func (m *Model) TokEmbd() any { return m.tokEmbd }
 func (m *Model) Output() any  { return m.output }
 
-// BestGPU, DeviceOf and Argmax are bestGPU, deviceOf and argmax.
+// BestGPU and DeviceOf are bestGPU and deviceOf.
 var (
 	BestGPU  = bestGPU
 	DeviceOf = deviceOf
-	Argmax   = argmax
 )
 
 const MaxDim = maxDim

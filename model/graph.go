@@ -443,6 +443,7 @@ func (m *Model) eval(ctx context.Context, tokens []int32, all bool) ([]float32, 
 		out = make([]float32, 0, len(tokens)*vocab)
 	}
 	start := m.pos
+	all0 := tokens
 	for len(tokens) > 0 {
 		batch := tokens[:min(len(tokens), m.nBatch)]
 		tokens = tokens[len(batch):]
@@ -450,6 +451,7 @@ func (m *Model) eval(ctx context.Context, tokens []int32, all bool) ([]float32, 
 		logits, err := m.compute(ctx, batch, all)
 		if err != nil {
 			m.pos = start
+			m.hist = m.hist[:start]
 			return nil, err
 		}
 		switch {
@@ -459,6 +461,7 @@ func (m *Model) eval(ctx context.Context, tokens []int32, all bool) ([]float32, 
 			out = logits
 		}
 	}
+	m.hist = append(m.hist[:start], all0...)
 	return out, nil
 }
 

@@ -19,7 +19,9 @@ import (
 	"github.com/go-ggml/ggml/cpu"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/model/chat"
 	"github.com/go-ggml/ggml/sched"
+	"github.com/go-ggml/ggml/tokenizer"
 )
 
 // Options say how Load runs a model.
@@ -151,9 +153,12 @@ func (e *MemoryError) Unwrap() error { return ggml.ErrNoMemory }
 // after Close they are ggml.ErrClosed errors (Close again returns nil).
 type Model struct {
 	Config Config
-	Vocab  *Vocab
 
-	net Network
+	net     Network
+	tok     *tokenizer.Tokenizer
+	tokErr  error // why tok is nil
+	tmpl    *chat.Template
+	tmplErr error // why tmpl is nil
 
 	nCtx, nBatch int
 	cacheType    ggml.Type
@@ -171,8 +176,9 @@ type Model struct {
 	sched    *sched.Scheduler
 	state    []stateBuffer // KV cache and per-device constants, one per buffer type
 
-	pos  int   // tokens in the cache
-	step *step // the graph of the last compute, reused when the next has the same shape
+	pos  int     // tokens in the cache
+	hist []int32 // the tokens in the cache
+	step *step   // the graph of the last compute, reused when the next has the same shape
 
 	logits []float32 // the last compute's logits
 
@@ -247,23 +253,22 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 		return nil, err
 	}
 	specs := net.Tensors()
-	vocab, err := ReadVocab(f)
+	tok, tokErr, err := readTokenizer(f, cfg.VocabSize)
 	if err != nil {
 		return nil, err
-	}
-	if vocab.Len() != 0 && vocab.Len() != cfg.VocabSize {
-		return nil, fmt.Errorf("%w: %d tokens in tokenizer.ggml.tokens, %d rows in token_embd.weight", ErrModel, vocab.Len(), cfg.VocabSize)
 	}
 	tied, err := checkTensors(f, cfg, specs)
 	if err != nil {
 		return nil, err
 	}
+	tmpl, tmplErr := chat.FromGGUF(f)
 	uses := map[string]Use{}
 	for _, s := range specs {
 		uses[s.Name] = s.Use
 	}
 
-	m = &Model{Config: cfg, Vocab: vocab, net: net, tied: tied,
+	m = &Model{Config: cfg, net: net, tok: tok, tokErr: tokErr, tied: tied,
+		tmpl: tmpl, tmplErr: tmplErr,
 		reserved: map[*backend.Backend]uint64{}, peak: map[*backend.Backend]uint64{}, free: map[string][2]uint64{}}
 	defer func() {
 		if err != nil {
@@ -905,6 +910,7 @@ func (m *Model) Rewind(pos int) error {
 		return fmt.Errorf("%w: rewind to %d with %d tokens in the cache", ggml.ErrInvalid, pos, m.pos)
 	}
 	m.pos = pos
+	m.hist = m.hist[:pos]
 	return nil
 }
 

@@ -26,6 +26,7 @@ import (
 	. "github.com/go-ggml/ggml/model"
 	_ "github.com/go-ggml/ggml/model/llama"
 	. "github.com/go-ggml/ggml/model/modeltest"
+	"github.com/go-ggml/ggml/model/sample"
 )
 
 // tinyFile writes the tiny preset with weights of type typ and returns its
@@ -318,14 +319,12 @@ func TestGenerate(t *testing.T) {
 	m := LoadModel(t, path, Options{ContextSize: 64})
 	ref := OpenReference(t, path)
 	prompt := RandomTokens(rng, 5, m.Config.VocabSize)
-	var emitted []int32
-	out, err := m.Generate(context.Background(), prompt, 12, NewSampler(0, 0, 0, 1), func(id int32) bool {
-		emitted = append(emitted, id)
-		return true
-	})
-	require.NoError(t, err)
+	var out []int32
+	for id, err := range m.Generate(context.Background(), prompt, GenerateOptions{MaxTokens: 12, IgnoreEOS: true}) {
+		require.NoError(t, err)
+		out = append(out, id)
+	}
 	require.Len(t, out, 12)
-	assert.Equal(t, out, emitted)
 	assert.Equal(t, 5+11, m.Pos(), "the last token is sampled, not evaluated")
 
 	var logits []float64
@@ -340,11 +339,36 @@ func TestGenerate(t *testing.T) {
 		logits = ref.Next(id)
 	}
 
-	// emit can stop it.
+	// The loop can stop it, and the same prompt from position 0 gives the
+	// same tokens.
 	require.NoError(t, m.Rewind(0))
-	out, err = m.Generate(context.Background(), prompt, 12, NewSampler(0, 0, 0, 1), func(int32) bool { return false })
-	require.NoError(t, err)
-	assert.Len(t, out, 1)
+	var again []int32
+	for id, err := range m.Generate(context.Background(), prompt, GenerateOptions{MaxTokens: 12, IgnoreEOS: true}) {
+		require.NoError(t, err)
+		again = append(again, id)
+		if len(again) == 4 {
+			break
+		}
+	}
+	assert.Equal(t, out[:4], again)
+	assert.Equal(t, 5+3, m.Pos())
+
+	// Bad options, and a context that fills before MaxTokens.
+	for _, err := range m.Generate(context.Background(), prompt, GenerateOptions{MaxTokens: -1}) {
+		require.ErrorIs(t, err, ggml.ErrInvalid)
+	}
+	for _, err := range m.Generate(context.Background(), prompt, GenerateOptions{Sampling: sample.Params{Temperature: float32(math.NaN())}}) {
+		require.ErrorIs(t, err, sample.ErrParams)
+	}
+	require.NoError(t, m.Rewind(0))
+	n := 0
+	var last error
+	for _, err := range m.Generate(context.Background(), prompt, GenerateOptions{MaxTokens: 100, IgnoreEOS: true}) {
+		n++
+		last = err
+	}
+	require.ErrorIs(t, last, ErrContextFull)
+	assert.Equal(t, 64-5+1+1, n, "the tokens that fit, the last one unevaluated, and the error")
 }
 
 // TestConcurrentUse checks a Model used from two goroutines at once: each
@@ -411,15 +435,17 @@ func TestConcurrentUse(t *testing.T) {
 	// model, are ErrBusy, and leave its sequence alone.
 	require.NoError(t, m.Rewind(0))
 	var inner []error
-	out, err := m.Generate(ctx, seq[:2], 3, NewSampler(0, 0, 0, 1), func(int32) bool {
+	var out []int32
+	for id, err := range m.Generate(ctx, seq[:2], GenerateOptions{MaxTokens: 3, IgnoreEOS: true}) {
+		require.NoError(t, err)
+		out = append(out, id)
 		_, err := m.Eval(ctx, seq[:1], false)
 		var dot bytes.Buffer
 		inner = append(inner, err, m.Rewind(0), m.Rest(), m.WriteDot(&dot), m.Close())
-		_, err = m.Generate(ctx, seq[:1], 1, NewSampler(0, 0, 0, 1), nil)
-		inner = append(inner, err)
-		return true
-	})
-	require.NoError(t, err)
+		for _, err := range m.Generate(ctx, seq[:1], GenerateOptions{MaxTokens: 1}) {
+			inner = append(inner, err)
+		}
+	}
 	require.Len(t, out, 3)
 	require.Len(t, inner, 3*6)
 	for i, err := range inner {
@@ -459,8 +485,9 @@ func TestConcurrentUse(t *testing.T) {
 	require.NoError(t, m.Close(), "Close twice")
 	_, err = m.Eval(ctx, seq[:1], false)
 	require.ErrorIs(t, err, ggml.ErrClosed)
-	_, err = m.Generate(ctx, seq[:1], 2, NewSampler(0, 0, 0, 1), nil)
-	require.ErrorIs(t, err, ggml.ErrClosed)
+	for _, err := range m.Generate(ctx, seq[:1], GenerateOptions{MaxTokens: 2}) {
+		require.ErrorIs(t, err, ggml.ErrClosed)
+	}
 	require.ErrorIs(t, m.Rewind(0), ggml.ErrClosed)
 	require.ErrorIs(t, m.Rest(), ggml.ErrClosed)
 	require.ErrorIs(t, m.WriteDot(io.Discard), ggml.ErrClosed)

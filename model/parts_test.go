@@ -15,6 +15,7 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testutil"
+	"github.com/go-ggml/ggml/tokenizer"
 
 	. "github.com/go-ggml/ggml/model"
 	_ "github.com/go-ggml/ggml/model/llama"
@@ -30,16 +31,13 @@ func TestReadConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Presets["tiny"], c)
 	assert.Equal(t, 32, c.KVDim())
-	v, err := ReadVocab(f)
-	require.NoError(t, err)
-	assert.Equal(t, 256, v.Len())
-	assert.Equal(t, 1, v.BOS)
-	assert.Equal(t, 2, v.EOS)
-	tok, err := v.Tokenizer()
+	m := LoadModel(t, path, Options{ContextSize: 16})
+	tok, err := m.Tokenizer()
 	require.NoError(t, err, "the synthetic vocabulary makes a tokenizer")
 	assert.Equal(t, 256, tok.Len())
 	assert.Equal(t, int32(1), tok.BOS())
-	assert.True(t, v.IsEOG(2))
+	assert.Equal(t, int32(2), tok.EOS())
+	assert.True(t, tok.IsEOG(2))
 }
 
 // TestReadConfigRopeScaling reads RoPE scaling as llama.cpp does: linear
@@ -97,19 +95,23 @@ func TestConvertedFile(t *testing.T) {
 		require.True(t, ok, name)
 		assert.Equal(t, want, ti.Type, name)
 	}
-	v, err := ReadVocab(f)
+	v, err := tokenizer.FromGGUF(f)
 	require.NoError(t, err)
 	require.Equal(t, mixConfig.VocabSize, v.Len())
-	assert.Equal(t, "<|begin_of_text|>", v.Piece(int32(v.BOS)))
-	assert.Equal(t, "<|eot_id|>", v.Piece(int32(v.EOS)))
-	assert.Equal(t, TokenControl, v.Type(int32(v.BOS)))
-	assert.Equal(t, TokenNormal, v.Type(' '))
+	assert.Equal(t, "<|begin_of_text|>", v.Token(v.BOS()))
+	assert.Equal(t, "<|eot_id|>", v.Token(v.EOS()))
+	assert.Equal(t, tokenizer.TypeControl, v.Type(v.BOS()))
+	assert.Equal(t, tokenizer.TypeNormal, v.Type(' '))
 	// The first 256 tokens are the bytes, in order, as GPT-2's runes.
 	for b := range 256 {
-		require.Equal(t, []byte{byte(b)}, v.Bytes(int32(b)), "token %d", b)
+		p, err := v.Piece(int32(b), true)
+		require.NoError(t, err)
+		require.Equal(t, string([]byte{byte(b)}), p, "token %d", b)
 	}
-	assert.Equal(t, "Ġe", v.Piece(256))
-	assert.Equal(t, " e", string(v.Bytes(256)))
+	assert.Equal(t, "Ġe", v.Token(256))
+	p, err := v.Piece(256, true)
+	require.NoError(t, err)
+	assert.Equal(t, " e", p)
 
 	// Q4_K_M in the tiny preset, whose rows of 64 are no k-quant blocks:
 	// llama.cpp's fallbacks.
@@ -154,10 +156,9 @@ func TestLoadRefuses(t *testing.T) {
 			b.Set("tokenizer.ggml.scores", []float32{0, 0, 0})
 		}, "3 tokens in tokenizer.ggml.tokens"},
 		{"token types", func(b *gguf.Builder) { b.Set("tokenizer.ggml.token_type", []int32{1, 1}) }, "2 token types for 256 tokens"},
-		{"scores", func(b *gguf.Builder) { b.Set("tokenizer.ggml.scores", []float32{1}) }, "1 token scores for 256 tokens"},
-		{"bos", func(b *gguf.Builder) { b.Set("tokenizer.ggml.bos_token_id", uint32(256)) }, "bos_token_id is 256, outside the vocabulary"},
-		{"eos type", func(b *gguf.Builder) { b.Set("tokenizer.ggml.eos_token_id", "2") }, "eos_token_id is a str"},
-		{"tokenizer", func(b *gguf.Builder) { b.Set("tokenizer.ggml.model", "t5") }, `tokenizer.ggml.model "t5"`},
+		{"scores", func(b *gguf.Builder) { b.Set("tokenizer.ggml.scores", []float32{1}) }, "1 scores for 256 tokens"},
+		{"bos", func(b *gguf.Builder) { b.Set("tokenizer.ggml.bos_token_id", uint32(256)) }, "bos_token_id is 256, and the vocabulary has 256 tokens"},
+		{"eos type", func(b *gguf.Builder) { b.Set("tokenizer.ggml.eos_token_id", "2") }, "eos_token_id is str, want an integer"},
 		{"experts", func(b *gguf.Builder) { b.Set("llama.expert_count", uint32(8)) }, "llama.expert_count is 8: mixture-of-experts"},
 		{"rope scaling factor", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(-2)) }, "RoPE frequency scale is -0.5"},
 		{"value length", func(b *gguf.Builder) { b.Set("llama.attention.value_length", uint32(8)) }, "value_length (8) differs"},
@@ -189,6 +190,17 @@ func TestLoadRefuses(t *testing.T) {
 	}
 	_, err := Load(context.Background(), filepath.Join(t.TempDir(), "none.gguf"), Options{})
 	require.ErrorIs(t, err, os.ErrNotExist)
+
+	// A tokenizer package tokenizer does not implement: the model runs
+	// from token IDs, and Tokenizer says why it has none.
+	m := LoadModel(t, writeModified(t, func(b *gguf.Builder) { b.Set("tokenizer.ggml.model", "t5") }), Options{ContextSize: 8})
+	_, err = m.Tokenizer()
+	require.ErrorIs(t, err, tokenizer.ErrUnsupported)
+	_, err = m.Eval(context.Background(), []int32{1, 2}, false)
+	require.NoError(t, err)
+	for _, err := range m.GenerateText(context.Background(), "hi", GenerateOptions{MaxTokens: 1}) {
+		require.ErrorIs(t, err, tokenizer.ErrUnsupported)
+	}
 
 	// A matrix of a type ggml cannot multiply (q8_K, the CPU's internal
 	// format for activations): both errors, before anything is loaded.

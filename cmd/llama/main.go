@@ -43,11 +43,13 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/model"
+	"github.com/go-ggml/ggml/model/chat"
 	_ "github.com/go-ggml/ggml/model/gemma"
 	_ "github.com/go-ggml/ggml/model/llama"
 	"github.com/go-ggml/ggml/model/modeltest"
 	_ "github.com/go-ggml/ggml/model/qwen2"
 	_ "github.com/go-ggml/ggml/model/qwen3"
+	"github.com/go-ggml/ggml/model/sample"
 	"github.com/go-ggml/ggml/tokenizer"
 )
 
@@ -87,6 +89,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		topK      = flags.Int("top-k", 40, "sample from the k most likely tokens; 0: all")
 		topP      = flags.Float64("top-p", 0.95, "sample from the smallest set of tokens whose probability reaches p; 1: all")
 		seed      = flags.Uint64("seed", 1, "the sampler's seed")
+		minP      = flags.Float64("min-p", 0, "drop tokens less likely than p times the most likely one; 0: off")
+		repeatP   = flags.Float64("repeat-penalty", 1, "divide the logits of the last -repeat-last-n tokens by this (multiply the negative ones); 1: off")
+		repeatN   = flags.Int("repeat-last-n", 64, "how many of the last tokens the penalties look at; 0: off")
+		presenceP = flags.Float64("presence-penalty", 0, "subtract this from the logits of tokens among the last -repeat-last-n")
+		freqP     = flags.Float64("frequency-penalty", 0, "subtract this times their count from the logits of tokens among the last -repeat-last-n")
+		chatMode  = flags.Bool("chat", false, "send the prompt as a user's message through the file's chat template (tokenizer.chat_template) and print the reply")
+		system    = flags.String("system", "", "with -chat: a system message before the user's")
 		nCtx      = flags.Int("ctx", 0, "KV cache positions; 0: the model's training context, at most 4096")
 		batch     = flags.Int("batch", 512, "most tokens per compute in prompt processing")
 		threads   = flags.Int("threads", 0, "CPU threads; 0: one per core")
@@ -122,6 +131,19 @@ that works but means nothing), so its text is gibberish.
 flags:
 `)
 		flags.PrintDefaults()
+	}
+	// llama.cpp's names for the same flags, so that its users' habits work
+	// (Go's flag package takes -name and --name alike).
+	for alias, name := range map[string]string{
+		"m": "model", "p": "prompt", "f": "p-file", "c": "ctx", "t": "threads", "b": "batch",
+		"ngl": "gpu-layers", "n-gpu-layers": "gpu-layers", "ctx-size": "ctx", "n-predict": "n",
+		"file": "p-file", "threads": "threads", "flash-attn": "fa", "cache-type-k": "cache-type",
+	} {
+		if alias == name {
+			continue
+		}
+		f := flags.Lookup(name)
+		flags.Var(f.Value, alias, "llama.cpp's name for -"+name)
 	}
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -194,18 +216,35 @@ flags:
 		c.BlockCount, c.EmbeddingLength, c.HeadCount, c.HeadCountKV, c.VocabSize, float64(m.Params())/1e6,
 		m.WeightTypes(), m.WeightBuffers(), attn, time.Since(t0).Round(time.Millisecond), strings.Join(names, " + "))
 
-	tok, tokErr := m.Vocab.Tokenizer()
+	sampling := sample.Params{
+		Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP), MinP: float32(*minP),
+		RepeatPenalty: float32(*repeatP), PenaltyLastN: *repeatN, PresencePenalty: float32(*presenceP),
+		FrequencyPenalty: float32(*freqP), Seed: *seed,
+	}
+	if *chatMode {
+		return chatReply(ctx, m, *system, text, model.GenerateOptions{MaxTokens: max(*n, 0), Sampling: sampling, IgnoreEOS: *ignoreEOS}, stdout, stderr)
+	}
+	tok, tokErr := m.Tokenizer()
 	if text != "" {
+		if tokErr == nil {
+			tokErr = tok.CanEncode()
+		}
 		if tokErr != nil {
 			return fmt.Errorf("a text prompt needs the model's tokenizer (-prompt-ids takes token IDs): %w", tokErr)
 		}
 		ids = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	}
-	tokens := promptOrBOS(ids, m.Vocab)
-	out := newTextOut(stdout, m.Vocab, tok, *showIDs)
+	tokens := promptOrBOS(ids, tok)
+	out := newTextOut(stdout, tok, *showIDs)
 
 	// The prompt in one batch, then one token at a time.
-	sampler := model.NewSampler(float32(*temp), *topK, float32(*topP), *seed)
+	sampler, err := sample.New(sampling)
+	if err != nil {
+		return err
+	}
+	for _, id := range tokens {
+		sampler.Accept(id)
+	}
 	t1 := time.Now()
 	logits, err := m.Eval(ctx, tokens, false)
 	if err != nil {
@@ -226,11 +265,12 @@ flags:
 		if err != nil {
 			return err
 		}
+		sampler.Accept(id)
 		generated = append(generated, id)
 		if err := out.token(id); err != nil {
 			return err
 		}
-		if (m.Vocab.IsEOG(id) && !*ignoreEOS) || len(generated) == *n {
+		if (tok != nil && tok.IsEOG(id) && !*ignoreEOS) || len(generated) == *n {
 			break
 		}
 		if m.Pos() == m.ContextSize() {
@@ -267,6 +307,32 @@ flags:
 	return nil
 }
 
+// chatReply sends text as a user's message (after a system message, if
+// any) through the model's chat template and streams the reply to
+// stdout.
+func chatReply(ctx context.Context, m *model.Model, system, text string, o model.GenerateOptions, stdout, stderr io.Writer) error {
+	var msgs []chat.Message
+	if system != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: system})
+	}
+	msgs = append(msgs, chat.Message{Role: "user", Content: text})
+	t0 := time.Now()
+	for piece, err := range m.Chat(ctx, msgs, o) {
+		if err != nil {
+			return err
+		}
+		if _, err := io.WriteString(stdout, piece); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(stdout, "\n"); err != nil {
+		return err
+	}
+	st := m.Stats()
+	fmt.Fprintf(stderr, "chat: %d tokens in %v (%d computes)\n", st.Tokens, time.Since(t0).Round(time.Millisecond), st.Computes)
+	return nil
+}
+
 // parseIDs parses -prompt-ids' comma-separated token IDs (none when s is
 // empty).
 func parseIDs(s string) ([]int32, error) {
@@ -286,27 +352,43 @@ func parseIDs(s string) ([]int32, error) {
 
 // textOut writes the prompt and the generated tokens to w: as text
 // streamed through the tokenizer's decoder (a character split across
-// tokens held back until whole; without a tokenizer, each token's bytes as
-// they come), or with ids one line a token ("id\t"text"") between a
-// "prompt:" and a "text:" line.
+// tokens held back until whole; without a tokenizer, each token as <id>),
+// or with ids one line a token ("id\t"text"") between a "prompt:" and a
+// "text:" line.
 type textOut struct {
-	w     io.Writer
-	vocab *model.Vocab
-	dec   *tokenizer.Decoder
-	ids   bool
+	w   io.Writer
+	tok *tokenizer.Tokenizer // nil: the file has none
+	dec *tokenizer.Decoder
+	ids bool
 }
 
-func newTextOut(w io.Writer, v *model.Vocab, tok *tokenizer.Tokenizer, ids bool) *textOut {
-	o := &textOut{w: w, vocab: v, ids: ids}
+func newTextOut(w io.Writer, tok *tokenizer.Tokenizer, ids bool) *textOut {
+	o := &textOut{w: w, tok: tok, ids: ids}
 	if tok != nil {
 		o.dec = tok.NewDecoder(false)
 	}
 	return o
 }
 
+// text returns the text of ids, control tokens written as their pieces.
+func (o *textOut) text(ids []int32) string {
+	if o.tok == nil {
+		var b strings.Builder
+		for _, id := range ids {
+			fmt.Fprintf(&b, "<%d>", id)
+		}
+		return b.String()
+	}
+	s, err := o.tok.Decode(ids, tokenizer.DecodeOptions{RenderSpecial: true})
+	if err != nil {
+		return fmt.Sprintf("<%v>", err)
+	}
+	return s
+}
+
 func (o *textOut) prompt(tokens []int32) error {
 	if o.ids {
-		_, err := fmt.Fprintf(o.w, "prompt: %v %q\n", tokens, o.vocab.Decode(tokens))
+		_, err := fmt.Fprintf(o.w, "prompt: %v %q\n", tokens, o.text(tokens))
 		return err
 	}
 	for _, id := range tokens {
@@ -321,14 +403,14 @@ func (o *textOut) token(id int32) error {
 	var err error
 	switch {
 	case o.ids:
-		_, err = fmt.Fprintf(o.w, "%d\t%q\n", id, o.vocab.Bytes(id))
+		_, err = fmt.Fprintf(o.w, "%d\t%q\n", id, o.text([]int32{id}))
 	case o.dec != nil:
 		var s string
 		if s, err = o.dec.Add(id); err == nil {
 			_, err = io.WriteString(o.w, s)
 		}
 	default:
-		_, err = o.w.Write(o.vocab.Bytes(id))
+		_, err = io.WriteString(o.w, o.text([]int32{id}))
 	}
 	return err
 }
@@ -337,7 +419,7 @@ func (o *textOut) token(id int32) error {
 // "text:" line of gen.
 func (o *textOut) end(gen []int32) error {
 	if o.ids {
-		_, err := fmt.Fprintf(o.w, "text: %q\n", o.vocab.Decode(gen))
+		_, err := fmt.Fprintf(o.w, "text: %q\n", o.text(gen))
 		return err
 	}
 	var rest string
@@ -348,13 +430,14 @@ func (o *textOut) end(gen []int32) error {
 	return err
 }
 
-// promptOrBOS is the prompt ids, or the vocabulary's BOS token without one.
-func promptOrBOS(ids []int32, v *model.Vocab) []int32 {
+// promptOrBOS is the prompt ids, or the tokenizer's BOS token without one
+// (1 without a tokenizer or a BOS).
+func promptOrBOS(ids []int32, tok *tokenizer.Tokenizer) []int32 {
 	if len(ids) > 0 {
 		return ids
 	}
-	if v.BOS >= 0 {
-		return []int32{int32(v.BOS)}
+	if tok != nil && tok.BOS() >= 0 {
+		return []int32{tok.BOS()}
 	}
 	return []int32{1}
 }

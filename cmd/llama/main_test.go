@@ -18,6 +18,7 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/model"
+	"github.com/go-ggml/ggml/model/chat"
 	_ "github.com/go-ggml/ggml/model/llama"
 	"github.com/go-ggml/ggml/model/modeltest"
 	"github.com/go-ggml/ggml/tokenizer"
@@ -173,13 +174,20 @@ func TestRunConvertedFiles(t *testing.T) {
 				require.NoError(t, err)
 				prompt = append(prompt, int32(n))
 			}
-			want, err := m.Generate(ctx, prompt, 6, model.NewSampler(0, 0, 0, 1), nil)
-			require.NoError(t, err)
+			var want []int32
+			for id, err := range m.Generate(ctx, prompt, model.GenerateOptions{MaxTokens: 6, IgnoreEOS: true}) {
+				require.NoError(t, err)
+				want = append(want, id)
+			}
 			require.Len(t, want, 6)
 			for i, id := range want {
 				assert.Equal(t, int(id), got[i], "token %d", i)
 			}
-			assert.Contains(t, out, fmt.Sprintf("text: %q", m.Vocab.Decode(want)))
+			tok, err := m.Tokenizer()
+			require.NoError(t, err)
+			text, err := tok.Decode(want, tokenizer.DecodeOptions{RenderSpecial: true})
+			require.NoError(t, err)
+			assert.Contains(t, out, fmt.Sprintf("text: %q", text))
 		})
 	}
 }
@@ -271,7 +279,7 @@ func TestRunTextPrompt(t *testing.T) {
 			}
 			m, err := model.Load(ctx, path, model.Options{Threads: 1})
 			require.NoError(t, err)
-			tok, err := m.Vocab.Tokenizer()
+			tok, err := m.Tokenizer()
 			require.NoError(t, err)
 			m.Close()
 			prompt := "kalo mine the sea"
@@ -316,4 +324,35 @@ func toInt32(ids []int) []int32 {
 		out[i] = int32(id)
 	}
 	return out
+}
+
+// TestRunChat: -chat sends the prompt through the file's chat template
+// and prints the reply the library's Chat gives; llama.cpp's flag names
+// (-m, -p, -n, -t, -c, --temp, --seed) run the same command.
+func TestRunChat(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "chat.gguf")
+	c := modeltest.Presets["tiny"]
+	c.VocabSize = 512
+	require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: c, Converted: true, Vocab: "gpt2", Type: ggml.TypeQ8_0, Seed: 5}))
+
+	out, stderr, err := runCmd(t, ctx, "-model", path, "-chat", "-system", "be brief", "-prompt", "hello there", "-n", "6", "-ignore-eos", "-threads", "1", "-gpu-layers", "0")
+	require.NoError(t, err, stderr)
+	m, err := model.Load(ctx, path, model.Options{Threads: 1, CPUOnly: true})
+	require.NoError(t, err)
+	defer m.Close()
+	var want strings.Builder
+	msgs := []chat.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hello there"}}
+	for piece, err := range m.Chat(ctx, msgs, model.GenerateOptions{MaxTokens: 6, IgnoreEOS: true}) {
+		require.NoError(t, err)
+		want.WriteString(piece)
+	}
+	assert.Equal(t, want.String()+"\n", out)
+
+	long, _, err := runCmd(t, ctx, "-model", path, "-prompt-ids", "1,2,3", "-ids", "-n", "5", "-threads", "1", "-ctx", "32", "-gpu-layers", "0", "-temp", "0.9", "-seed", "3")
+	require.NoError(t, err)
+	short, _, err := runCmd(t, ctx, "-m", path, "-prompt-ids", "1,2,3", "-ids", "-n", "5", "-t", "1", "-c", "32", "-ngl", "0", "--temp", "0.9", "--seed", "3")
+	require.NoError(t, err)
+	assert.Equal(t, long, short)
+	require.Len(t, tokenLines(t, short), 5)
 }
