@@ -9,7 +9,7 @@
 //   - the token embeddings scaled by √EmbeddingLength, and the output
 //     layer tied to them;
 //   - RMS norms before and after each sub-layer (attn_norm and
-//     attn_post_norm, ffn_norm and ffn_post_norm; the converter stores
+//     post_attention_norm, ffn_norm and post_ffw_norm; the converter stores
 //     Gemma's norm weights plus one);
 //   - GELU-gated feed-forwards (GeGLU, the tanh approximation);
 //   - the queries scaled by 1/√HeadDim before attention (27B models:
@@ -121,7 +121,7 @@ func Open(f *gguf.File, arch string) (model.Network, error) {
 		b := model.Block(il)
 		specs = append(specs, model.AttnSpecs(c, il, model.AttnParts{QKNorm: arch == Gemma3})...)
 		specs = append(specs, model.FFNSpecs(c, il, false)...)
-		specs = append(specs, model.Vector(b+"attn_post_norm.weight", e), model.Vector(b+"ffn_post_norm.weight", e))
+		specs = append(specs, model.Vector(b+"post_attention_norm.weight", e), model.Vector(b+"post_ffw_norm.weight", e))
 	}
 	return &network{c: c, p: p, specs: specs}, nil
 }
@@ -147,8 +147,8 @@ func (n *network) Bind(w *model.Weights) error {
 		b := model.Block(il)
 		n.attn = append(n.attn, model.BindAttn(w, il))
 		n.ffn = append(n.ffn, model.BindFFN(w, il))
-		n.attnPost = append(n.attnPost, w.Get(b+"attn_post_norm.weight"))
-		n.ffnPost = append(n.ffnPost, w.Get(b+"ffn_post_norm.weight"))
+		n.attnPost = append(n.attnPost, w.Get(b+"post_attention_norm.weight"))
+		n.ffnPost = append(n.ffnPost, w.Get(b+"post_ffw_norm.weight"))
 	}
 	return nil
 }
@@ -157,8 +157,8 @@ func (n *network) Bind(w *model.Weights) error {
 //
 //	x = token_embd[tokens]·√e
 //	per block:  q, k, v = Attn.Project(RMSNorm(x)·attn_norm)   (Gemma 3: q/k norms; RoPE NeoX)
-//	            x += RMSNorm(Wo · attention(q·QScale, k, v))·attn_post_norm
-//	            x += RMSNorm(Wdown · (gelu(h·Wgate) ⊙ h·Wup))·ffn_post_norm,  h = RMSNorm(x)·ffn_norm
+//	            x += RMSNorm(Wo · attention(q·QScale, k, v))·post_attention_norm
+//	            x += RMSNorm(Wdown · (gelu(h·Wgate) ⊙ h·Wup))·post_ffw_norm,  h = RMSNorm(x)·ffn_norm
 //	logits = softcap(token_embd · RMSNorm(x)·output_norm)
 func (n *network) Forward(b *model.Batch) *ggml.Tensor {
 	c, p, ctx := n.c, n.p, b.Ctx

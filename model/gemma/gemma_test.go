@@ -60,3 +60,27 @@ func TestMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchesLlamaCpp holds Gemma 2's and Gemma 3's greedy tokens and
+// logits to llama.cpp's on the same random files (sliding windows of 6,
+// small soft caps), f32 and q8_0, over prompts longer than the window.
+func TestMatchesLlamaCpp(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	for _, arch := range []string{gemma.Gemma2, gemma.Gemma3} {
+		for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeQ8_0} {
+			t.Run(arch+"/"+typ.String(), func(t *testing.T) {
+				c := modeltest.Presets["tiny"]
+				c.Arch, c.BlockCount = arch, 4
+				r := modeltest.RandomModel{Config: c, Type: typ, Converted: true,
+					SlidingWindow: 6, SlidingWindowPattern: 2, RopeBaseSWA: 1000, AttnSoftcap: 1.5, FinalSoftcap: 2}
+				if arch == gemma.Gemma3 {
+					r.AttnSoftcap, r.SlidingWindowPattern = 0, 3
+				}
+				m, ref := modeltest.StartPair(t, rng, r)
+				tl := modeltest.LlamaCppTolerance[typ]
+				modeltest.MatchLogits(t, m, ref, modeltest.RandomTokens(rng, 16, c.VocabSize), tl)
+				modeltest.MatchGreedy(t, m, ref, modeltest.RandomTokens(rng, 10, c.VocabSize), 24, tl)
+			})
+		}
+	}
+}

@@ -372,12 +372,12 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			{"attn_output", q, e},
 			{"ffn_norm", e, 0},
 			{"ffn_gate", e, f}, {"ffn_up", e, f}, {"ffn_down", f, e},
-			{"attn_post_norm", e, 0}, {"ffn_post_norm", e, 0}, // gemma
+			{"post_attention_norm", e, 0}, {"post_ffw_norm", e, 0}, // gemma
 		} {
 			if (w.name == "attn_q_norm" || w.name == "attn_k_norm") && arch != "qwen3" && arch != "gemma3" {
 				continue
 			}
-			if strings.HasSuffix(w.name, "_post_norm") && !gemma {
+			if strings.HasPrefix(w.name, "post_") && !gemma {
 				continue
 			}
 			if w.ne1 == 0 {

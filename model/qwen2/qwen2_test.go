@@ -38,3 +38,23 @@ func TestMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchesLlamaCpp holds qwen2's greedy tokens and logits to llama.cpp's
+// on the same random files: f32 and q8_0, tied and not, with a GPT-2
+// vocabulary as qwen2's files have.
+func TestMatchesLlamaCpp(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	c := modeltest.Presets["tiny"]
+	c.Arch, c.VocabSize = qwen2.Arch, 320
+	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeQ8_0} {
+		for _, tied := range []bool{false, true} {
+			t.Run(typ.String()+map[bool]string{true: "-tied"}[tied], func(t *testing.T) {
+				r := modeltest.RandomModel{Config: c, Type: typ, Tied: tied, Vocab: "gpt2", Converted: true}
+				m, ref := modeltest.StartPair(t, rng, r)
+				tl := modeltest.LlamaCppTolerance[typ]
+				modeltest.MatchLogits(t, m, ref, modeltest.RandomTokens(rng, 16, c.VocabSize), tl)
+				modeltest.MatchGreedy(t, m, ref, modeltest.RandomTokens(rng, 10, c.VocabSize), 24, tl)
+			})
+		}
+	}
+}
