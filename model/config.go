@@ -103,6 +103,8 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	c.RopeDim = r.int(keyRopeDim, c.HeadDim)
 	// RoPE scaling as llama.cpp reads it: the type is linear when absent,
+	// longrope (Phi-3's: per-dimension factors, which its package reads)
+	// scales as linear,
 	// the factor is rope.scaling.factor (or the older rope.scale_linear),
 	// 0 or absent meaning none; type none ignores the factor. YaRN mixes
 	// in extrapolation (ext_factor 1) around the original context
@@ -119,7 +121,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	c.RopeAttnFactor = r.float(keyRopeAttnFactor, 1)
 	switch typ {
 	case "none":
-	case "linear", "yarn":
+	case "linear", "yarn", "longrope":
 		factor := r.float(keyRopeFactor, 0)
 		if _, ok := r.f.Value(arch + "." + keyRopeFactor); !ok {
 			factor = r.float(keyRopeFactorOld, 0)
@@ -131,7 +133,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			c.RopeExtFactor = 1
 		}
 	default:
-		r.fail("%s.%s %q is not supported (none, linear and yarn are)", arch, keyRopeScaling, typ)
+		r.fail("%s.%s %q is not supported (none, linear, yarn and longrope are)", arch, keyRopeScaling, typ)
 	}
 	if r.err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrModel, r.err)

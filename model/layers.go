@@ -49,6 +49,9 @@ type AttnParts struct {
 	// QKNorm: per-head RMS norms of the queries and keys before RoPE
 	// (attn_q_norm, attn_k_norm: Qwen3, Gemma 3), required.
 	QKNorm bool
+	// Fused: one matrix attn_qkv [e, q+2k] (and an optional bias) in
+	// place of attn_q, attn_k and attn_v (Phi-3).
+	Fused bool
 }
 
 // Attn is one block's attention weights, bound by llama.cpp's names
@@ -58,6 +61,7 @@ type Attn struct {
 	Norm           *ggml.Tensor // attn_norm
 	Q, K, V, O     *ggml.Tensor // attn_q, attn_k, attn_v, attn_output
 	BQ, BK, BV, BO *ggml.Tensor // their biases, nil when absent
+	QKV, BQKV      *ggml.Tensor // attn_qkv and its bias, in place of Q, K and V where fused
 	QNorm, KNorm   *ggml.Tensor // attn_q_norm, attn_k_norm, nil when absent
 }
 
@@ -67,10 +71,11 @@ type Attn struct {
 func AttnSpecs(c Config, il int, p AttnParts) []TensorSpec {
 	b := Block(il)
 	e, q, k := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim())
-	s := []TensorSpec{
-		Vector(b+"attn_norm.weight", e),
-		Matrix(b+"attn_q.weight", e, q), Matrix(b+"attn_k.weight", e, k), Matrix(b+"attn_v.weight", e, k),
-		Matrix(b+"attn_output.weight", q, e),
+	s := []TensorSpec{Vector(b+"attn_norm.weight", e), Matrix(b+"attn_output.weight", q, e)}
+	if p.Fused {
+		s = append(s, Matrix(b+"attn_qkv.weight", e, q+2*k), Optional(Vector(b+"attn_qkv.bias", q+2*k)))
+	} else {
+		s = append(s, Matrix(b+"attn_q.weight", e, q), Matrix(b+"attn_k.weight", e, k), Matrix(b+"attn_v.weight", e, k))
 	}
 	if p.Biases {
 		s = append(s, Optional(Vector(b+"attn_q.bias", q)), Optional(Vector(b+"attn_k.bias", k)), Optional(Vector(b+"attn_v.bias", k)))
@@ -93,6 +98,7 @@ func BindAttn(w *Weights, il int) Attn {
 		Q:    w.Get(b + "attn_q.weight"), K: w.Get(b + "attn_k.weight"), V: w.Get(b + "attn_v.weight"), O: w.Get(b + "attn_output.weight"),
 		BQ: w.Get(b + "attn_q.bias"), BK: w.Get(b + "attn_k.bias"), BV: w.Get(b + "attn_v.bias"), BO: w.Get(b + "attn_output.bias"),
 		QNorm: w.Get(b + "attn_q_norm.weight"), KNorm: w.Get(b + "attn_k_norm.weight"),
+		QKV: w.Get(b + "attn_qkv.weight"), BQKV: w.Get(b + "attn_qkv.bias"),
 	}
 }
 
@@ -102,9 +108,20 @@ func BindAttn(w *Weights, il int) Attn {
 // where the layer has one and then RoPE with rope, and v [KVDim, N].
 func (a *Attn) Project(b *Batch, c Config, h *ggml.Tensor, rope ggml.RopeParams) (q, k, v *ggml.Tensor) {
 	ctx, n := b.Ctx, int64(b.N)
-	q = ctx.Reshape(Linear(ctx, a.Q, a.BQ, h), int64(c.HeadDim), int64(c.HeadCount), n)
-	k = ctx.Reshape(Linear(ctx, a.K, a.BK, h), int64(c.HeadDim), int64(c.HeadCountKV), n)
-	v = Linear(ctx, a.V, a.BV, h)
+	hd, nh, nhkv := int64(c.HeadDim), int64(c.HeadCount), int64(c.HeadCountKV)
+	if a.QKV != nil {
+		// One product, and views of its rows: q, then k, then v.
+		qkv := Linear(ctx, a.QKV, a.BQKV, h) // [q+2k, n] f32
+		qd, kd := uint64(c.QDim())*4, uint64(c.KVDim())*4
+		row := qkv.Nb()[1]
+		q = ctx.View3D(qkv, hd, nh, n, uint64(hd)*4, row, 0)
+		k = ctx.View3D(qkv, hd, nhkv, n, uint64(hd)*4, row, qd)
+		v = ctx.Cont(ctx.View2D(qkv, int64(c.KVDim()), n, row, qd+kd))
+	} else {
+		q = ctx.Reshape(Linear(ctx, a.Q, a.BQ, h), hd, nh, n)
+		k = ctx.Reshape(Linear(ctx, a.K, a.BK, h), hd, nhkv, n)
+		v = Linear(ctx, a.V, a.BV, h)
+	}
 	if a.QNorm != nil {
 		q = RMSNorm(ctx, q, a.QNorm, c.RMSEps)
 	}
@@ -127,6 +144,20 @@ type FFN struct {
 // ffn_gate, ffn_up and ffn_down, with their optional biases when biases
 // is set.
 func FFNSpecs(c Config, il int, biases bool) []TensorSpec {
+	return ffnSpecs(c, il, biases, false)
+}
+
+// FusedFFNSpecs lists the tensors of a feed-forward whose gate and up
+// projections are one matrix, ffn_up [e, 2·ff], the gate's rows first
+// (Phi-3): ffn_norm, ffn_up and ffn_down.
+func FusedFFNSpecs(c Config, il int) []TensorSpec { return ffnSpecs(c, il, false, true) }
+
+func ffnSpecs(c Config, il int, biases, fused bool) []TensorSpec {
+	if fused {
+		b := Block(il)
+		e, ff := int64(c.EmbeddingLength), int64(c.FeedForward)
+		return []TensorSpec{Vector(b+"ffn_norm.weight", e), Matrix(b+"ffn_up.weight", e, 2*ff), Matrix(b+"ffn_down.weight", ff, e)}
+	}
 	b := Block(il)
 	e, ff := int64(c.EmbeddingLength), int64(c.FeedForward)
 	s := []TensorSpec{
@@ -151,8 +182,12 @@ func BindFFN(w *Weights, il int) FFN {
 
 // Forward returns down·(act(gate·h) ⊙ up·h) for the activation glu
 // (ggml.GLUSwiglu: SwiGLU; ggml.GLUGeglu: GELU's), h being the
-// normalized input.
+// normalized input. Without Gate, Up is the fused gate and up (the
+// gate's rows first: ggml_swiglu of one tensor).
 func (f *FFN) Forward(ctx *ggml.Context, h *ggml.Tensor, glu ggml.GLUOp) *ggml.Tensor {
+	if f.Gate == nil {
+		return Linear(ctx, f.Down, f.BDown, ctx.GLU(Linear(ctx, f.Up, f.BUp, h), glu, false))
+	}
 	return Linear(ctx, f.Down, f.BDown, ctx.GLUSplit(Linear(ctx, f.Gate, f.BGate, h), Linear(ctx, f.Up, f.BUp, h), glu))
 }
 

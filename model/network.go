@@ -148,3 +148,7 @@ func (w *Weights) OnLayer(name string, il int) *ggml.Tensor {
 	}
 	return w.m.layers[il].consts[name]
 }
+
+// ContextSize returns the number of positions of the model's KV cache
+// (Options.ContextSize): Phi-3 picks its RoPE factors by it.
+func (w *Weights) ContextSize() int { return w.m.nCtx }

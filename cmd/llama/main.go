@@ -10,7 +10,8 @@
 //
 // It runs the architectures whose packages it imports (model/llama: Llama
 // 2 and 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; model/qwen2: Qwen2 and
-// Qwen2.5; model/qwen3: Qwen3; model/gemma: Gemma 2 and 3; any mix of
+// Qwen2.5; model/qwen3: Qwen3; model/gemma: Gemma 2 and 3; model/phi3:
+// Phi-3; any mix of
 // weight types, such as Q4_K_M): each package's documentation lists what a file may hold
 // and what is refused, each with an error that names the key or tensor.
 // -gen writes a random Llama model laid out as llama.cpp's converter and
@@ -47,6 +48,7 @@ import (
 	_ "github.com/go-ggml/ggml/model/gemma"
 	_ "github.com/go-ggml/ggml/model/llama"
 	"github.com/go-ggml/ggml/model/modeltest"
+	_ "github.com/go-ggml/ggml/model/phi3"
 	_ "github.com/go-ggml/ggml/model/qwen2"
 	_ "github.com/go-ggml/ggml/model/qwen3"
 	"github.com/go-ggml/ggml/model/sample"

@@ -198,7 +198,7 @@ func TestRunHelpAndUntilEnd(t *testing.T) {
 	ctx := context.Background()
 	_, stderr, err := runCmd(t, ctx, "-h")
 	require.ErrorIs(t, err, flag.ErrHelp)
-	assert.Contains(t, stderr, "runs a GGUF model (architectures: gemma2, gemma3, llama, qwen2, qwen3,")
+	assert.Contains(t, stderr, "runs a GGUF model (architectures: gemma2, gemma3, llama, phi3, qwen2, qwen3,")
 	assert.Contains(t, stderr, "-gen FILE")
 	assert.Contains(t, stderr, "synthetic")
 

@@ -58,8 +58,9 @@ func PresetNames() []string {
 // RandomArchitectures are the architectures WriteRandom writes, by
 // general.architecture: llama, qwen2 (biases on q, k and v), qwen3
 // (per-head RMS norms of q and k), gemma2 and gemma3 (norms after each
-// sub-layer, the output tied to token_embd; gemma3 with q and k norms).
-var RandomArchitectures = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3"}
+// sub-layer, the output tied to token_embd; gemma3 with q and k norms)
+// and phi3 (attn_qkv and the gate and up projections fused).
+var RandomArchitectures = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}
 
 // RandomModel says what WriteRandom writes.
 type RandomModel struct {
@@ -101,6 +102,10 @@ type RandomModel struct {
 	// final_logit_softcapping.
 	SlidingWindow, SlidingWindowPattern    int
 	RopeBaseSWA, AttnSoftcap, FinalSoftcap float32
+
+	// RopeFactors writes Phi-3's rope_factors_long and
+	// rope_factors_short (random factors from 1 to 4) (phi3).
+	RopeFactors bool
 }
 
 // MixQ4KM returns the weight types llama.cpp's llama-quantize chooses for
@@ -223,13 +228,16 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		key string
 		v   any
 	}
-	name := fmt.Sprintf("random %s %d×%d", arch, c.BlockCount, c.EmbeddingLength)
+	// A name with "phi3" in it makes llama.cpp (and package tokenizer)
+	// apply Phi-3's rules for special tokens, whose <|endoftext|> the
+	// synthetic vocabulary has not: the name spells it out.
+	name := fmt.Sprintf("random %s %d×%d", strings.ReplaceAll(arch, "phi3", "phi three"), c.BlockCount, c.EmbeddingLength)
 	kv := []pair{{gguf.KeyArchitecture, arch}}
 	if r.Converted {
 		kv = append(kv, []pair{
 			{"general.type", "model"},
 			{"general.name", name},
-			{"general.basename", "random-llama"},
+			{"general.basename", "random-" + arch},
 			{"general.size_label", fmt.Sprintf("%.0fM", float64(Params(c, r.Tied))/1e6)},
 			{gguf.KeyAlignment, uint32(32)},
 		}...)
@@ -259,6 +267,8 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			pair{arch + ".rope.scaling.original_context_length", u32(c.RopeCtxOrig)})
 	case c.RopeScaling == "none":
 		kv = append(kv, pair{arch + ".rope.scaling.type", "none"})
+	case c.RopeCtxOrig != c.ContextLength:
+		kv = append(kv, pair{arch + ".rope.scaling.original_context_length", u32(c.RopeCtxOrig)})
 	case c.RopeFreqScale != 1:
 		kv = append(kv, pair{arch + ".rope.scaling.type", "linear"}, pair{arch + ".rope.scaling.factor", 1 / c.RopeFreqScale})
 	}
@@ -368,10 +378,12 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		}{
 			{"attn_norm", e, 0},
 			{"attn_q", e, q}, {"attn_k", e, k}, {"attn_v", e, k},
+			{"attn_qkv", e, q + 2*k},                       // phi3
 			{"attn_q_norm", hd, 0}, {"attn_k_norm", hd, 0}, // qwen3
 			{"attn_output", q, e},
 			{"ffn_norm", e, 0},
 			{"ffn_gate", e, f}, {"ffn_up", e, f}, {"ffn_down", f, e},
+			{"ffn_up_fused", e, 2 * f},                             // phi3
 			{"post_attention_norm", e, 0}, {"post_ffw_norm", e, 0}, // gemma
 		} {
 			if (w.name == "attn_q_norm" || w.name == "attn_k_norm") && arch != "qwen3" && arch != "gemma3" {
@@ -379,6 +391,14 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			}
 			if strings.HasPrefix(w.name, "post_") && !gemma {
 				continue
+			}
+			fusedName := w.name == "attn_qkv" || w.name == "ffn_up_fused"
+			separate := w.name == "attn_q" || w.name == "attn_k" || w.name == "attn_v" || w.name == "ffn_gate" || w.name == "ffn_up"
+			if arch == "phi3" && separate || arch != "phi3" && fusedName {
+				continue
+			}
+			if w.name == "ffn_up_fused" {
+				w.name = "ffn_up"
 			}
 			if w.ne1 == 0 {
 				if err := add(p+w.name+".weight", w.ne0, 1, normTensor); err != nil {
@@ -400,6 +420,13 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	if err := add("output_norm.weight", e, 1, normTensor); err != nil {
 		return nil, err
 	}
+	if r.RopeFactors && arch == "phi3" {
+		for _, name := range []string{"rope_factors_long.weight", "rope_factors_short.weight"} {
+			if err := add(name, int64(c.RopeDim/2), 1, factorTensor); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if !r.Tied && !gemma {
 		if err := add("output.weight", e, v, matrixTensor); err != nil {
 			return nil, err
@@ -415,6 +442,7 @@ const (
 	matrixTensor tensorKind = iota // uniform with variance 1/ne0
 	normTensor                     // 1 ± 0.1
 	biasTensor                     // ± 0.1
+	factorTensor                   // 1 to 4: RoPE frequency factors
 )
 
 // randomTensor generates one tensor's data, row by row, from its own
@@ -471,6 +499,10 @@ func (r *randomReader) next() error {
 	case biasTensor:
 		for i := range vals {
 			vals[i] = 0.2 * (r.rng.Float32() - 0.5)
+		}
+	case factorTensor:
+		for i := range vals {
+			vals[i] = 1 + 3*r.rng.Float32()
 		}
 	default:
 		a := float32(math.Sqrt(3 / float64(r.g.ne0))) // uniform(-a, a): variance 1/ne0

@@ -21,7 +21,8 @@ type Reference struct {
 	emb, out       matrix
 	outN           []float64
 	ropeFreqs      []float64
-	neox           bool // RoPE's NeoX mode: pairs (i, i+RopeDim/2), as Qwen's
+	neox           bool      // RoPE's NeoX mode: pairs (i, i+RopeDim/2), as Qwen's
+	ropeLong       []float64 // Phi-3's long RoPE factors (UseLongRopeFactors)
 	gemma          *gemmaRef
 	layers         []refLayer
 	cacheK, cacheV [][][]float64 // [layer][position][kvDim]
@@ -44,6 +45,25 @@ type matrix struct {
 	// multiplies m with the activations' f16 sum instead (mvQ8_1).
 	mins []float64
 }
+
+// rows returns rows [from, to) of m, a matrix of rows of in values (a
+// fused matrix's part).
+func (m matrix) rows(from, to, in int) matrix {
+	if len(m.w) < to*in {
+		return matrix{t: m.t}
+	}
+	out := matrix{w: m.w[from*in : to*in], t: m.t}
+	if m.mins != nil {
+		per := len(m.mins) / (len(m.w) / in)
+		out.mins = m.mins[from*per : to*per]
+	}
+	return out
+}
+
+// UseLongRopeFactors makes the reference rotate with Phi-3's long RoPE
+// factors (rope_factors_long), as a model whose context is longer than
+// the original one does; by default it takes the short ones.
+func (r *Reference) UseLongRopeFactors() { r.ropeFreqs = r.ropeLong }
 
 // EmulateCPU makes the reference round activations as ggml's CPU backend
 // does.
@@ -222,18 +242,33 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 		r.out = must("output.weight")
 	}
 	r.ropeFreqs = opt("rope_freqs.weight")
+	if c.Arch == "phi3" {
+		r.ropeFreqs, r.ropeLong = opt("rope_factors_short.weight"), opt("rope_factors_long.weight")
+	}
 	for i := range c.BlockCount {
 		p := "blk." + strconv.Itoa(i) + "."
-		r.layers = append(r.layers, refLayer{
-			attnN: vec(p + "attn_norm.weight"), wq: must(p + "attn_q.weight"), wk: must(p + "attn_k.weight"),
-			wv: must(p + "attn_v.weight"), wo: must(p + "attn_output.weight"),
-			ffnN: vec(p + "ffn_norm.weight"), wg: must(p + "ffn_gate.weight"), wu: must(p + "ffn_up.weight"),
-			wd: must(p + "ffn_down.weight"),
+		l := refLayer{
+			attnN: vec(p + "attn_norm.weight"), wo: must(p + "attn_output.weight"),
+			ffnN: vec(p + "ffn_norm.weight"), wd: must(p + "ffn_down.weight"),
 			bq: opt(p + "attn_q.bias"), bk: opt(p + "attn_k.bias"), bv: opt(p + "attn_v.bias"), bo: opt(p + "attn_output.bias"),
 			bg: opt(p + "ffn_gate.bias"), bu: opt(p + "ffn_up.bias"), bd: opt(p + "ffn_down.bias"),
 			qNorm: opt(p + "attn_q_norm.weight"), kNorm: opt(p + "attn_k_norm.weight"),
 			attnPost: opt(p + "post_attention_norm.weight"), ffnPost: opt(p + "post_ffw_norm.weight"),
-		})
+		}
+		e, q, k, ff := c.EmbeddingLength, c.QDim(), c.KVDim(), c.FeedForward
+		if _, fused := f.Tensor(p + "attn_qkv.weight"); fused { // phi3: q, k, v as rows of one matrix
+			qkv := must(p + "attn_qkv.weight")
+			l.wq, l.wk, l.wv = qkv.rows(0, q, e), qkv.rows(q, q+k, e), qkv.rows(q+k, q+2*k, e)
+		} else {
+			l.wq, l.wk, l.wv = must(p+"attn_q.weight"), must(p+"attn_k.weight"), must(p+"attn_v.weight")
+		}
+		if _, gate := f.Tensor(p + "ffn_gate.weight"); gate {
+			l.wg, l.wu = must(p+"ffn_gate.weight"), must(p+"ffn_up.weight")
+		} else { // phi3: the gate's rows, then the up projection's
+			up := must(p + "ffn_up.weight")
+			l.wg, l.wu = up.rows(0, ff, e), up.rows(ff, 2*ff, e)
+		}
+		r.layers = append(r.layers, l)
 	}
 	if len(errs) > 0 {
 		return nil, errs[0]
