@@ -147,7 +147,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"rope dims", func(b *gguf.Builder) { b.Set("llama.rope.dimension_count", uint32(17)) }, "llama.rope.dimension_count is 17"},
 		{"eps", func(b *gguf.Builder) { b.Set("llama.attention.layer_norm_rms_epsilon", float32(0)) }, "layer_norm_rms_epsilon is 0"},
 		{"huge", func(b *gguf.Builder) { b.Set("llama.feed_forward_length", uint64(1)<<40) }, "llama.feed_forward_length is 2147483647"},
-		{"rope scaling", func(b *gguf.Builder) { b.Set("llama.rope.scaling.type", "longrope") }, `"longrope" is not supported`},
+		{"rope scaling", func(b *gguf.Builder) { b.Set("llama.rope.scaling.type", "dynamic") }, `"dynamic" is not supported`},
 		{"rope attn factor", func(b *gguf.Builder) { b.Set("llama.rope.scaling.attn_factor", float32(0)) }, "attn_factor is 0"},
 		{"vocabulary", func(b *gguf.Builder) { b.Set("llama.vocab_size", uint32(300)) }, "llama.vocab_size is 300"},
 		{"tokens", func(b *gguf.Builder) {
