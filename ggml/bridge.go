@@ -363,7 +363,16 @@ func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor, before int) *Tensor {
 		return plo < hi && lo < phi
 	}
 	base := memBase(q) // the node that computes q's memory, for a view
-	for _, n := range g.nodes[:before] {
+	// Where the graph computes q's memory, what nodes wrote there before
+	// it (an allocator reuses memory once its last reader is done) is
+	// overwritten: only the nodes between it and the reader count.
+	start := 0
+	for i, n := range g.nodes[:before] {
+		if n.c == base {
+			start = i + 1
+		}
+	}
+	for _, n := range g.nodes[start:before] {
 		if n.c == nil || n.c == q || (n.c == base && !isCustom(n.c)) {
 			continue
 		}

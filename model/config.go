@@ -338,3 +338,42 @@ func (r *Keys) str(key string) (string, bool) {
 	}
 	return s, ok
 }
+
+// maxExperts is llama.cpp's LLAMA_MAX_EXPERTS: the most experts a block
+// may have.
+const maxExperts = 1024
+
+// Experts are a mixture-of-experts model's keys (ARCH.expert_count,
+// expert_used_count and expert_feed_forward_length), read by ReadExperts;
+// Count 0 is a dense model.
+type Experts struct {
+	Count, Used int
+	// FeedForward is an expert's width: expert_feed_forward_length, or
+	// def where the file has none.
+	FeedForward int
+}
+
+// ReadExperts reads the mixture-of-experts keys of a file of
+// configuration c; an expert's width defaults to def. Inconsistent values
+// (more experts used than there are, more than llama.cpp's 1024) are an
+// ErrModel error that names the key.
+func ReadExperts(f *gguf.File, c Config, def int) (Experts, error) {
+	k := NewKeys(f, c.Arch)
+	x := Experts{Count: k.Int("expert_count", 0)}
+	x.Used = k.Int("expert_used_count", 0)
+	x.FeedForward = k.Int("expert_feed_forward_length", def)
+	if err := k.Err(); err != nil {
+		return Experts{}, err
+	}
+	switch {
+	case x.Count == 0:
+		return Experts{}, nil
+	case x.Count > maxExperts:
+		return Experts{}, fmt.Errorf("%w: %s.expert_count is %d, want at most %d", ErrModel, c.Arch, x.Count, maxExperts)
+	case x.Used < 1 || x.Used > x.Count:
+		return Experts{}, fmt.Errorf("%w: %s.expert_used_count is %d, want 1 to expert_count (%d)", ErrModel, c.Arch, x.Used, x.Count)
+	case x.FeedForward < 1 || x.FeedForward > maxDim:
+		return Experts{}, fmt.Errorf("%w: %s.expert_feed_forward_length is %d, want 1 to %d", ErrModel, c.Arch, x.FeedForward, maxDim)
+	}
+	return x, nil
+}

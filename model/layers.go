@@ -228,6 +228,7 @@ type Decoder struct {
 	TokEmbd *ggml.Tensor
 	Attn    []Attn
 	FFN     []FFN
+	MoE     []*MoE // a block's mixture of experts in place of its FFN, or nil
 	Out     Output
 	OutBias *ggml.Tensor // output.bias (Qwen2's optional one), or nil
 	// Rope gives block il's RoPE parameters.
@@ -250,7 +251,12 @@ func (d *Decoder) Forward(b *Batch) *ggml.Tensor {
 			attn, x = b.OutputRows(attn), b.OutputRows(x)
 		}
 		x = ctx.Add(x, Linear(ctx, a.O, a.BO, attn))
-		x = ctx.Add(x, f.Forward(ctx, RMSNorm(ctx, x, f.Norm, c.RMSEps), d.GLU))
+		if il < len(d.MoE) && d.MoE[il] != nil {
+			moe := d.MoE[il]
+			x = ctx.Add(x, moe.Forward(ctx, RMSNorm(ctx, x, moe.Norm, c.RMSEps)))
+		} else {
+			x = ctx.Add(x, f.Forward(ctx, RMSNorm(ctx, x, f.Norm, c.RMSEps), d.GLU))
+		}
 	}
 	return Linear(ctx, d.Out.W, d.OutBias, RMSNorm(ctx, x, d.Out.Norm, c.RMSEps))
 }
@@ -280,6 +286,9 @@ type DecoderNetwork struct {
 	// (Llama 3.1's rope_freqs.weight) each layer reads on its device, or
 	// is empty.
 	FreqFactors string
+	// ExpertsUsed, if > 0, makes every block's feed-forward a mixture of
+	// experts (BindMoE), each token through this many of them.
+	ExpertsUsed int
 
 	d *Decoder
 }
@@ -300,8 +309,79 @@ func (n *DecoderNetwork) Bind(w *Weights) error {
 		}
 		return r
 	})
+	if n.ExpertsUsed > 0 {
+		for il := range n.C.BlockCount {
+			n.d.MoE = append(n.d.MoE, BindMoE(w, il, n.ExpertsUsed))
+		}
+	}
 	return nil
 }
 
 // Forward builds the Decoder's graph of one batch.
 func (n *DecoderNetwork) Forward(b *Batch) *ggml.Tensor { return n.d.Forward(b) }
+
+// MoE is one block's mixture-of-experts feed-forward, bound by llama.cpp's
+// names (BindMoE): the input norm ffn_norm, the router ffn_gate_inp
+// [e, Experts], and the experts' ffn_gate_exps and ffn_up_exps
+// [e, ff, Experts] and ffn_down_exps [ff, e, Experts].
+type MoE struct {
+	Norm, Router, Gate, Up, Down *ggml.Tensor
+	// Used is how many experts each token goes through
+	// (expert_used_count).
+	Used int
+}
+
+// MoESpecs lists the mixture-of-experts tensors of block il: experts
+// experts of ff wide each.
+func MoESpecs(c Config, il, experts, ff int) []TensorSpec {
+	b := Block(il)
+	e, f, n := int64(c.EmbeddingLength), int64(ff), int64(experts)
+	exps := func(name string, in, out int64) TensorSpec {
+		return TensorSpec{Name: b + name, Shape: []int64{in, out, n}, Use: UseMatMulID}
+	}
+	return []TensorSpec{
+		Vector(b+"ffn_norm.weight", e), Matrix(b+"ffn_gate_inp.weight", e, n),
+		exps("ffn_gate_exps.weight", e, f), exps("ffn_up_exps.weight", e, f), exps("ffn_down_exps.weight", f, e),
+	}
+}
+
+// BindMoE binds block il's mixture-of-experts weights, used experts a
+// token.
+func BindMoE(w *Weights, il, used int) *MoE {
+	b := Block(il)
+	return &MoE{
+		Norm: w.Get(b + "ffn_norm.weight"), Router: w.Get(b + "ffn_gate_inp.weight"),
+		Gate: w.Get(b + "ffn_gate_exps.weight"), Up: w.Get(b + "ffn_up_exps.weight"), Down: w.Get(b + "ffn_down_exps.weight"),
+		Used: used,
+	}
+}
+
+// Forward returns the mixture of h's (the normalized input, [e, N])
+// experts, as llama.cpp's build_moe_ffn with softmax gating and
+// normalized weights (Mixtral, Qwen3-MoE): the router's softmax over the
+// experts, the Used largest chosen, their probabilities divided by their
+// sum, and the sum over the chosen experts of each one's weight times its
+// SwiGLU feed-forward of h (MulMatID).
+func (m *MoE) Forward(ctx *ggml.Context, h *ggml.Tensor) *ggml.Tensor {
+	ne := h.Ne()
+	e, n, k := ne[0], ne[1], int64(m.Used)
+	nExp := m.Router.Ne()[1]
+	probs := ctx.SoftMax(ctx.MulMat(m.Router, h))            // [experts, n]
+	chosen := ctx.ArgsortTopK(probs, m.Used)                 // [k, n] i32
+	w := ctx.GetRows(ctx.Reshape(probs, 1, nExp, n), chosen) // [1, k, n]
+	w = ctx.Reshape(w, k, n)
+	w = ctx.Div(w, ctx.Clamp(ctx.SumRows(w), 6.103515625e-5, float32(math.Inf(1)))) // llama.cpp's floor: f16's smallest normal
+	w = ctx.Reshape(w, 1, k, n)
+	x := ctx.Reshape(h, e, 1, n)
+	up := ctx.MulMatID(m.Up, x, chosen)                                                         // [ff, k, n]
+	gate := ctx.MulMatID(m.Gate, x, chosen)                                                     // [ff, k, n]
+	experts := ctx.Mul(ctx.MulMatID(m.Down, ctx.GLUSplit(gate, up, ggml.GLUSwiglu), chosen), w) // [e, k, n]
+	out := ctx.View2D(experts, e, n, experts.Nb()[2], 0)
+	for i := int64(1); i < k; i++ {
+		out = ctx.Add(out, ctx.View2D(experts, e, n, experts.Nb()[2], uint64(i)*experts.Nb()[1]))
+	}
+	if k == 1 {
+		out = ctx.Cont(out)
+	}
+	return out
+}

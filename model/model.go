@@ -600,7 +600,7 @@ func checkOps(f *gguf.File, uses map[string]Use, tied bool, batch int64, dev *ba
 	}
 	for _, ti := range f.Tensors() {
 		use := uses[ti.Name]
-		if use != UseMatMul && use != UseRows {
+		if use != UseMatMul && use != UseRows && use != UseMatMulID {
 			continue // f32 vectors, checked by checkTensors
 		}
 		rows := use == UseRows
@@ -614,7 +614,12 @@ func checkOps(f *gguf.File, uses map[string]Use, tied bool, batch int64, dev *ba
 		if rows {
 			ops = append(ops, c.GetRows(w, c.NewTensor(ggml.TypeI32, batch)))
 		}
-		if mul {
+		switch {
+		case use == UseMatMulID && len(ti.Shape) == 3:
+			// Each token by up to all the experts: the ids a router picks.
+			used := ti.Shape[2]
+			ops = append(ops, c.MulMatID(w, c.NewTensor(ggml.TypeF32, ti.Shape[0], used, batch), c.NewTensor(ggml.TypeI32, used, batch)))
+		case mul:
 			ops = append(ops, c.MulMat(w, c.NewTensor(ggml.TypeF32, ti.Shape[0], batch)))
 		}
 		if err := c.Err(); err != nil {

@@ -105,7 +105,10 @@ const (
 	// UseConst: a small f32 vector every layer reads (Llama 3.1's RoPE
 	// frequency factors): Load copies it to each device that runs layers,
 	// and Weights.OnLayer gives a layer its own device's copy.
-	UseConst
+	UseConst // UseMatMulID: a stack of experts' matrices [in, out, experts] the
+	// graph multiplies by, each token by the experts a router chose
+	// (MulMatID: mixture-of-experts feed-forwards).
+	UseMatMulID
 )
 
 // TensorSpec is a tensor of an architecture's layout: its GGUF name, its

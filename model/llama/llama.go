@@ -1,8 +1,6 @@
 package llama
 
 import (
-	"fmt"
-
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/model"
@@ -21,19 +19,17 @@ func init() {
 // output_norm and output (absent: tied to token_embd), Llama 3.1's
 // rope_freqs, and per block attn_norm, attn_q, attn_k, attn_v,
 // attn_output, ffn_norm, ffn_gate, ffn_up and ffn_down, with the optional
-// biases llama.cpp takes. Mixture-of-experts files (llama.expert_count
-// above 0: Mixtral) are refused with a model.ErrModel error naming the
-// key.
+// biases llama.cpp takes. With llama.expert_count above 0 (Mixtral) each
+// block's feed-forward is a mixture of experts (model.MoE: ffn_gate_inp,
+// ffn_gate_exps, ffn_up_exps, ffn_down_exps), llama.expert_used_count of
+// them a token.
 func Open(f *gguf.File) (model.Network, error) {
 	c, err := model.ReadArchConfig(f, Arch)
 	if err != nil {
 		return nil, err
 	}
-	k := model.NewKeys(f, Arch)
-	if n := k.Int("expert_count", 0); n > 0 {
-		return nil, fmt.Errorf("%w: llama.expert_count is %d: mixture-of-experts models (Mixtral) are not supported", model.ErrModel, n)
-	}
-	if err := k.Err(); err != nil {
+	x, err := model.ReadExperts(f, c, c.FeedForward)
+	if err != nil {
 		return nil, err
 	}
 	specs := append(model.OutputSpecs(c), model.TensorSpec{
@@ -41,7 +37,11 @@ func Open(f *gguf.File) (model.Network, error) {
 	})
 	for il := range c.BlockCount {
 		specs = append(specs, model.AttnSpecs(c, il, model.AttnParts{Biases: true, OutBias: true})...)
-		specs = append(specs, model.FFNSpecs(c, il, true)...)
+		if x.Count > 0 {
+			specs = append(specs, model.MoESpecs(c, il, x.Count, x.FeedForward)...)
+		} else {
+			specs = append(specs, model.FFNSpecs(c, il, true)...)
+		}
 	}
-	return &model.DecoderNetwork{C: c, Specs: specs, Mode: ggml.RopeNormal, GLU: ggml.GLUSwiglu, FreqFactors: "rope_freqs.weight"}, nil
+	return &model.DecoderNetwork{C: c, Specs: specs, Mode: ggml.RopeNormal, GLU: ggml.GLUSwiglu, FreqFactors: "rope_freqs.weight", ExpertsUsed: x.Used}, nil
 }

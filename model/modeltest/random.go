@@ -59,8 +59,9 @@ func PresetNames() []string {
 // general.architecture: llama, qwen2 (biases on q, k and v), qwen3
 // (per-head RMS norms of q and k), gemma2 and gemma3 (norms after each
 // sub-layer, the output tied to token_embd; gemma3 with q and k norms)
-// and phi3 (attn_qkv and the gate and up projections fused).
-var RandomArchitectures = []string{"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}
+// phi3 (attn_qkv and the gate and up projections fused) and qwen3moe
+// (Qwen3's attention, experts' feed-forwards: RandomModel.Experts).
+var RandomArchitectures = []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}
 
 // RandomModel says what WriteRandom writes.
 type RandomModel struct {
@@ -102,6 +103,12 @@ type RandomModel struct {
 	// final_logit_softcapping.
 	SlidingWindow, SlidingWindowPattern    int
 	RopeBaseSWA, AttnSoftcap, FinalSoftcap float32
+
+	// Experts, if > 0, makes each block's feed-forward a mixture of that
+	// many experts (llama, as Mixtral; qwen3moe, always), ExpertsUsed of
+	// them a token (2 where 0), each ExpertFF wide (FeedForward where 0;
+	// written as expert_feed_forward_length for qwen3moe).
+	Experts, ExpertsUsed, ExpertFF int
 
 	// RopeFactors writes Phi-3's rope_factors_long and
 	// rope_factors_short (random factors from 1 to 4) (phi3).
@@ -182,6 +189,16 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	}
 	arch := c.Arch
 	gemma := arch == "gemma2" || arch == "gemma3"
+	if arch == "qwen3moe" && r.Experts == 0 {
+		return nil, fmt.Errorf("%w: a qwen3moe model needs RandomModel.Experts", model.ErrModel)
+	}
+	moe := r.Experts > 0
+	if moe && arch != "llama" && arch != "qwen3moe" {
+		return nil, fmt.Errorf("%w: modeltest writes experts for llama and qwen3moe, not %s", model.ErrModel, arch)
+	}
+	if moe && r.ExpertsUsed == 0 {
+		r.ExpertsUsed = 2
+	}
 	if c.HeadDim == 0 && c.HeadCount > 0 {
 		c.HeadDim = c.EmbeddingLength / c.HeadCount
 	}
@@ -275,6 +292,12 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	if c.RopeAttnFactor != 1 {
 		kv = append(kv, pair{arch + ".rope.scaling.attn_factor", c.RopeAttnFactor})
 	}
+	if moe {
+		kv = append(kv, pair{arch + ".expert_count", u32(r.Experts)}, pair{arch + ".expert_used_count", u32(r.ExpertsUsed)})
+		if arch == "qwen3moe" && r.ExpertFF != 0 {
+			kv = append(kv, pair{arch + ".expert_feed_forward_length", u32(r.ExpertFF)})
+		}
+	}
 	for _, g := range []struct {
 		key string
 		v   any
@@ -348,8 +371,13 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	e, q, k, f, v := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward), int64(c.VocabSize)
 	hd := int64(c.HeadDim)
 	n := 0
-	add := func(name string, ne0, ne1 int64, kind tensorKind) error {
+	var add func(name string, ne0, ne1 int64, kind tensorKind) error
+	addShape := func(name string, shape []int64, kind tensorKind) error {
 		n++
+		ne0, ne1 := shape[0], int64(1)
+		for _, d := range shape[1:] {
+			ne1 *= d
+		}
 		typ := ggml.TypeF32
 		if kind == matrixTensor {
 			typ = typeOf(name, ne0)
@@ -361,11 +389,13 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			}
 		}
 		g := randomTensor{typ: typ, ne0: ne0, ne1: ne1, kind: kind, seed: r.Seed, index: uint64(n)}
-		shape := []int64{ne0, ne1}
-		if ne1 == 1 {
-			shape = shape[:1]
-		}
 		return b.AddTensor(name, typ, shape, gguf.FromReader(g.open))
+	}
+	add = func(name string, ne0, ne1 int64, kind tensorKind) error {
+		if ne1 == 1 {
+			return addShape(name, []int64{ne0}, kind)
+		}
+		return addShape(name, []int64{ne0, ne1}, kind)
 	}
 	if err := add("token_embd.weight", e, v, matrixTensor); err != nil {
 		return nil, err
@@ -386,7 +416,32 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 			{"ffn_up_fused", e, 2 * f},                             // phi3
 			{"post_attention_norm", e, 0}, {"post_ffw_norm", e, 0}, // gemma
 		} {
-			if (w.name == "attn_q_norm" || w.name == "attn_k_norm") && arch != "qwen3" && arch != "gemma3" {
+			if (w.name == "attn_q_norm" || w.name == "attn_k_norm") && arch != "qwen3" && arch != "qwen3moe" && arch != "gemma3" {
+				continue
+			}
+			if moe && (w.name == "ffn_gate" || w.name == "ffn_up" || w.name == "ffn_down") {
+				if w.name != "ffn_gate" {
+					continue
+				}
+				ff := int64(r.ExpertFF)
+				switch {
+				case ff == 0 && arch == "qwen3moe":
+					ff = f / int64(r.ExpertsUsed) // llama.cpp's default width of Qwen3's experts
+				case ff == 0:
+					ff = f
+				}
+				nx := int64(r.Experts)
+				if err := add(p+"ffn_gate_inp.weight", e, nx, matrixTensor); err != nil {
+					return nil, err
+				}
+				for _, x := range []struct {
+					name    string
+					in, out int64
+				}{{"ffn_gate_exps", e, ff}, {"ffn_up_exps", e, ff}, {"ffn_down_exps", ff, e}} {
+					if err := addShape(p+x.name+".weight", []int64{x.in, x.out, nx}, matrixTensor); err != nil {
+						return nil, err
+					}
+				}
 				continue
 			}
 			if strings.HasPrefix(w.name, "post_") && !gemma {

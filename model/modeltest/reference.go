@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 
 	"github.com/go-ggml/ggml/ggml"
@@ -44,6 +45,46 @@ type matrix struct {
 	// whose values are d·q + m (q4_1, q5_1): the CPU's dot product
 	// multiplies m with the activations' f16 sum instead (mvQ8_1).
 	mins []float64
+}
+
+// experts adds to x the mixture of layer l's experts of h, as llama.cpp's
+// build_moe_ffn with softmax gating and normalized weights: the router's
+// softmax, the used most likely experts (the lower index first among
+// equals), their probabilities over their sum, each times its SwiGLU
+// feed-forward.
+func (r *Reference) experts(l refLayer, h, x []float64) {
+	logits := r.mv(l.router, nil, h)
+	top := math.Inf(-1)
+	for _, v := range logits {
+		top = math.Max(top, v)
+	}
+	probs := make([]float64, len(logits))
+	sum := 0.0
+	for i, v := range logits {
+		probs[i] = math.Exp(v - top)
+		sum += probs[i]
+	}
+	order := make([]int, len(probs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
+	chosen := order[:l.used]
+	wsum := 0.0
+	for _, j := range chosen {
+		wsum += probs[j] / sum
+	}
+	wsum = math.Max(wsum, 6.103515625e-5)
+	for _, j := range chosen {
+		g, u := r.mv(l.eg[j], nil, h), r.mv(l.eu[j], nil, h)
+		for i := range g {
+			g[i] = g[i] / (1 + math.Exp(-g[i])) * u[i]
+		}
+		w := probs[j] / sum / wsum
+		for i, d := range r.mv(l.ed[j], nil, g) {
+			x[i] += w * d
+		}
+	}
 }
 
 // rows returns rows [from, to) of m, a matrix of rows of in values (a
@@ -93,6 +134,9 @@ type refLayer struct {
 	bq, bk, bv, bo, bg, bu, bd []float64 // biases, nil when the file has none
 	qNorm, kNorm               []float64 // per-head RMS norms of q and k (qwen3), or nil
 	attnPost, ffnPost          []float64 // norms after the sub-layers (gemma), or nil
+	router                     matrix    // a mixture of experts' router (ffn_gate_inp), or none
+	eg, eu, ed                 []matrix  // each expert's gate, up and down
+	used                       int       // experts a token
 }
 
 // gemmaRef is what Gemma 2 and 3 do beyond the Llama family, read from
@@ -249,7 +293,7 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 		p := "blk." + strconv.Itoa(i) + "."
 		l := refLayer{
 			attnN: vec(p + "attn_norm.weight"), wo: must(p + "attn_output.weight"),
-			ffnN: vec(p + "ffn_norm.weight"), wd: must(p + "ffn_down.weight"),
+			ffnN: vec(p + "ffn_norm.weight"),
 			bq: opt(p + "attn_q.bias"), bk: opt(p + "attn_k.bias"), bv: opt(p + "attn_v.bias"), bo: opt(p + "attn_output.bias"),
 			bg: opt(p + "ffn_gate.bias"), bu: opt(p + "ffn_up.bias"), bd: opt(p + "ffn_down.bias"),
 			qNorm: opt(p + "attn_q_norm.weight"), kNorm: opt(p + "attn_k_norm.weight"),
@@ -262,11 +306,28 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 		} else {
 			l.wq, l.wk, l.wv = must(p+"attn_q.weight"), must(p+"attn_k.weight"), must(p+"attn_v.weight")
 		}
-		if _, gate := f.Tensor(p + "ffn_gate.weight"); gate {
-			l.wg, l.wu = must(p+"ffn_gate.weight"), must(p+"ffn_up.weight")
+		if _, moe := f.Tensor(p + "ffn_gate_inp.weight"); moe {
+			l.router = must(p + "ffn_gate_inp.weight")
+			ti, _ := f.Tensor(p + "ffn_gate_exps.weight")
+			g, u, d := must(p+"ffn_gate_exps.weight"), must(p+"ffn_up_exps.weight"), must(p+"ffn_down_exps.weight")
+			if len(ti.Shape) == 3 {
+				ffx := int(ti.Shape[1])
+				for j := range int(ti.Shape[2]) {
+					l.eg = append(l.eg, g.rows(j*ffx, (j+1)*ffx, e))
+					l.eu = append(l.eu, u.rows(j*ffx, (j+1)*ffx, e))
+					l.ed = append(l.ed, d.rows(j*e, (j+1)*e, ffx))
+				}
+			}
+			if v, ok := f.Value(c.Arch + ".expert_used_count"); ok {
+				if n, ok := v.Any().(uint32); ok {
+					l.used = int(n)
+				}
+			}
+		} else if _, gate := f.Tensor(p + "ffn_gate.weight"); gate {
+			l.wg, l.wu, l.wd = must(p+"ffn_gate.weight"), must(p+"ffn_up.weight"), must(p+"ffn_down.weight")
 		} else { // phi3: the gate's rows, then the up projection's
 			up := must(p + "ffn_up.weight")
-			l.wg, l.wu = up.rows(0, ff, e), up.rows(ff, 2*ff, e)
+			l.wg, l.wu, l.wd = up.rows(0, ff, e), up.rows(ff, 2*ff, e), must(p+"ffn_down.weight")
 		}
 		r.layers = append(r.layers, l)
 	}
@@ -603,6 +664,10 @@ func (r *Reference) Next(tok int32) []float64 {
 			x[i] += o[i]
 		}
 		h = rmsNorm(x, l.ffnN, eps)
+		if l.router.w != nil {
+			r.experts(l, h, x)
+			continue
+		}
 		gate, u := r.mv(l.wg, l.bg, h), r.mv(l.wu, l.bu, h)
 		for i := range gate {
 			if g != nil {

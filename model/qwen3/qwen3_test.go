@@ -58,3 +58,35 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// TestMoEMatchesReference holds Qwen3-MoE (qwen3moe: Qwen3's attention, 4
+// experts of the default width feed_forward_length/expert_used_count, 2 a
+// token) to the float64 reference, f32 and q8_0, and to llama.cpp in f32
+// (the rounded types' router choices flip on llama.cpp's kernels' small
+// differences: see llama's TestMixtral).
+func TestMoEMatchesReference(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	c := modeltest.Presets["tiny"]
+	c.Arch = qwen3.ArchMoE
+	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeQ8_0} {
+		t.Run(typ.String(), func(t *testing.T) {
+			r := modeltest.RandomModel{Config: c, Type: typ, Experts: 4, ExpertsUsed: 2, Converted: true, Seed: rng.Uint64()}
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			require.NoError(t, modeltest.WriteRandom(path, r))
+			m := modeltest.LoadModel(t, path, model.Options{ContextSize: 64, BatchSize: 8})
+			require.Equal(t, c, m.Config)
+			ref := modeltest.OpenReference(t, path)
+			if typ != ggml.TypeF32 {
+				ref.EmulateCPU()
+			}
+			modeltest.CheckAgainstReference(t, m, ref, modeltest.RandomTokens(rng, 24, c.VocabSize), 10, modeltest.Tolerance[typ])
+			if typ != ggml.TypeF32 {
+				return
+			}
+			pm, cpp := modeltest.StartPair(t, rng, r)
+			tl := modeltest.LlamaCppTolerance[typ]
+			modeltest.MatchLogits(t, pm, cpp, modeltest.RandomTokens(rng, 16, c.VocabSize), tl)
+			modeltest.MatchGreedy(t, pm, cpp, modeltest.RandomTokens(rng, 10, c.VocabSize), 24, tl)
+		})
+	}
+}
