@@ -294,7 +294,7 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 		l := refLayer{
 			attnN: vec(p + "attn_norm.weight"), wo: must(p + "attn_output.weight"),
 			ffnN: vec(p + "ffn_norm.weight"),
-			bq: opt(p + "attn_q.bias"), bk: opt(p + "attn_k.bias"), bv: opt(p + "attn_v.bias"), bo: opt(p + "attn_output.bias"),
+			bq:   opt(p + "attn_q.bias"), bk: opt(p + "attn_k.bias"), bv: opt(p + "attn_v.bias"), bo: opt(p + "attn_output.bias"),
 			bg: opt(p + "ffn_gate.bias"), bu: opt(p + "ffn_up.bias"), bd: opt(p + "ffn_down.bias"),
 			qNorm: opt(p + "attn_q_norm.weight"), kNorm: opt(p + "attn_k_norm.weight"),
 			attnPost: opt(p + "post_attention_norm.weight"), ffnPost: opt(p + "post_ffw_norm.weight"),
