@@ -33,7 +33,8 @@ type Config struct {
 	RopeCtxOrig     int     // llama.rope.scaling.original_context_length (ContextLength if absent): YaRN's n_ctx_orig
 	RopeExtFactor   float32 // YaRN's extrapolation mix: 1 with yarn scaling, else 0
 	RopeAttnFactor  float32 // llama.rope.scaling.attn_factor (1 if absent)
-	RMSEps          float32 // llama.attention.layer_norm_rms_epsilon
+	RMSEps          float32 // llama.attention.layer_norm_rms_epsilon (0 if absent: NormEps must be there)
+	NormEps         float32 // llama.attention.layer_norm_epsilon: LayerNorm's (BERT), 0 if absent
 	VocabSize       int     // rows of token_embd (llama.vocab_size must agree when present)
 }
 
@@ -55,6 +56,7 @@ const (
 	keyRopeCtxOrig    = "rope.scaling.original_context_length"
 	keyRopeAttnFactor = "rope.scaling.attn_factor"
 	keyRMSEps         = "attention.layer_norm_rms_epsilon"
+	keyNormEps        = "attention.layer_norm_epsilon"
 	keyVocabSize      = "vocab_size"
 )
 
@@ -92,7 +94,16 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		HeadCount:       r.int(keyHeadCount, -1),
 		RopeFreqBase:    r.float(keyRopeFreqBase, 10000),
 		RopeFreqScale:   1,
-		RMSEps:          r.float(keyRMSEps, -1),
+		RMSEps:          r.float(keyRMSEps, 0),
+		NormEps:         r.float(keyNormEps, 0),
+	}
+	for _, e := range []struct {
+		key string
+		v   float32
+	}{{keyRMSEps, c.RMSEps}, {keyNormEps, c.NormEps}} {
+		if r.Has(e.key) && !(e.v > 0) {
+			r.fail("%s.%s is %g, want > 0", arch, e.key, e.v)
+		}
 	}
 	c.HeadCountKV = r.int(keyHeadCountKV, c.HeadCount)
 	if c.HeadCount > 0 {
@@ -194,8 +205,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %d heads are not a multiple of %d KV heads", ErrModel, c.HeadCount, c.HeadCountKV)
 	case c.RopeDim <= 0 || c.RopeDim > c.HeadDim || c.RopeDim%2 != 0:
 		return fmt.Errorf("%w: %s.%s is %d, want an even number from 2 to the head size %d", ErrModel, c.Arch, keyRopeDim, c.RopeDim, c.HeadDim)
-	case !(c.RMSEps > 0) || math.IsInf(float64(c.RMSEps), 0):
+	case c.RMSEps == 0 && c.NormEps == 0:
+		return fmt.Errorf("%w: missing key %s.%s (or %s.%s)", ErrModel, c.Arch, keyRMSEps, c.Arch, keyNormEps)
+	case !(c.RMSEps >= 0) || math.IsInf(float64(c.RMSEps), 0):
 		return fmt.Errorf("%w: %s.%s is %g, want > 0", ErrModel, c.Arch, keyRMSEps, c.RMSEps)
+	case !(c.NormEps >= 0) || math.IsInf(float64(c.NormEps), 0):
+		return fmt.Errorf("%w: %s.%s is %g, want > 0", ErrModel, c.Arch, keyNormEps, c.NormEps)
 	case !(c.RopeFreqBase > 0) || math.IsInf(float64(c.RopeFreqBase), 0):
 		return fmt.Errorf("%w: %s.%s is %g, want > 0", ErrModel, c.Arch, keyRopeFreqBase, c.RopeFreqBase)
 	case !(c.RopeFreqScale > 0) || math.IsInf(float64(c.RopeFreqScale), 0):

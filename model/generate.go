@@ -55,6 +55,9 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, o GenerateOptions)
 // generate is Generate's loop, in a call that entered the model: emit
 // gets each token and returns false to stop.
 func (m *Model) generate(ctx context.Context, prompt []int32, o GenerateOptions, emit func(int32) bool) error {
+	if _, ok := m.net.(Encoder); ok {
+		return fmt.Errorf("%w: model: the %s architecture is an encoder: it embeds (Embed), it does not generate", ErrModel, m.Config.Arch)
+	}
 	if o.MaxTokens < 0 {
 		return fmt.Errorf("%w: model: GenerateOptions.MaxTokens %d", ggml.ErrInvalid, o.MaxTokens)
 	}

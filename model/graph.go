@@ -72,11 +72,12 @@ type step struct {
 	g   *ggml.Graph
 
 	// Inputs.
-	tokens *ggml.Tensor // i32 [nTokens]: token IDs
-	pos    *ggml.Tensor // i32 [nTokens]: positions, for RoPE
-	kIdx   *ggml.Tensor // i64 [nTokens]: the cache row of each token's key
-	vIdx   *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed); nil with flash attention
-	mask   *ggml.Tensor // f32 [nKV, nTokens] (f16 for the fused kernel): 0 where a token sees a cell, -Inf elsewhere
+	tokens   *ggml.Tensor // i32 [nTokens]: token IDs
+	pos      *ggml.Tensor // i32 [nTokens]: positions, for RoPE
+	kIdx     *ggml.Tensor // i64 [nTokens]: the cache row of each token's key
+	vIdx     *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed); nil with flash attention
+	mask     *ggml.Tensor // f32 [nKV, nTokens] (f16 for the fused kernel): 0 where a token sees a cell, -Inf elsewhere
+	maskUsed bool         // some layer attends with mask (an encoder's do not)
 	// windows are the masks of sliding-window layers, by window: mask's
 	// shape, and a token sees only the cells less than window before it.
 	windows map[int]*ggml.Tensor
@@ -166,6 +167,9 @@ type AttentionParams struct {
 	// position p sees the cells at positions p-Window+1 to p (llama.cpp's
 	// LLAMA_SWA_TYPE_STANDARD). The cache keeps every cell.
 	Window int
+	// NonCausal lets every token see every cell of its batch and before,
+	// the later tokens too (an encoder's attention: BERT).
+	NonCausal bool
 }
 
 // Attention stores the batch's keys and values in layer il's KV cache at
@@ -207,7 +211,11 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 	// FlashAttnExt) broadcast each KV head over heads/kvHeads query
 	// heads.
 	kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
-	fullMask := b.mask(p.Window)
+	window := p.Window
+	if p.NonCausal {
+		window = nonCausal
+	}
+	fullMask := b.mask(window)
 	if s.fused {
 		vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
 		fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, fullMask,
@@ -259,14 +267,19 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 // first use, which setInputs then fills.
 func (b *Batch) mask(window int) *ggml.Tensor {
 	s := b.s
-	if window <= 0 {
+	if window == 0 {
+		s.maskUsed = true
 		return s.mask
 	}
 	if t, ok := s.windows[window]; ok {
 		return t
 	}
 	ne := s.mask.Ne()
-	t := b.Ctx.NewTensor(s.mask.Type(), ne[0], ne[1]).SetName(fmt.Sprintf("inp_mask_swa%d", window)).SetInput()
+	name := fmt.Sprintf("inp_mask_swa%d", window)
+	if window == nonCausal {
+		name = "inp_mask_noncausal"
+	}
+	t := b.Ctx.NewTensor(s.mask.Type(), ne[0], ne[1]).SetName(name).SetInput()
 	if s.windows == nil {
 		s.windows = map[int]*ggml.Tensor{}
 	}
@@ -317,9 +330,10 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 		return nil, fmt.Errorf("%w: model: the %s network's Forward returned no logits", ggml.ErrInvalid, c.Arch)
 	}
 	s.logits.SetName("logits").SetOutput()
-	if ne := s.logits.Ne(); ne[0] != int64(c.VocabSize) || ne[1] != int64(b.Outputs()) || ne[2] != 1 || ne[3] != 1 {
+	width := m.outWidth()
+	if ne := s.logits.Ne(); ne[0] != int64(width) || ne[1] != int64(b.Outputs()) || ne[2] != 1 || ne[3] != 1 {
 		ctx.Close()
-		return nil, fmt.Errorf("%w: model: the %s network's logits are %v, want [%d %d]", ggml.ErrInvalid, c.Arch, ne, c.VocabSize, b.Outputs())
+		return nil, fmt.Errorf("%w: model: the %s network's output is %v, want [%d %d]", ggml.ErrInvalid, c.Arch, ne, width, b.Outputs())
 	}
 	// The stores into the cache are no source of what reads the cache
 	// (those read the cache tensors themselves): the graph is expanded
@@ -355,7 +369,9 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 	}
 	errs := []error{
 		ggml.SetData(s.tokens, s.hTokens), ggml.SetData(s.pos, s.hPos), ggml.SetData(s.kIdx, s.hKIdx),
-		s.setMask(s.mask, pos, 0),
+	}
+	if s.maskUsed {
+		errs = append(errs, s.setMask(s.mask, pos, 0))
 	}
 	if s.vIdx != nil {
 		errs = append(errs, ggml.SetData(s.vIdx, s.hVIdx))
@@ -371,9 +387,13 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 	return nil
 }
 
+// nonCausal is the window key of the non-causal mask (Batch.mask).
+const nonCausal = -1
+
 // setMask fills the mask t of the batch's tokens at pos, pos+1, ...:
 // token t (at pos+t) sees the cells 0..pos+t, and with a window only those
-// after pos+t-window.
+// after pos+t-window; with the window nonCausal, every cell before
+// pos+nTokens.
 func (s *step) setMask(t *ggml.Tensor, pos, window int) error {
 	n, nKV := s.nTokens, s.nKV
 	if cap(s.hMask) < n*nKV {
@@ -384,6 +404,9 @@ func (s *step) setMask(t *ggml.Tensor, pos, window int) error {
 	for tok := range n {
 		row := s.hMask[tok*nKV : (tok+1)*nKV]
 		p := pos + tok
+		if window == nonCausal {
+			p = pos + n - 1
+		}
 		for j := range row {
 			if j <= p && (window <= 0 || p-j < window) {
 				row[j] = 0
@@ -437,7 +460,7 @@ func (m *Model) eval(ctx context.Context, tokens []int32, all bool) ([]float32, 
 			return nil, fmt.Errorf("%w: token %d (at %d) outside the vocabulary of %d", ErrToken, id, i, m.Config.VocabSize)
 		}
 	}
-	vocab := m.Config.VocabSize
+	vocab := m.outWidth()
 	var out []float32
 	if all {
 		out = make([]float32, 0, len(tokens)*vocab)
@@ -465,8 +488,20 @@ func (m *Model) eval(ctx context.Context, tokens []int32, all bool) ([]float32, 
 	return out, nil
 }
 
+// outWidth is the width of a token's output: the vocabulary's logits, or
+// an Encoder's hidden state.
+func (m *Model) outWidth() int {
+	if _, ok := m.net.(Encoder); ok {
+		return m.Config.EmbeddingLength
+	}
+	return m.Config.VocabSize
+}
+
 // compute runs one batch and returns its logits.
 func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
+	if _, ok := m.net.(Encoder); ok {
+		all = true // an encoder's output is every token's state
+	}
 	t0 := time.Now()
 	n := len(tokens)
 	pad := kvPad

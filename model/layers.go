@@ -107,6 +107,21 @@ func BindAttn(w *Weights, il int) Attn {
 // and k [HeadDim, HeadCountKV, N], each through its per-head RMS norm
 // where the layer has one and then RoPE with rope, and v [KVDim, N].
 func (a *Attn) Project(b *Batch, c Config, h *ggml.Tensor, rope ggml.RopeParams) (q, k, v *ggml.Tensor) {
+	q, k, v = a.project(b, c, h)
+	return b.Ctx.Rope(q, b.Positions, rope), b.Ctx.Rope(k, b.Positions, rope), v
+}
+
+// ProjectNoRope returns the queries, keys and values of h as Project
+// does, without RoPE (an architecture whose positions are embeddings).
+func (a *Attn) ProjectNoRope(b *Batch, c Config, h *ggml.Tensor) (q, k, v *ggml.Tensor) {
+	return a.project(b, c, h)
+}
+
+// project is Project without RoPE: the queries, keys and values of h, [width, N], after
+// the attention's input has been normalized: q [HeadDim, HeadCount, N]
+// and k [HeadDim, HeadCountKV, N], each through its per-head RMS norm
+// where the layer has one and then RoPE with rope, and v [KVDim, N].
+func (a *Attn) project(b *Batch, c Config, h *ggml.Tensor) (q, k, v *ggml.Tensor) {
 	ctx, n := b.Ctx, int64(b.N)
 	hd, nh, nhkv := int64(c.HeadDim), int64(c.HeadCount), int64(c.HeadCountKV)
 	if a.QKV != nil {
@@ -128,7 +143,7 @@ func (a *Attn) Project(b *Batch, c Config, h *ggml.Tensor, rope ggml.RopeParams)
 	if a.KNorm != nil {
 		k = RMSNorm(ctx, k, a.KNorm, c.RMSEps)
 	}
-	return ctx.Rope(q, b.Positions, rope), ctx.Rope(k, b.Positions, rope), v
+	return q, k, v
 }
 
 // FFN is one block's gated feed-forward weights, bound by llama.cpp's

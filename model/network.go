@@ -89,6 +89,32 @@ type Network interface {
 	Forward(b *Batch) *ggml.Tensor
 }
 
+// An Encoder is a Network whose output is each token's hidden state,
+// [EmbeddingLength, N], not logits: an embedding model (BERT). Model.Embed
+// pools the states into one vector per input.
+type Encoder interface {
+	Network
+	// Pooling returns how Model.Embed pools the states by default (the
+	// file's pooling_type).
+	Pooling() Pooling
+}
+
+// Pooling is how Model.Embed makes one vector of a sequence's states
+// (llama.cpp's enum llama_pooling_type).
+type Pooling int
+
+const (
+	// PoolDefault is the model's own pooling (Encoder.Pooling), for
+	// Model.Embed.
+	PoolDefault Pooling = iota
+	// PoolMean averages the tokens' states.
+	PoolMean
+	// PoolCLS takes the first token's (BERT's [CLS]).
+	PoolCLS
+	// PoolLast takes the last token's.
+	PoolLast
+)
+
 // Use says how a graph uses a tensor, which decides the buffer type it is
 // placed in and the types it may have.
 type Use int

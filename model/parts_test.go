@@ -159,7 +159,7 @@ func TestLoadRefuses(t *testing.T) {
 		{"scores", func(b *gguf.Builder) { b.Set("tokenizer.ggml.scores", []float32{1}) }, "1 scores for 256 tokens"},
 		{"bos", func(b *gguf.Builder) { b.Set("tokenizer.ggml.bos_token_id", uint32(256)) }, "bos_token_id is 256, and the vocabulary has 256 tokens"},
 		{"eos type", func(b *gguf.Builder) { b.Set("tokenizer.ggml.eos_token_id", "2") }, "eos_token_id is str, want an integer"},
-		{"experts", func(b *gguf.Builder) { b.Set("llama.expert_count", uint32(8)) }, "llama.expert_count is 8: mixture-of-experts"},
+		{"experts", func(b *gguf.Builder) { b.Set("llama.expert_count", uint32(8)) }, "llama.expert_used_count is 0, want 1 to expert_count (8)"},
 		{"rope scaling factor", func(b *gguf.Builder) { b.Set("llama.rope.scaling.factor", float32(-2)) }, "RoPE frequency scale is -0.5"},
 		{"value length", func(b *gguf.Builder) { b.Set("llama.attention.value_length", uint32(8)) }, "value_length (8) differs"},
 		{"missing block", func(b *gguf.Builder) { b.Set("llama.block_count", uint32(3)) }, "no tensor of block 2 (blk.2.*), and llama.block_count is 3"},

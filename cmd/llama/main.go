@@ -8,7 +8,8 @@
 //	go run ./cmd/llama -model Llama-3.2-1B-Instruct-Q4_K_M.gguf -prompt "The capital of France is" -n 32
 //	go run ./cmd/llama -model tiny.gguf -prompt-ids 1,2,3 -ids
 //
-// It runs the architectures whose packages it imports (model/llama: Llama
+// It runs the architectures whose packages it imports (model/bert: BERT
+// embedding models, with -embd; model/llama: Llama
 // 2 and 3.x, TinyLlama, Mistral 7B v0.1, SmolLM; model/qwen2: Qwen2 and
 // Qwen2.5; model/qwen3: Qwen3; model/gemma: Gemma 2 and 3; model/phi3:
 // Phi-3; any mix of
@@ -44,6 +45,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/bert"
 	"github.com/go-ggml/ggml/model/chat"
 	_ "github.com/go-ggml/ggml/model/gemma"
 	_ "github.com/go-ggml/ggml/model/llama"
@@ -96,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		repeatN   = flags.Int("repeat-last-n", 64, "how many of the last tokens the penalties look at; 0: off")
 		presenceP = flags.Float64("presence-penalty", 0, "subtract this from the logits of tokens among the last -repeat-last-n")
 		freqP     = flags.Float64("frequency-penalty", 0, "subtract this times their count from the logits of tokens among the last -repeat-last-n")
+		embd      = flags.Bool("embd", false, "print the prompt's embedding (an embedding model's, such as BERT's: pooled as the file says, unit length) instead of generating")
 		chatMode  = flags.Bool("chat", false, "send the prompt as a user's message through the file's chat template (tokenizer.chat_template) and print the reply")
 		system    = flags.String("system", "", "with -chat: a system message before the user's")
 		nCtx      = flags.Int("ctx", 0, "KV cache positions; 0: the model's training context, at most 4096")
@@ -237,6 +240,25 @@ flags:
 		ids = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	}
 	tokens := promptOrBOS(ids, tok)
+	if m.Encoder() && !*embd {
+		return fmt.Errorf("%w: the %s model is an embedding model: -embd prints a prompt's embedding", model.ErrModel, c.Arch)
+	}
+	if *embd {
+		v, err := m.Embed(ctx, tokens, model.PoolDefault)
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		for i, x := range v {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(strconv.FormatFloat(float64(x), 'g', 9, 32))
+		}
+		b.WriteByte('\n')
+		_, err = io.WriteString(stdout, b.String())
+		return err
+	}
 	out := newTextOut(stdout, tok, *showIDs)
 
 	// The prompt in one batch, then one token at a time.

@@ -198,7 +198,7 @@ func TestRunHelpAndUntilEnd(t *testing.T) {
 	ctx := context.Background()
 	_, stderr, err := runCmd(t, ctx, "-h")
 	require.ErrorIs(t, err, flag.ErrHelp)
-	assert.Contains(t, stderr, "runs a GGUF model (architectures: gemma2, gemma3, llama, phi3, qwen2, qwen3,")
+	assert.Contains(t, stderr, "runs a GGUF model (architectures: bert, gemma2, gemma3, llama, phi3, qwen2, qwen3, qwen3moe,")
 	assert.Contains(t, stderr, "-gen FILE")
 	assert.Contains(t, stderr, "synthetic")
 
@@ -355,4 +355,29 @@ func TestRunChat(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, long, short)
 	require.Len(t, tokenLines(t, short), 5)
+}
+
+// TestRunEmbd: -embd prints the prompt's embedding, the library's Embed.
+func TestRunEmbd(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bert.gguf")
+	c := modeltest.Presets["tiny"]
+	c.Arch, c.HeadCountKV, c.NormEps = "bert", c.HeadCount, 1e-12
+	require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: c, Seed: 9}))
+	out, stderr, err := runCmd(t, ctx, "-m", path, "-prompt-ids", "1,7,9,2", "-embd", "-t", "1", "-ngl", "0")
+	require.NoError(t, err, stderr)
+	m, err := model.Load(ctx, path, model.Options{Threads: 1, CPUOnly: true})
+	require.NoError(t, err)
+	defer m.Close()
+	want, err := m.Embed(ctx, []int32{1, 7, 9, 2}, model.PoolDefault)
+	require.NoError(t, err)
+	fields := strings.Fields(out)
+	require.Len(t, fields, len(want))
+	for i, f := range fields {
+		v, err := strconv.ParseFloat(f, 32)
+		require.NoError(t, err)
+		assert.InDelta(t, want[i], v, 1e-6, "value %d", i)
+	}
+	_, _, err = runCmd(t, ctx, "-m", path, "-prompt-ids", "1,2", "-n", "2", "-t", "1")
+	require.ErrorIs(t, err, model.ErrModel, "an encoder does not generate")
 }

@@ -60,8 +60,10 @@ func PresetNames() []string {
 // (per-head RMS norms of q and k), gemma2 and gemma3 (norms after each
 // sub-layer, the output tied to token_embd; gemma3 with q and k norms)
 // phi3 (attn_qkv and the gate and up projections fused) and qwen3moe
-// (Qwen3's attention, experts' feed-forwards: RandomModel.Experts).
-var RandomArchitectures = []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3"}
+// (Qwen3's attention, experts' feed-forwards: RandomModel.Experts), and
+// bert (an encoder: position embeddings, post-norm blocks with LayerNorm,
+// a WordPiece vocabulary; RandomModel.Pooling).
+var RandomArchitectures = []string{"llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "bert"}
 
 // RandomModel says what WriteRandom writes.
 type RandomModel struct {
@@ -109,6 +111,10 @@ type RandomModel struct {
 	// them a token (2 where 0), each ExpertFF wide (FeedForward where 0;
 	// written as expert_feed_forward_length for qwen3moe).
 	Experts, ExpertsUsed, ExpertFF int
+
+	// Pooling is bert's pooling_type (1 mean, 2 CLS, 3 last; not written
+	// where 0).
+	Pooling int
 
 	// RopeFactors writes Phi-3's rope_factors_long and
 	// rope_factors_short (random factors from 1 to 4) (phi3).
@@ -270,7 +276,7 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		{arch + ".attention.head_count_kv", u32(c.HeadCountKV)},
 		{arch + ".rope.dimension_count", u32(c.RopeDim)},
 		{arch + ".rope.freq_base", c.RopeFreqBase},
-		{arch + ".attention.layer_norm_rms_epsilon", c.RMSEps},
+		epsKey(arch, c),
 	}...)
 	if !r.Converted || gpt2 {
 		kv = append(kv, pair{arch + ".vocab_size", u32(c.VocabSize)})
@@ -291,6 +297,12 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	}
 	if c.RopeAttnFactor != 1 {
 		kv = append(kv, pair{arch + ".rope.scaling.attn_factor", c.RopeAttnFactor})
+	}
+	if arch == "bert" {
+		kv = append(kv, pair{"tokenizer.ggml.token_type_count", uint32(2)}, pair{arch + ".attention.causal", false})
+		if r.Pooling != 0 {
+			kv = append(kv, pair{arch + ".pooling_type", uint32(r.Pooling)})
+		}
 	}
 	if moe {
 		kv = append(kv, pair{arch + ".expert_count", u32(r.Experts)}, pair{arch + ".expert_used_count", u32(r.ExpertsUsed)})
@@ -343,8 +355,11 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		}
 	} else {
 		tokens, scores, types := randomVocab(c.VocabSize)
+		if arch == "bert" {
+			tokens, scores, types = randomWPMVocab(c.VocabSize)
+		}
 		kv = append(kv, []pair{
-			{"tokenizer.ggml.model", "llama"},
+			{"tokenizer.ggml.model", map[bool]string{false: "llama", true: "bert"}[arch == "bert"]},
 			{"tokenizer.ggml.tokens", tokens},
 			{"tokenizer.ggml.scores", scores},
 			{"tokenizer.ggml.token_type", types},
@@ -399,6 +414,9 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	}
 	if err := add("token_embd.weight", e, v, matrixTensor); err != nil {
 		return nil, err
+	}
+	if arch == "bert" {
+		return b, bertTensors(c, add)
 	}
 	for i := range c.BlockCount {
 		p := fmt.Sprintf("blk.%d.", i)
@@ -623,6 +641,39 @@ func randomVocab(n int) (tokens []string, scores []float32, types []int32) {
 	return tokens, scores, types
 }
 
+// randomWPMVocab makes a WordPiece vocabulary of n tokens, as BERT's:
+// [UNK], [CLS] and [SEP] where randomVocab has <unk>, <s> and </s> (the
+// same IDs), [PAD] and [MASK], then words and "##" continuations; no
+// byte tokens (llama.cpp's WordPiece has none).
+func randomWPMVocab(n int) (tokens []string, scores []float32, types []int32) {
+	tokens = []string{"[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"}
+	types = []int32{2, 3, 3, 3, 3}
+	seen := map[string]bool{}
+	syll := []string{"a", "e", "i", "o", "u", "ka", "lo", "mi", "ne", "ru", "sa", "ti", "th", "er", "an", "in", "on", "ing", "ed", "st"}
+	for i := 0; len(tokens) < n; i++ {
+		var w strings.Builder
+		for j := i; ; j /= len(syll) {
+			w.WriteString(syll[j%len(syll)])
+			if j < len(syll) {
+				break
+			}
+		}
+		s := w.String()
+		if i%3 == 2 {
+			s = "##" + s
+		}
+		if seen[s] {
+			continue // "on"+"e" is "o"+"ne"
+		}
+		seen[s] = true
+		tokens = append(tokens, s)
+		types = append(types, 1)
+	}
+	tokens, types = tokens[:n], types[:n]
+	scores = make([]float32, n)
+	return tokens, scores, types
+}
+
 // gpt2Specials are the control tokens at the end of a GPT-2 style
 // vocabulary, as in Llama 3's: BOS, end of text (padding), end of turn
 // (EOS), and the header marks of its chat template.
@@ -713,3 +764,60 @@ var gpt2Byte = func() map[rune]byte {
 	}
 	return m
 }()
+
+// epsKey is the key of the model's norms' epsilon: LayerNorm's for bert
+// (NormEps, else RMSEps), the RMS norm's for the others.
+func epsKey(arch string, c model.Config) struct {
+	key string
+	v   any
+} {
+	if arch == "bert" {
+		eps := c.NormEps
+		if eps == 0 {
+			eps = c.RMSEps
+		}
+		return struct {
+			key string
+			v   any
+		}{arch + ".attention.layer_norm_epsilon", eps}
+	}
+	return struct {
+		key string
+		v   any
+	}{arch + ".attention.layer_norm_rms_epsilon", c.RMSEps}
+}
+
+// bertTensors adds the tensors of a BERT encoder after token_embd:
+// token_types, position_embd, token_embd_norm, and per block q, k, v and
+// the attention's output with their biases, attn_output_norm, ffn_up and
+// ffn_down with biases, and layer_output_norm.
+func bertTensors(c model.Config, add func(name string, ne0, ne1 int64, kind tensorKind) error) error {
+	e, q, k, f := int64(c.EmbeddingLength), int64(c.QDim()), int64(c.KVDim()), int64(c.FeedForward)
+	type t struct {
+		name     string
+		ne0, ne1 int64
+		kind     tensorKind
+	}
+	ts := []t{
+		{"token_types.weight", e, 2, biasTensor}, {"position_embd.weight", e, int64(c.ContextLength), matrixTensor},
+		{"token_embd_norm.weight", e, 1, normTensor}, {"token_embd_norm.bias", e, 1, biasTensor},
+	}
+	for i := range c.BlockCount {
+		p := fmt.Sprintf("blk.%d.", i)
+		ts = append(ts,
+			t{p + "attn_q.weight", e, q, matrixTensor}, t{p + "attn_q.bias", q, 1, biasTensor},
+			t{p + "attn_k.weight", e, k, matrixTensor}, t{p + "attn_k.bias", k, 1, biasTensor},
+			t{p + "attn_v.weight", e, k, matrixTensor}, t{p + "attn_v.bias", k, 1, biasTensor},
+			t{p + "attn_output.weight", q, e, matrixTensor}, t{p + "attn_output.bias", e, 1, biasTensor},
+			t{p + "attn_output_norm.weight", e, 1, normTensor}, t{p + "attn_output_norm.bias", e, 1, biasTensor},
+			t{p + "ffn_up.weight", e, f, matrixTensor}, t{p + "ffn_up.bias", f, 1, biasTensor},
+			t{p + "ffn_down.weight", f, e, matrixTensor}, t{p + "ffn_down.bias", e, 1, biasTensor},
+			t{p + "layer_output_norm.weight", e, 1, normTensor}, t{p + "layer_output_norm.bias", e, 1, biasTensor})
+	}
+	for _, x := range ts {
+		if err := add(x.name, x.ne0, x.ne1, x.kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
