@@ -1,5 +1,6 @@
 // amx_driver.h: go-ggml's driver of the provider's AMX kernels
-// (amx_mul_mat) and its correction of the q4_0/q4_1 kernel (amx_fix_block),
+// (amx_mul_mat) and its corrections of the kernel for q4_0/q4_1
+// (amx_fix_block) and for rows of one K block (amx_zero_block),
 // for the two files that instantiate it (amx_mmq.cpp, amx_mmq_q4.cpp),
 // after provider_mmq.h. Written for go-ggml; it contains no ggml code.
 
@@ -60,6 +61,28 @@ void amx_fix_block(const char *a, int KB, const char *b, int tile_size, float *c
 	}
 }
 
+// amx_zero_block zeroes the 32 x 32 results at c (row stride ldc floats)
+// before the provider's kernel computes a block of exactly 32 rows of
+// q4_0, q4_1 or q8_0 weights whose rows are one K block (K = 32). That
+// branch of tinygemm_kernel_amx (M == 2 * TILE_M) keeps each K block's
+// integer tiles and scales them into C one step later: the loop over
+// i = 1 .. KB-1 stores block i-1 (acc_C<..., is_acc = i-1 > 0>, so block 0
+// overwrites C), and its "final accumulation" adds the last block with
+// acc_C<..., true>, which reads C. With KB == 1 the loop does not run, and
+// the one block is added to whatever C held: the last product's result
+// (twice the right values, when a graph is computed again), or another
+// tensor's bytes (anything, up to Inf and NaN). Zeroed first, the sum is
+// the right one, in the same float operations as an overwrite (0 + x).
+// Blocks of fewer rows take the kernel's other branch, which overwrites
+// at i == 0; the k-quants' and iq4_xs's kernel does too.
+void amx_zero_block(float *c, int ldc) {
+	const __m512 zero = _mm512_setzero_ps();
+	for (int m = 0; m < 2 * TILE_M; m++) {
+		_mm512_storeu_ps(c + (size_t)m * ldc, zero);
+		_mm512_storeu_ps(c + (size_t)m * ldc + TILE_N, zero);
+	}
+}
+
 template <typename TA, typename TB, int BLOCK_K>
 void amx_mul_mat(const struct ggml_compute_params *params, struct ggml_tensor *dst) {
 	const struct ggml_tensor *src0 = dst->src[0];
@@ -102,6 +125,11 @@ void amx_mul_mat(const struct ggml_compute_params *params, struct ggml_tensor *d
 		const char *a = wdata + (size_t)mstart * row_a;
 		const char *b = (const char *)src0->data + PACKED_INDEX(nb * 2, 0, KB, tile_size);
 		float *c = (float *)dst->data + (size_t)mstart * ldc + nb * 2 * TILE_N;
+		if constexpr (!is_type_qkk<TB>::value) { // q4_0, q4_1, q8_0 (see amx_zero_block)
+			if (msize == 2 * TILE_M && KB == 1) {
+				amx_zero_block(c, ldc);
+			}
+		}
 		tinygemm_kernel_amx<TA, TB, float, BLOCK_K>(msize, 2 * TILE_N, KB, a, b, c, ldc);
 		if constexpr (fix) { // no amx_fix_block for the types that need none
 			if (msize == 2 * TILE_M) {

@@ -8,7 +8,7 @@
 // code.
 //
 // The provider's driver differs from the one llama.cpp ships today in two
-// ways that this one undoes:
+// ways that this one undoes, and its kernel has a third fault:
 //
 //   - Its thread 0 alone quantizes the activations (src1) while the other
 //     threads wait at the barrier after it; here each thread quantizes its
@@ -24,6 +24,12 @@
 //     computed such a block adds the difference to the block's 32 x 16
 //     wrong entries right after the kernel (amx_fix_block): no extra
 //     barrier, the block still in the cache.
+//   - The same branch, for rows of one K block (K = 32) of q4_0, q4_1 and
+//     q8_0, adds its only block to what the result held (its "final
+//     accumulation" reads C, which no earlier K block stored): twice the
+//     right values when a graph is computed again, garbage otherwise.
+//     Here the thread zeroes such a block of results first
+//     (amx_zero_block).
 //
 // f16 weights, and every other product, go to the provider's driver.
 //
