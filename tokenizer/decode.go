@@ -19,8 +19,10 @@ type DecodeOptions struct {
 // piece is the text of token id with special tokens rendered
 // (llama_token_to_piece with special set): a control, unknown or
 // user-defined token as it is written, a normal token with "▁" as a space
-// (SentencePiece) or its byte runes as bytes (byte-level BPE), a byte
-// token as its byte; other types are empty.
+// (SentencePiece) or its byte runes as bytes (byte-level BPE; a rune
+// outside GPT-2's byte map as llama.cpp's marker "[UNK_BYTE_0x<hex>...]"),
+// a byte token as its byte; other types are empty. A piece is at most 16
+// times its token's length.
 func (t *Tokenizer) piece(id int32) []byte {
 	a, s := t.attrs[id], t.tokens[id]
 	switch {
@@ -30,18 +32,25 @@ func (t *Tokenizer) piece(id int32) []byte {
 		if !t.bpe {
 			return []byte(strings.ReplaceAll(s, "▁", " "))
 		}
-		var b []byte
+		b := make([]byte, 0, len(s))
+		marked := false
 		for _, r := range s {
 			if c, ok := runeByte[r]; ok {
 				b = append(b, c)
 				continue
 			}
-			// llama.cpp's marker for a rune outside the byte map.
+			// llama.cpp's marker for a rune outside the byte map, which
+			// holds the token's text: only the first marker here, so
+			// that a piece is at most 16 times its token's length (see
+			// the package documentation).
 			b = append(b, "[UNK_BYTE_0x"...)
 			for _, c := range []byte(string(r)) {
 				b = fmt.Appendf(b, "%02x", c)
 			}
-			b = append(b, s...)
+			if !marked {
+				b = append(b, s...)
+				marked = true
+			}
 			b = append(b, ']')
 		}
 		return b

@@ -90,7 +90,23 @@
 // special token goes with it; Vocab.Name) is applied, also to a
 // vocabulary without <s>, </s>, <unk> or <|endoftext|>, where llama.cpp
 // fails; the others, for other families (gpt-oss and Gemma 4
-// workarounds), are not.
+// workarounds), are not. A byte-level BPE token with characters outside
+// GPT-2's byte map is decoded with llama.cpp's marker for each of them,
+// "[UNK_BYTE_0x<its UTF-8 in hex><the token's text>]", as llama.cpp writes
+// it, except that the token's text is in the first marker only (the later
+// ones are "[UNK_BYTE_0x<hex>]"): llama.cpp's piece grows with the square
+// of the token's length. And New refuses a vocabulary beyond
+// MaxTokenLen and MaxVocabBytes (ErrTooLarge), which llama.cpp takes.
+//
+// # Limits
+//
+// What a vocabulary can make a tokenizer allocate is bounded by the
+// vocabulary's size: a token has at most MaxTokenLen bytes, and the
+// tokens and merges together at most MaxVocabBytes, and the tokenizer's
+// memory is a small multiple of that. Encode finds the special tokens in
+// a text in time linear in the text (and the logarithm of the count of
+// places where special tokens start), however many special tokens there
+// are and however they nest.
 //
 // # Concurrency
 //

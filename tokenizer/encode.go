@@ -78,73 +78,173 @@ func (t *Tokenizer) Encode(text string, o EncodeOptions) []int32 {
 // text, then the next. Control and unknown tokens count only when parse
 // is set. White space after a token of Phi-3's rule (Vocab.Name) goes
 // with the token.
+//
+// llama.cpp searches the text once a token; this gives its partition in
+// time linear in the text (and a logarithm for the places where special
+// tokens start), however many special tokens there are and however they
+// nest. Each place p of the text that is still text has a candidate: the
+// longest special token that starts at p and ends within p's run of text.
+// The candidates are taken in the tokens' order, and by place for a
+// token, from a heap: each is placed unless an earlier placement covers
+// its place. A placement at p ends the runs of the places before it, and
+// only those within the token's length of p can have had a candidate
+// that crosses p (no longer candidate is left): one run of the automaton
+// backwards from p gives them their new, shorter candidates. A place that
+// is still text when a token is taken, where that token starts and fits,
+// has it as its candidate: every longer one that fits fitted before, and
+// was placed or covered.
 func (t *Tokenizer) partition(text string, parse bool) []fragment {
 	if text == "" {
 		return nil
 	}
-	// The special tokens that occur in text: a walk down the trie of
-	// their texts from each place, as long as some text goes on (one
-	// step at most for most places of most texts, whatever the count of
-	// special tokens).
-	var found map[int32]bool
-	tr := &t.specialTrie
-	for i := 0; i < len(text); i++ {
-		if !t.specialFirst[text[i]] {
-			continue
-		}
-		n := int32(0)
-		for j := i; j < len(text); j++ {
-			if n = tr.child(n, text[j]); n < 0 {
-				break
+	mode := 0
+	if !parse {
+		mode = 1
+	}
+	a := &t.specials
+	longest := a.longest[mode]
+	// Each place's candidate, by its order in t.special; -1: none.
+	var cand []int32
+	var h placeHeap
+	state := int32(0)
+	for p := len(text) - 1; p >= 0; p-- {
+		state = a.step(state, text[p])
+		if o := longest[state]; o >= 0 {
+			if cand == nil {
+				cand = make([]int32, len(text))
+				for i := range cand {
+					cand[i] = -1
+				}
 			}
-			for _, id := range tr.nodes[n].ids {
-				if !parse && t.attrs[id]&(attrControl|attrUnknown) != 0 {
-					continue
+			cand[p] = o
+			h = append(h, place{o, p})
+		}
+	}
+	if cand == nil {
+		return []fragment{{text: text, id: -1}}
+	}
+	h.init()
+	const (
+		free   = 0 // text
+		start  = 1 // the start of a placed token
+		placed = 2 // within a placed token, or white space that went with it
+	)
+	st := make([]uint8, len(text))
+	for len(h) > 0 {
+		k := h.pop()
+		o, p := k.order, k.p
+		if st[p] != free || cand[p] != o {
+			continue // covered, or an outdated candidate
+		}
+		id := t.special[o]
+		end := p + len(t.tokens[id])
+		st[p] = start
+		for q := p + 1; q < end; q++ {
+			st[q] = placed
+		}
+		if t.attrs[id]&attrRStrip != 0 {
+			for ; end < len(text) && st[end] == free && strings.IndexByte(" \t\n\v\f\r", text[end]) >= 0; end++ { // C's isspace
+				st[end] = placed
+			}
+		}
+		// New candidates for the places before p whose candidate may
+		// cross p: the longest token within text[q:p].
+		state := int32(0)
+		for q := p - 1; q >= 0 && q > p-len(t.tokens[id]) && st[q] == free; q-- {
+			state = a.step(state, text[q])
+			if c := longest[state]; c != cand[q] {
+				cand[q] = c
+				if c >= 0 {
+					h.push(place{c, q})
 				}
-				if found == nil {
-					found = map[int32]bool{}
-				}
-				found[id] = true
 			}
 		}
 	}
-	frags := []fragment{{text: text, id: -1}}
-	if found == nil {
-		return frags
-	}
-	for _, id := range t.special {
-		if !found[id] {
-			continue
+	var frags []fragment
+	for p := 0; p < len(text); {
+		switch st[p] {
+		case start:
+			id := t.special[cand[p]]
+			frags = append(frags, fragment{id: id})
+			p += len(t.tokens[id])
+		case placed:
+			p++
+		default:
+			q := p + 1
+			for q < len(text) && st[q] == free {
+				q++
+			}
+			frags = append(frags, fragment{text: text[p:q], id: -1})
+			p = q
 		}
-		s := t.tokens[id]
-		next := make([]fragment, 0, len(frags)+2)
-		for _, f := range frags {
-			if f.id >= 0 {
-				next = append(next, f)
-				continue
-			}
-			rest := f.text
-			for {
-				i := strings.Index(rest, s)
-				if i < 0 {
-					break
-				}
-				if i > 0 {
-					next = append(next, fragment{text: rest[:i], id: -1})
-				}
-				next = append(next, fragment{id: id})
-				rest = rest[i+len(s):]
-				if t.attrs[id]&attrRStrip != 0 {
-					rest = strings.TrimLeft(rest, " \t\n\v\f\r") // C's isspace
-				}
-			}
-			if rest != "" {
-				next = append(next, fragment{text: rest, id: -1})
-			}
-		}
-		frags = next
 	}
 	return frags
+}
+
+// place is a candidate: a token, by its order in Tokenizer.special, at a
+// place of the text.
+type place struct {
+	order int32
+	p     int
+}
+
+// less orders candidates by their tokens' order, then by place.
+func (a place) less(b place) bool {
+	return a.order < b.order || a.order == b.order && a.p < b.p
+}
+
+// placeHeap is a priority queue of candidates, the first on top.
+type placeHeap []place
+
+func (h *placeHeap) push(k place) {
+	*h = append(*h, k)
+	q := *h
+	i := len(q) - 1
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !q[i].less(q[parent]) {
+			break
+		}
+		q[i], q[parent] = q[parent], q[i]
+		i = parent
+	}
+}
+
+func (h *placeHeap) down(i int) {
+	q := *h
+	n := len(q)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && q[r].less(q[l]) {
+			m = r
+		}
+		if !q[m].less(q[i]) {
+			return
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+}
+
+func (h *placeHeap) pop() place {
+	q := *h
+	top := q[0]
+	last := len(q) - 1
+	q[0] = q[last]
+	*h = q[:last]
+	h.down(0)
+	return top
+}
+
+// init orders the candidates added with append.
+func (h *placeHeap) init() {
+	for i := len(*h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // symbol is a piece of a word being merged: text[start:start+n], linked to

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,7 @@ import (
 
 // errKinds are the package's error variables: every error of New,
 // ReadVocab and FromGGUF wraps one.
-var errKinds = []error{ErrUnsupported, ErrKey, ErrLength, ErrTokenType, ErrTokenText, ErrMerge, ErrTokenID}
+var errKinds = []error{ErrUnsupported, ErrKey, ErrLength, ErrTokenType, ErrTokenText, ErrMerge, ErrTokenID, ErrTooLarge}
 
 // requireKnownErr fails unless err wraps one of errKinds.
 func requireKnownErr(t testing.TB, err error, msgAndArgs ...any) {
@@ -354,8 +355,19 @@ func fuzzVocab(data []byte) Vocab {
 	v.AddBOS, v.AddEOS, v.AddSpacePrefix = flag(), flag(), flag()
 	n := int(next() % 40)
 	lengths := next()
+	// With lengths&0x10, one more byte sizes the vocabulary: its low
+	// nibble adds 64 tokens a unit (up to 960 more, each "t<i>" after the
+	// parts), its high nibble
+	// repeats every other part 4<<k times (up to 128 Ki times: beyond
+	// MaxTokenLen).
+	var grow byte
+	if lengths&0x10 != 0 {
+		grow = next()
+		n += int(grow&0x0F) * 64
+	}
 	// Tokens: the bytes that follow, cut at each 0x00; the byte tokens of
-	// the first bytes too, so that SentencePiece has some.
+	// the first bytes too, so that SentencePiece has some; then tokens of
+	// their own ("t40", ...) after 40.
 	rest := string(data)
 	parts := strings.Split(rest, "\x00")
 	for i := range n {
@@ -363,6 +375,11 @@ func fuzzVocab(data []byte) Vocab {
 		switch {
 		case i < len(parts):
 			s = parts[i]
+			if grow>>4 != 0 && i%2 == 1 {
+				s = strings.Repeat(s, 4<<(grow>>4))
+			}
+		case i >= 40 || grow&0x0F != 0:
+			s = "t" + strconv.Itoa(i)
 		case i%3 == 0:
 			s = string(rune('a' + i%26))
 		default:
@@ -427,6 +444,13 @@ func FuzzNew(f *testing.F) {
 	for _, s := range hardCases {
 		f.Add([]byte("\x05\x00\x00\xff\xff\xff\x01\x00\x00\x30\x0f"+strings.ReplaceAll(s, " ", "\x00")), s)
 	}
+	// Issue #40: more tokens, long ones of characters outside GPT-2's
+	// byte map (a piece linear in its token), one beyond MaxTokenLen, and
+	// special tokens that nest.
+	f.Add([]byte("\x01\x00\x00\xff\xff\xff\x00\x00\x00\x04\x15\x10a\x00\x01\x02\x03\x00b\x00一二"), "a\x01\x02 b一二")
+	f.Add([]byte("\x01\x00\x00\xff\xff\xff\x00\x00\x00\x04\x15\x2fa\x00\x01\x00b"), "a\x01 b t99")
+	f.Add([]byte("\x01\x00\x00\xff\xff\xff\x00\x00\x00\x04\x15\xf0a\x00\x01\x00b"), "ab")
+	f.Add([]byte("\x03\x02\x02\xff\xff\xff\x00\x00\x00\x08\x13\x00<\x00<<\x00<<<\x00<<<<\x00a\x04\x04\x04\x04\x01"), "<<<<<<<<<<a<<")
 	f.Fuzz(func(t *testing.T, data []byte, text string) {
 		v := fuzzVocab(data)
 		tok, err := New(v)
@@ -468,8 +492,9 @@ func FuzzNew(f *testing.F) {
 		require.Equal(t, len(v.Tokens), tok.Len())
 		for id := range int32(tok.Len()) {
 			for _, special := range []bool{false, true} {
-				_, err := tok.Piece(id, special)
+				p, err := tok.Piece(id, special)
 				require.NoError(t, err)
+				require.LessOrEqual(t, len(p), 16*len(tok.Token(id)), "the piece of token %d %q", id, tok.Token(id))
 			}
 			want := v.Tokens[id]
 			if want == "" {

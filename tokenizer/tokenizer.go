@@ -30,6 +30,24 @@ var (
 	// the file, or an ID given to Decode or Piece), or a BOS or EOS to add
 	// that the vocabulary does not have.
 	ErrTokenID = errors.New("token ID outside the vocabulary")
+	// ErrTooLarge: a token longer than MaxTokenLen bytes, or tokens and
+	// merges of more than MaxVocabBytes bytes together.
+	ErrTooLarge = errors.New("vocabulary too large")
+)
+
+// The limits of a vocabulary, which New refuses beyond them with an
+// ErrTooLarge error. The largest vocabularies of real models have tokens
+// of a few hundred bytes and a few megabytes of text in all; within the
+// limits, what a tokenizer allocates is a small multiple of its
+// vocabulary's bytes (at most about 40 bytes a byte of special token
+// text, for the automaton that finds them in a text, and 16 bytes a byte
+// of a byte-level BPE token's piece), whatever the vocabulary holds.
+const (
+	// MaxTokenLen is the most bytes a token's text may have.
+	MaxTokenLen = 1 << 16
+	// MaxVocabBytes is the most bytes the texts of all tokens and merges
+	// may have together.
+	MaxVocabBytes = 1 << 26
 )
 
 // TokenType is a token's type, as tokenizer.ggml.token_type writes it
@@ -171,8 +189,7 @@ type Tokenizer struct {
 	ignoreMerges   bool
 	eog            map[int32]bool
 	special        []int32   // control, user-defined and unknown tokens, longest first
-	specialFirst   [256]bool // first bytes of the special tokens' texts
-	specialTrie    trie      // the special tokens' texts
+	specials       automaton // finds the special tokens in a text (partition)
 	byteTokens     [256]int32
 	pieces         [][]byte // llama_token_to_piece(special=true) of each token
 }
@@ -207,7 +224,8 @@ var fimEndTexts = []string{
 // (ErrTokenType), token texts are valid UTF-8 and unique (ErrTokenText;
 // an empty text is named "[EMPTY_<id>]" as llama.cpp names it), merges
 // are two pieces (ErrMerge), and the special tokens are in the
-// vocabulary, BOS and EOS too when they are to be added (ErrTokenID).
+// vocabulary, BOS and EOS too when they are to be added (ErrTokenID), and
+// the vocabulary is within MaxTokenLen and MaxVocabBytes (ErrTooLarge).
 // Every tokenizer New returns encodes and decodes.
 func New(v Vocab) (*Tokenizer, error) {
 	t, err := NewForDecoding(v)
@@ -274,9 +292,19 @@ func NewForDecoding(v Vocab) (*Tokenizer, error) {
 	t.types = make([]TokenType, n)
 	t.attrs = make([]attr, n)
 	t.ids = make(map[string]int32, n)
+	total := 0
+	for _, m := range v.Merges {
+		total += len(m)
+	}
 	for i, s := range v.Tokens {
 		if s == "" {
 			s = fmt.Sprintf("[EMPTY_%d]", i)
+		}
+		if len(s) > MaxTokenLen {
+			return nil, fmt.Errorf("tokenizer: %w: token %d has %d bytes (at most MaxTokenLen, %d)", ErrTooLarge, i, len(s), MaxTokenLen)
+		}
+		if total += len(s); total > MaxVocabBytes {
+			return nil, fmt.Errorf("tokenizer: %w: tokens and merges of more than MaxVocabBytes (%d) bytes together", ErrTooLarge, MaxVocabBytes)
 		}
 		if !utf8.ValidString(s) {
 			return nil, fmt.Errorf("tokenizer: %w: token %d (%q) is not valid UTF-8", ErrTokenText, i, s)
@@ -346,7 +374,6 @@ func NewForDecoding(v Vocab) (*Tokenizer, error) {
 	for i, a := range t.attrs {
 		if a&(attrControl|attrUserDefined|attrUnknown) != 0 {
 			t.special = append(t.special, int32(i))
-			t.specialFirst[t.tokens[i][0]] = true
 		}
 	}
 	if isPhi3(v.Name) {
@@ -363,7 +390,9 @@ func NewForDecoding(v Vocab) (*Tokenizer, error) {
 		}
 	}
 	slices.SortStableFunc(t.special, func(a, b int32) int { return len(t.tokens[b]) - len(t.tokens[a]) })
-	t.specialTrie = newTrie(t.tokens, t.special)
+	t.specials = newAutomaton(t.tokens, t.special, func(id int32) bool {
+		return t.attrs[id]&(attrControl|attrUnknown) == 0
+	})
 
 	for b := range 256 {
 		t.byteTokens[b] = t.findByteToken(byte(b))
@@ -492,49 +521,4 @@ func onlySpaceRuns(s string) bool {
 		}
 	}
 	return true
-}
-
-// trie holds texts of tokens by their bytes, to find which of them start
-// at a place in a text in one walk, however many share a beginning.
-type trie struct {
-	nodes []trieNode // nodes[0] is the root, the empty text
-}
-
-type trieNode struct {
-	edges []trieEdge // to the texts one byte longer
-	ids   []int32    // the tokens whose text ends here
-}
-
-type trieEdge struct {
-	b  byte
-	to int32
-}
-
-// newTrie returns the trie of the texts of tokens ids.
-func newTrie(texts []string, ids []int32) trie {
-	tr := trie{nodes: []trieNode{{}}}
-	for _, id := range ids {
-		n := int32(0)
-		for i := 0; i < len(texts[id]); i++ {
-			next := tr.child(n, texts[id][i])
-			if next < 0 {
-				next = int32(len(tr.nodes))
-				tr.nodes = append(tr.nodes, trieNode{})
-				tr.nodes[n].edges = append(tr.nodes[n].edges, trieEdge{texts[id][i], next})
-			}
-			n = next
-		}
-		tr.nodes[n].ids = append(tr.nodes[n].ids, id)
-	}
-	return tr
-}
-
-// child returns the node after n by byte b, or -1.
-func (tr *trie) child(n int32, b byte) int32 {
-	for _, e := range tr.nodes[n].edges {
-		if e.b == b {
-			return e.to
-		}
-	}
-	return -1
 }
