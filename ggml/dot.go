@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // DotOptions configure Graph.WriteDot.
@@ -25,6 +27,12 @@ type DotOptions struct {
 // is joined to it by a dotted edge. Render it with `dot -Tsvg`. It is
 // written by go-ggml, in the spirit of ggml_graph_dump_dot (which writes to
 // a file path only).
+//
+// Any tensor name or placement string gives a valid dot file: one that
+// holds control characters (NUL, newlines, escape sequences) or bytes
+// that are not UTF-8 is shown quoted, with those escaped as Go writes them
+// ("a\x00b"), and dot's own special characters (quotes, backslashes, '&'
+// of its entities) are escaped.
 func (g *Graph) WriteDot(w io.Writer, opts *DotOptions) error {
 	if err := g.usable(); err != nil {
 		return err
@@ -107,7 +115,7 @@ func (g *Graph) WriteDot(w io.Writer, opts *DotOptions) error {
 		}
 		sort.Strings(names)
 		for i, b := range names {
-			fmt.Fprintf(bw, "    legend%d [shape=box, style=filled, fillcolor=%s, label=%s];\n", i, colours[b], dotQuote(b))
+			fmt.Fprintf(bw, "    legend%d [shape=box, style=filled, fillcolor=%s, label=%s];\n", i, colours[b], dotQuote(printable(b)))
 		}
 		fmt.Fprintf(bw, "  }\n")
 	}
@@ -117,20 +125,41 @@ func (g *Graph) WriteDot(w io.Writer, opts *DotOptions) error {
 
 // dotLabel is a tensor's label: name, op, type and shape (and backend).
 func dotLabel(t *Tensor, backend string) string {
-	name := t.Name()
+	name := printable(t.Name())
 	if name == "" {
 		name = "(unnamed)"
 	}
 	op := strings.ToLower(t.Op())
 	l := fmt.Sprintf("%s\n%s %v %v", name, op, t.Type(), t.Shape())
 	if backend != "" {
-		l += "\non " + backend
+		l += "\non " + printable(backend)
 	}
 	return l
 }
 
-// dotQuote quotes s as a dot string.
+// printable returns s as it is when it is UTF-8 made of printable
+// characters, else Go's quoted form of it (strconv.Quote): no control
+// character or invalid byte of a user's string reaches dot, which rejects
+// a NUL and passes the others on into SVG that is no valid XML.
+func printable(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// dotEscaper escapes text for a dot quoted string: its quote and escape
+// character, '&' (dot reads "&#27;" and the like as the characters they
+// name), and the line breaks of labels.
+var dotEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "&", "&amp;", "\n", `\n`)
+
+// dotQuote quotes s as a dot string. Its line breaks are the label's
+// own; a user's string goes through printable first.
 func dotQuote(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
+	return `"` + dotEscaper.Replace(s) + `"`
 }

@@ -1,7 +1,11 @@
 // Command gguf-dump prints what a GGUF file holds: its version, alignment
 // and data offset, the key-value metadata (long arrays cut short) and the
 // table of tensors, with their types, shapes, offsets and sizes. It reads
-// only the header.
+// only the header, of a regular file only (a FIFO or a device is refused,
+// not waited on). Keys, string values and tensor names that hold control
+// characters, quotes or bytes that are not UTF-8 are printed quoted, with
+// those escaped as Go writes them ("\x1b[31m"), so a file cannot write
+// escape sequences to the terminal.
 //
 //	gguf-dump [-n 8] [-kv=true] [-tensors=true] model.gguf
 package main
@@ -12,8 +16,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/go-ggml/ggml/gguf"
 )
@@ -53,12 +60,50 @@ func run(w io.Writer, args []string) error {
 		return errUsage
 	}
 	path := fs.Arg(0)
-	f, err := gguf.Open(path)
+	f, err := open(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	return dump(w, path, f, *n, *kv, *tensors)
+}
+
+// open reads the header of the regular file at path. It opens the file
+// without blocking (a FIFO without a writer would block the open itself),
+// and refuses anything but a regular file before reading a byte.
+func open(path string) (*gguf.File, error) {
+	osf, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer osf.Close()
+	st, err := osf.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", gguf.ErrInvalid, quote(path), st.Mode().Type())
+	}
+	f, err := gguf.Read(osf, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", quote(path), err)
+	}
+	return f, nil
+}
+
+// quote returns s as it is when it is UTF-8 made of printable characters
+// other than the double quote and the backslash, else quoted with strconv.Quote: a key or tensor
+// name that holds escape sequences, other control characters or bytes
+// that are not UTF-8 does not reach the terminal raw.
+func quote(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) || r == '"' || r == '\\' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func dump(w io.Writer, path string, f *gguf.File, n int, kv, tensors bool) error {
@@ -66,7 +111,7 @@ func dump(w io.Writer, path string, f *gguf.File, n int, kv, tensors bool) error
 	for _, ti := range f.Tensors() {
 		data += ti.Size
 	}
-	fmt.Fprintf(w, "%s: GGUF version %d, %s\n", path, f.Version(), human(f.Size()))
+	fmt.Fprintf(w, "%s: GGUF version %d, %s\n", quote(path), f.Version(), human(f.Size()))
 	fmt.Fprintf(w, "alignment %d, data at byte %d, %d tensors of %s, %d key-value pairs\n",
 		f.Alignment(), f.DataOffset(), f.NumTensors(), human(data), f.NumKV())
 	if kv {
@@ -79,7 +124,7 @@ func dump(w io.Writer, path string, f *gguf.File, n int, kv, tensors bool) error
 			if v.Type() == gguf.TypeArray {
 				typ = fmt.Sprintf("[%d]%s", v.Len(), arrayType(v))
 			}
-			fmt.Fprintf(tw, "%5d:\t%s\t%s = %s\n", i, typ, key, v.Abbrev(n))
+			fmt.Fprintf(tw, "%5d:\t%s\t%s = %s\n", i, typ, quote(key), v.Abbrev(n))
 		}
 		tw.Flush()
 	}
@@ -93,7 +138,7 @@ func dump(w io.Writer, path string, f *gguf.File, n int, kv, tensors bool) error
 				shape[j] = fmt.Sprint(d)
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t %s\n", i+1, ti.Elements(), ti.Type, strings.Join(shape, " x "),
-				f.DataOffset()+ti.Offset, ti.Size, ti.Name)
+				f.DataOffset()+ti.Offset, ti.Size, quote(ti.Name))
 		}
 		tw.Flush()
 	}

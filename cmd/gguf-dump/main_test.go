@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,5 +76,60 @@ func TestHelp(t *testing.T) {
 	require.NoError(t, run(&out, []string{"-h"}))
 	for _, want := range []string{"prints a GGUF file's header", "-n int", "-kv", "-tensors"} {
 		assert.Contains(t, out.String(), want)
+	}
+}
+
+// TestDumpEscapes: a key, a string value and a tensor name that hold
+// escape sequences (and other control characters, invalid UTF-8) are
+// printed escaped: no control byte of the file reaches the output.
+func TestDumpEscapes(t *testing.T) {
+	const esc = "\x1b[31mred\x1b]0;title\x07"
+	b := gguf.NewBuilder()
+	require.NoError(t, b.Set(gguf.KeyArchitecture, "llama"))
+	require.NoError(t, b.Set("key"+esc, "value"+esc+"\r\xff"))
+	require.NoError(t, b.Set("tokens", []string{"tok" + esc}))
+	require.NoError(t, b.AddTensor("name"+esc+"\t\n", ggml.TypeF32, []int64{4}, gguf.FromBytes(make([]byte, 16))))
+	require.NoError(t, b.AddTensor("plain.weight", ggml.TypeF32, []int64{4}, gguf.FromBytes(make([]byte, 16))))
+	path := filepath.Join(t.TempDir(), "esc.gguf")
+	require.NoError(t, b.WriteFile(path))
+
+	var out bytes.Buffer
+	require.NoError(t, run(&out, []string{path}))
+	got := out.String()
+	for i, c := range []byte(got) {
+		if c < 0x20 && c != '\n' || c == 0x7f || c >= 0x80 {
+			t.Fatalf("byte %#x at %d of the output:\n%q", c, i, got)
+		}
+	}
+	q := `\x1b[31mred\x1b]0;title\a`
+	assert.Contains(t, got, `"key`+q+`"`, "the key, quoted")
+	assert.Contains(t, got, `"value`+q+`\r\xff"`, "the value, quoted")
+	assert.Contains(t, got, `"tok`+q+`"`, "an array's string, quoted")
+	assert.Contains(t, got, `"name`+q+`\t\n"`, "the tensor name, quoted")
+	assert.Contains(t, got, " plain.weight\n", "a plain name as it is")
+}
+
+// TestDumpFIFO: a FIFO without a writer (or any file that is not a
+// regular one) is refused at once, not waited on.
+func TestDumpFIFO(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.gguf")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	t.Cleanup(func() {
+		// Unblock a reader left waiting by a broken run.
+		if w, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+	})
+	for _, path := range []string{fifo, dir} {
+		done := make(chan error, 1)
+		go func() { done <- run(&bytes.Buffer{}, []string{path}) }()
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, gguf.ErrInvalid, path)
+			assert.Contains(t, err.Error(), "not a regular file")
+		case <-time.After(10 * time.Second):
+			t.Fatalf("gguf-dump %s still blocks after 10s", path)
+		}
 	}
 }
