@@ -1,6 +1,7 @@
 package ggml
 
 // #include "goggml.h"
+// #include <stdlib.h>
 import "C"
 
 import (
@@ -262,9 +263,20 @@ func (g *Graph) dryBackward(accumulate bool) (nodes, leafs int, mem uint64, err 
 	room := C.size_t(8*g.size + 256)
 	size := C.ggml_graph_overhead_custom(room, true) + C.ggml_tensor_overhead()*C.size_t(8*len(g.nodes)+64)
 	for range 6 {
-		sc := C.ggml_init(C.struct_ggml_init_params{mem_size: size, no_alloc: true})
-		if sc == nil {
-			return 0, 0, 0, fmt.Errorf("%w: BuildBackward: a scratch context of %d bytes", ErrNoMemory, uint64(size))
+		// The scratch context's pool is go-ggml's, as NewContext's: ggml
+		// asserts when it cannot allocate one itself.
+		size = C.size_t(pad(uint64(size), poolAlign))
+		if avail, known := availableMemory(); known && uint64(size) > avail {
+			return 0, 0, 0, fmt.Errorf("%w: BuildBackward: a scratch context of %d bytes, %d are available", ErrNoMemory, uint64(size), avail)
+		}
+		pool := C.aligned_alloc(poolAlign, size)
+		if pool == nil {
+			return 0, 0, 0, fmt.Errorf("%w: BuildBackward: cannot allocate a scratch context of %d bytes", ErrNoMemory, uint64(size))
+		}
+		var sc *C.struct_ggml_context
+		if err = catch(func() { sc = C.ggml_init(C.struct_ggml_init_params{mem_size: size, mem_buffer: pool, no_alloc: true}) }); err != nil || sc == nil {
+			C.free(pool)
+			return 0, 0, 0, fmt.Errorf("%w: BuildBackward: ggml_init of a scratch context of %d bytes failed", ErrNoMemory, uint64(size))
 		}
 		err = catch(func() {
 			dup := C.ggml_new_graph_custom(sc, room, true)
@@ -279,6 +291,7 @@ func (g *Graph) dryBackward(accumulate bool) (nodes, leafs int, mem uint64, err 
 			mem = uint64(C.ggml_used_mem(sc) - before)
 		})
 		C.ggml_free(sc)
+		C.free(pool)
 		var ae *AssertError
 		switch {
 		case err == nil:

@@ -20,6 +20,10 @@ static void goggml_opt_batch(ggml_opt_dataset_t ds, const int64_t *perm, int64_t
 		}
 	}
 }
+
+// goggml_opt_try_malloc is malloc, which may return NULL: cgo's C.malloc
+// ends the process instead.
+static void *goggml_opt_try_malloc(size_t n) { return malloc(n); }
 */
 import "C"
 
@@ -75,7 +79,8 @@ func (r datasetRes) free() {
 // with a label of labelLen f32 values (0: no labels), shuffled in shards
 // of shard datapoints (ggml_opt_dataset_init with GGML_TYPE_F32). n must
 // be a multiple of shard. The values are zero until SetData, SetLabels or
-// Fill.
+// Fill. A dataset larger than the machine's memory, or than the process
+// can allocate, is ErrNoMemory.
 func NewDataset(n, dataLen, labelLen, shard int) (*Dataset, error) {
 	switch {
 	case n <= 0 || dataLen <= 0 || labelLen < 0 || shard <= 0:
@@ -84,9 +89,35 @@ func NewDataset(n, dataLen, labelLen, shard int) (*Dataset, error) {
 		return nil, fmt.Errorf("%w: opt.NewDataset: %d datapoints are not a whole number of shards of %d", ggml.ErrInvalid, n, shard)
 	}
 	// Both tensors live in one CPU buffer; their sizes must not overflow.
-	if hi, lo := mul64(uint64(n), uint64(dataLen)+uint64(labelLen)); hi != 0 || lo > math.MaxInt64/4 {
+	hi, values := mul64(uint64(n), uint64(dataLen)+uint64(labelLen))
+	if hi != 0 || values > math.MaxInt64/4 {
 		return nil, fmt.Errorf("%w: opt.NewDataset: %d datapoints of %d+%d values", ggml.ErrNoMemory, n, dataLen, labelLen)
 	}
+	// ggml_opt_dataset_init allocates the buffer, whose failure is a NULL
+	// buffer, and then a std::vector of one int64 per shard, whose failure
+	// is a std::bad_alloc that nothing catches: the process aborts. go-ggml
+	// keeps a permutation of its own of the same size. All of it must fit
+	// the machine's memory, and is tried first: go-ggml's permutation is
+	// allocated, and what ggml will allocate is allocated once and freed.
+	nshards := uint64(n / shard)
+	dataBytes, permBytes := values*4, nshards*8 // values <= MaxInt64/4, nshards <= MaxInt64
+	need := dataBytes + 2*permBytes + 2*uint64(C.ggml_tensor_overhead()) + 4*poolAlign
+	if nshards > math.MaxInt64/32 || need > math.MaxInt64 {
+		return nil, fmt.Errorf("%w: opt.NewDataset: %d datapoints of %d+%d values in %d shards", ggml.ErrNoMemory, n, dataLen, labelLen, nshards)
+	}
+	if avail, known := availableMemory(); known && need > avail {
+		return nil, fmt.Errorf("%w: opt.NewDataset: %d datapoints of %d+%d values in %d shards take %d bytes, %d are available", ggml.ErrNoMemory, n, dataLen, labelLen, nshards, need, avail)
+	}
+	perm := (*C.int64_t)(C.goggml_opt_try_malloc(C.size_t(permBytes)))
+	if perm == nil {
+		return nil, fmt.Errorf("%w: opt.NewDataset: the order of %d shards (%d bytes)", ggml.ErrNoMemory, nshards, permBytes)
+	}
+	probe := C.goggml_opt_try_malloc(C.size_t(need - permBytes))
+	if probe == nil {
+		C.free(unsafe.Pointer(perm))
+		return nil, fmt.Errorf("%w: opt.NewDataset: %d datapoints of %d+%d values in %d shards (%d bytes)", ggml.ErrNoMemory, n, dataLen, labelLen, nshards, need)
+	}
+	C.free(probe)
 	var c C.ggml_opt_dataset_t
 	err := func() (err error) {
 		defer bridge.Catch(&err)
@@ -94,16 +125,16 @@ func NewDataset(n, dataLen, labelLen, shard int) (*Dataset, error) {
 		return nil
 	}()
 	if err != nil {
+		C.free(unsafe.Pointer(perm))
 		return nil, fmt.Errorf("opt.NewDataset: %w", err)
 	}
 	if c == nil || C.ggml_opt_dataset_data(c).data == nil {
 		if c != nil {
 			C.ggml_opt_dataset_free(c)
 		}
+		C.free(unsafe.Pointer(perm))
 		return nil, fmt.Errorf("%w: opt.NewDataset: %d datapoints of %d+%d f32 values", ggml.ErrNoMemory, n, dataLen, labelLen)
 	}
-	nshards := n / shard
-	perm := (*C.int64_t)(C.malloc(C.size_t(nshards) * 8))
 	for i := range unsafe.Slice(perm, nshards) {
 		unsafe.Slice(perm, nshards)[i] = C.int64_t(i)
 	}
@@ -158,7 +189,7 @@ func NewDatasetFrom(data []float32, dataLen int, labels []float32, labelLen int)
 // Close frees the dataset (ggml_opt_dataset_free). It is idempotent and
 // safe on nil; while an epoch reads it, it returns ErrBusy.
 func (d *Dataset) Close() error {
-	if d == nil || d.life.Closed() {
+	if d == nil || d.life == nil || d.life.Closed() {
 		return nil
 	}
 	if err := d.life.Close("the dataset", true); err != nil {
@@ -206,6 +237,9 @@ func (d *Dataset) ShardSize() int {
 func (d *Dataset) acquire() error {
 	if d == nil {
 		return fmt.Errorf("%w: nil *opt.Dataset", ggml.ErrInvalid)
+	}
+	if d.life == nil {
+		return fmt.Errorf("%w: a zero opt.Dataset: make one with opt.NewDataset", ggml.ErrInvalid)
 	}
 	return d.life.Acquire()
 }

@@ -3,6 +3,86 @@ package opt
 /*
 #include "goggml.h"
 #include "goggml/fwd-ggml-opt.h"
+#include <stdlib.h>
+#include <string.h>
+
+// goggml_opt_saved is what reserving changes in a tensor of the graph.
+typedef struct {
+	void *data, *extra;
+	ggml_backend_buffer_t buffer;
+	int32_t flags;
+	struct ggml_tensor *src[GGML_MAX_SRC];
+} goggml_opt_saved;
+
+static void goggml_opt_save(goggml_opt_saved *sv, const struct ggml_tensor *t) {
+	sv->data = t->data;
+	sv->extra = t->extra;
+	sv->buffer = t->buffer;
+	sv->flags = t->flags;
+	memcpy(sv->src, t->src, sizeof sv->src);
+}
+
+static void goggml_opt_restore(const goggml_opt_saved *sv, struct ggml_tensor *t) {
+	t->data = sv->data;
+	t->extra = sv->extra;
+	t->buffer = sv->buffer;
+	t->flags = sv->flags;
+	memcpy(t->src, sv->src, sizeof sv->src);
+}
+
+// goggml_opt_reserve allocates the scheduler's compute buffers for g, one
+// of ggml-opt's graphs (ggml_backend_sched_reserve), before ggml_opt_alloc
+// allocates a copy of it: ggml-opt ignores the failure of that allocation,
+// and the scheduler's allocator then crashes on the buffer it could not
+// allocate. Reserving allocates g's tensors and, over several backends,
+// points their sources at copies: they are put back as they were, since
+// ggml-opt copies g. It returns 1 where the buffers are allocated, 0 where
+// they cannot be, -1 where nothing was tried (no memory to save g).
+//
+// Where the reservation failed, the allocator is left with no buffer but
+// with g's layout, which the next graph of that layout would be placed in
+// (a crash): it is reserved again for a graph of one small node, so that it
+// holds a layout and buffers that match.
+static int goggml_opt_reserve(ggml_backend_sched_t s, struct ggml_cgraph *g) {
+	const int nn = ggml_graph_n_nodes(g), nl = goggml_graph_n_leafs(g);
+	goggml_opt_saved *sv = (goggml_opt_saved *)malloc(sizeof *sv * (size_t)(nn + nl + 1));
+	if (sv == NULL) {
+		return -1;
+	}
+	for (int i = 0; i < nn; i++) {
+		goggml_opt_save(&sv[i], ggml_graph_node(g, i));
+	}
+	for (int i = 0; i < nl; i++) {
+		goggml_opt_save(&sv[nn + i], goggml_graph_leaf(g, i));
+	}
+	ggml_backend_sched_reset(s);
+	const bool ok = ggml_backend_sched_reserve(s, g);
+	ggml_backend_sched_reset(s);
+	for (int i = 0; i < nn; i++) {
+		goggml_opt_restore(&sv[i], ggml_graph_node(g, i));
+	}
+	for (int i = 0; i < nl; i++) {
+		goggml_opt_restore(&sv[nn + i], goggml_graph_leaf(g, i));
+	}
+	free(sv);
+	if (ok) {
+		return 1;
+	}
+	const size_t mem = ggml_graph_overhead_custom(4, false) + 4*ggml_tensor_overhead();
+	void *pool = aligned_alloc(64, (mem + 63) / 64 * 64);
+	if (pool != NULL) {
+		struct ggml_init_params p = { (mem + 63) / 64 * 64, pool, true };
+		struct ggml_context *ctx = ggml_init(p);
+		struct ggml_tensor *a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+		struct ggml_cgraph *small = ggml_new_graph_custom(ctx, 4, false);
+		ggml_build_forward_expand(small, ggml_scale(ctx, a, 1.0f));
+		ggml_backend_sched_reserve(s, small);
+		ggml_backend_sched_reset(s);
+		ggml_free(ctx);
+		free(pool);
+	}
+	return 0;
+}
 */
 import "C"
 
@@ -20,6 +100,9 @@ import (
 
 // nilCtx is the context of calls that cannot be cancelled.
 var nilCtx = context.Background()
+
+// graphNames name ggml-opt's graphs, as Optimizer.graphs lists them.
+var graphNames = [3]string{"forward", "gradient", "optimizer step"}
 
 // perDatapoint reports whether o's loss is a mean over datapoints, which
 // results average over batches (ggml-opt's loss_per_datapoint).
@@ -68,7 +151,10 @@ type EpochParams struct {
 // outputs' (ErrShape), a batch size that does not divide the dataset or
 // that is larger than it, a batch that is not whole shards, a split that
 // is not whole batches, a result used with another batch size, Period or
-// kind of loss, invalid step parameters (ErrInvalid).
+// kind of loss, invalid step parameters (ErrInvalid). Compute buffers that
+// the scheduler cannot allocate are ErrNoMemory, checked before ggml-opt
+// allocates each of its graphs (it ignores that failure); the optimizer is
+// then unusable (ErrInvalid): close it.
 func (o *Optimizer) Epoch(ctx context.Context, ds *Dataset, p EpochParams) error {
 	if ctx == nil {
 		ctx = nilCtx
@@ -194,13 +280,37 @@ func (o *Optimizer) runEpoch(ctx context.Context, ds *Dataset, p EpochParams, ep
 		if r != nil {
 			rc = r.c
 		}
+		// The graph ggml_opt_alloc picks: forward to evaluate; to train,
+		// the optimizer step's on the last batch of a period, else the
+		// gradients'.
+		g := 0
+		if train {
+			g = 1
+			if (o.optI+1)%o.period == 0 {
+				g = 2
+			}
+		}
+		reserved := C.int(1)
 		err := o.lent.Run(ctx, func() {
+			if g != o.allocated {
+				// ggml_opt_alloc allocates another graph: reserve it first.
+				o.allocated = -1
+				if reserved = C.goggml_opt_reserve(C.ggml_backend_sched_t(o.lent.Ptr), o.graphs[g]); reserved != 1 {
+					return
+				}
+			}
 			C.ggml_opt_alloc(o.c, C.bool(train))
+			o.allocated = g
 			ds.batch((*C.struct_ggml_tensor)(inp), labels, o.batch, ib)
 			C.ggml_opt_eval(o.c, rc)
 		})
 		runtime.KeepAlive(o)
 		runtime.KeepAlive(ds)
+		if err == nil && reserved != 1 {
+			// ggml-opt still takes the graph it allocated before for
+			// allocated, but its memory is gone with the reservation.
+			err = fmt.Errorf("%w: the scheduler cannot allocate the compute buffers of ggml-opt's %s graph for batches of %d", ggml.ErrNoMemory, graphNames[g], o.batch)
+		}
 		if err != nil {
 			o.failed = err
 			return fmt.Errorf("opt: batch %d: %w", ib, err)

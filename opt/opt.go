@@ -36,6 +36,42 @@ static ggml_opt_context_t goggml_opt_new(ggml_backend_sched_t s, struct ggml_con
 static struct ggml_opt_optimizer_params goggml_opt_defaults(void) {
 	return ggml_opt_get_default_optimizer_params(NULL);
 }
+
+// goggml_opt_object mirrors struct ggml_object (ggml.c, private): the
+// header before each object of a context's pool.
+struct goggml_opt_object {
+	size_t offs, size;
+	struct goggml_opt_object *next;
+	int type;
+	char padding[4];
+};
+
+// goggml_opt_find_graphs lists in out (room for max) the graphs made in the
+// context whose pool (mem bytes, go-ggml's) is pool, in the order ggml
+// made them: for ggml_opt_init's ctx_compute, the forward graph, then the
+// gradient and the optimizer graphs. It returns their number, or -1 where
+// the pool is not laid out as the mirror above says.
+static int goggml_opt_find_graphs(const char *pool, size_t mem, struct ggml_cgraph **out, int max) {
+	if (sizeof(struct goggml_opt_object) + sizeof(struct ggml_tensor) != ggml_tensor_overhead()) {
+		return -1;
+	}
+	int n = 0;
+	size_t at = 0;
+	for (const struct goggml_opt_object *o = (const struct goggml_opt_object *)pool; o != NULL; o = o->next) {
+		size_t here = (size_t)((const char *)o - pool);
+		if (here < at || here + sizeof *o > mem || o->offs != here + sizeof *o || o->size > mem - o->offs) {
+			return -1;
+		}
+		at = o->offs + o->size;
+		if (o->type == GGML_OBJECT_TYPE_GRAPH) {
+			if (n == max) {
+				return -1;
+			}
+			out[n++] = (struct ggml_cgraph *)(pool + o->offs);
+		}
+	}
+	return n;
+}
 */
 import "C"
 
@@ -221,7 +257,10 @@ const graphSize = ggml.DefaultGraphSize
 // scheduler, which is lent to the Optimizer for its whole life: the
 // scheduler's own methods return ErrBusy and it cannot be closed until
 // the Optimizer is. The Optimizer also keeps the model's contexts and
-// buffers alive (their Close returns ErrBusy meanwhile).
+// buffers alive: a context's Close returns ErrBusy meanwhile, and a
+// buffer's Close succeeds but frees the buffer only when the Optimizer is
+// closed (as for a compute in flight, backend.Buffer.Close): the weights
+// stay usable until then.
 //
 // An Optimizer is used by one goroutine at a time (a second call while one
 // runs returns ErrBusy). Close frees it; an unreachable Optimizer is freed
@@ -247,7 +286,12 @@ type Optimizer struct {
 	accuracy bool  // the loss counts correct predictions
 	forward  bool  // only the forward graph was built
 	failed   error // a C call failed: ggml-opt's state is unknown
-	cleanup  runtime.Cleanup
+	// graphs are ggml-opt's graphs in its compute context (forward,
+	// gradient, optimizer step), found there by New; allocated is the
+	// one ggml_opt_alloc allocated last (-1: none).
+	graphs    []*C.struct_ggml_cgraph
+	allocated int
+	cleanup   runtime.Cleanup
 }
 
 // optRes is what an Optimizer's free releases; no Go pointer to the
@@ -255,6 +299,7 @@ type Optimizer struct {
 type optRes struct {
 	c       C.ggml_opt_context_t
 	compute *C.struct_ggml_context
+	pool    unsafe.Pointer // compute's memory
 	state   *C.goggml_opt_state
 	lent    *bridge.Lent
 	holds   *bridge.Holds
@@ -263,6 +308,7 @@ type optRes struct {
 func (r optRes) free() {
 	C.ggml_opt_free(r.c)
 	C.ggml_free(r.compute)
+	C.free(r.pool)
 	C.free(unsafe.Pointer(r.state))
 	r.lent.GiveBack()
 	r.holds.Release()
@@ -353,11 +399,16 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 	// C context of the optimizer's own, sized for three graphs of
 	// graphSize and the tensors the dry run counted.
 	mem := 3*C.ggml_graph_overhead_custom(graphSize, true) + C.ggml_tensor_overhead()*C.size_t(4*(nodes+leafs)+8*nparams+64)
-	compute := C.ggml_init(C.struct_ggml_init_params{mem_size: mem, no_alloc: true})
-	if compute == nil {
-		return nil, fmt.Errorf("%w: opt.New: a context of %d bytes", ggml.ErrNoMemory, uint64(mem))
+	compute, pool, err := newCContext(uint64(mem))
+	if err != nil {
+		return nil, fmt.Errorf("opt.New: the compute context: %w", err)
 	}
 	st := (*C.goggml_opt_state)(C.calloc(1, C.sizeof_goggml_opt_state))
+	if st == nil {
+		C.ggml_free(compute)
+		C.free(pool)
+		return nil, fmt.Errorf("%w: opt.New: the step parameters' memory", ggml.ErrNoMemory)
+	}
 	inp, _ := bridge.TensorOf(in).Ptr()
 	outp, _ := bridge.TensorOf(out).Ptr()
 	var c C.ggml_opt_context_t
@@ -369,13 +420,28 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 	runtime.KeepAlive(out)
 	if err != nil {
 		C.ggml_free(compute)
+		C.free(pool)
 		C.free(unsafe.Pointer(st))
 		return nil, fmt.Errorf("opt.New: %w", err)
 	}
+	res := optRes{c: c, compute: compute, pool: pool, state: st, lent: lent, holds: holds}
+	// Epochs reserve each of ggml-opt's graphs before ggml_opt_alloc
+	// allocates it (goggml_opt_reserve, epoch.go): find them in the
+	// compute context.
+	want := 3
+	if p.Forward {
+		want = 1
+	}
+	found := make([]*C.struct_ggml_cgraph, 3)
+	if n := C.goggml_opt_find_graphs((*C.char)(pool), C.ggml_get_mem_size(compute), &found[0], 3); int(n) != want {
+		ok = true // res.free gives the scheduler back and releases the holds
+		res.free()
+		return nil, fmt.Errorf("%w: opt.New: ggml-opt's graphs are not where go-ggml looks for them (%d of %d found): the linked ggml-opt differs", ggml.ErrUnsupported, int(n), want)
+	}
 	ok = true
 	o := &Optimizer{c: c, state: st, inputs: in, outputs: out, loss: p.Loss, method: p.Method, period: period, pars: p.StepParams,
-		lent: lent, batch: in.Ne()[1], inLen: in.Ne()[0], outLen: out.Ne()[0], iter: 1, accuracy: p.Loss == LossCrossEntropy, forward: p.Forward}
-	res := optRes{c: c, compute: compute, state: st, lent: lent, holds: holds}
+		lent: lent, batch: in.Ne()[1], inLen: in.Ne()[0], outLen: out.Ne()[0], iter: 1, accuracy: p.Loss == LossCrossEntropy, forward: p.Forward,
+		graphs: found[:want], allocated: -1}
 	o.life = bridge.NewLife(nil, fmt.Errorf("%w: the optimizer is closed", ggml.ErrClosed), res.free)
 	o.cleanup = runtime.AddCleanup(o, bridge.CloseCollected, o.life)
 	bridge.Leaks.Opened("Optimizer", o.life)
@@ -515,7 +581,7 @@ func dryRun(s *sched.Scheduler, in, out *ggml.Tensor, loss Loss, period int, for
 // scheduler back, reset. It is idempotent and safe on nil; while an epoch
 // runs it changes nothing and returns ErrBusy.
 func (o *Optimizer) Close() error {
-	if o == nil || o.life.Closed() {
+	if o == nil || o.life == nil || o.life.Closed() {
 		return nil
 	}
 	if err := o.life.Close("the optimizer", true); err != nil {
@@ -530,6 +596,9 @@ func (o *Optimizer) Close() error {
 func (o *Optimizer) enter() error {
 	if o == nil {
 		return fmt.Errorf("%w: nil *opt.Optimizer", ggml.ErrInvalid)
+	}
+	if o.life == nil {
+		return fmt.Errorf("%w: a zero opt.Optimizer: make one with opt.New", ggml.ErrInvalid)
 	}
 	return o.life.Enter("the optimizer")
 }

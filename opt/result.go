@@ -30,7 +30,7 @@ type Result struct {
 	life    *bridge.Life
 	batch   int64 // datapoints per evaluation so far (0: none yet)
 	period  int   // the optimizer's Period it was used with
-	perData bool  // the loss is per datapoint
+	loss    Loss  // the optimizer's loss it was used with
 	cleanup runtime.Cleanup
 }
 
@@ -47,7 +47,7 @@ func NewResult() *Result {
 // Close frees the result (ggml_opt_result_free). It is idempotent and safe
 // on nil; while an epoch adds to it, it returns ErrBusy.
 func (r *Result) Close() error {
-	if r == nil || r.life.Closed() {
+	if r == nil || r.life == nil || r.life.Closed() {
 		return nil
 	}
 	if err := r.life.Close("the result", true); err != nil {
@@ -61,6 +61,9 @@ func (r *Result) Close() error {
 func (r *Result) acquire() error {
 	if r == nil {
 		return fmt.Errorf("%w: nil *opt.Result", ggml.ErrInvalid)
+	}
+	if r.life == nil {
+		return fmt.Errorf("%w: a zero opt.Result: make one with opt.NewResult", ggml.ErrInvalid)
 	}
 	return r.life.Acquire()
 }
@@ -77,29 +80,26 @@ func (r *Result) Reset() error {
 	return nil
 }
 
-// accepts checks what ggml_opt_eval asserts on when it adds to a result
-// used before: the same kind of loss, Period and batch size.
+// accepts checks that o's evaluations can be added to a result used
+// before: the same batch size and Period (what ggml_opt_eval asserts on)
+// and the same loss, which ggml does not check (it only compares whether
+// the losses are per datapoint): losses of two kinds would be averaged
+// together, and predictions, which only cross-entropy records, would no
+// longer be those of the datapoints counted.
 func (r *Result) accepts(o *Optimizer) error {
 	if r.batch == 0 {
 		return nil
 	}
-	if r.batch != o.batch || r.period != o.period || r.perData != o.perDatapoint() {
+	if r.batch != o.batch || r.period != o.period || r.loss != o.loss {
 		return fmt.Errorf("%w: the result holds evaluations of batches of %d (Period %d, %s loss); this optimizer's are of %d (Period %d, %s loss): Reset it or use another",
-			ggml.ErrInvalid, r.batch, r.period, perName(r.perData), o.batch, o.period, perName(o.perDatapoint()))
+			ggml.ErrInvalid, r.batch, r.period, r.loss, o.batch, o.period, o.loss)
 	}
 	return nil
 }
 
-func perName(perData bool) string {
-	if perData {
-		return "a per-datapoint"
-	}
-	return "a summed"
-}
-
 // added records that an evaluation of o added to r.
 func (r *Result) added(o *Optimizer) {
-	r.batch, r.period, r.perData = o.batch, o.period, o.perDatapoint()
+	r.batch, r.period, r.loss = o.batch, o.period, o.loss
 }
 
 // Stats is a summary of a Result.
