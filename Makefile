@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-llama-go bench-llama-system llamacpp test-tokenizer bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -154,6 +154,7 @@ bench: setup
 LLAMA_MODELS ?= small 1b
 LLAMA_TYPES ?= q4_0 q8_0 q4_K_M
 LLAMA_THREADS ?= 1 2
+LLAMA_ARCHS ?= llama
 llamacpp:
 	@bash build/llamacpp.sh >/dev/null
 
@@ -170,13 +171,19 @@ bench-tokenizer: setup llamacpp
 
 # llama_pairs runs the pairs of every model, type and thread count, with
 # go test's flags $(1), and prints the table.
-llama_pairs = for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
-		GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+llama_pairs = for a in $(LLAMA_ARCHS); do for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
+		GGML_BENCH_LLAMA_ARCH=$$a GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
 		$(GO) test $(1) -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./model | grep -v warmup || exit 1; \
-	done; done; done | $(GO) run ./bench/table
+	done; done; done; done | $(GO) run ./bench/table
 
 bench-llama: setup llamacpp
 	@$(call llama_pairs,)
+
+# A row per architecture against llama.cpp: each of the model packages'
+# architectures (mixtral: llama with 8 experts, 2 a token) as the 1b
+# model in q4_0 on 2 threads.
+bench-archs: setup llamacpp
+	@$(MAKE) --no-print-directory bench-llama LLAMA_ARCHS="llama qwen2 qwen3 qwen3moe mixtral gemma2 gemma3 phi3" LLAMA_MODELS=1b LLAMA_TYPES=q4_0 LLAMA_THREADS=2
 
 # The same pairs with go-ggml on the upstream install (-tags ggml_system).
 bench-llama-system: setup llamacpp

@@ -19,8 +19,12 @@ import (
 	"github.com/go-ggml/ggml/internal/testutil"
 
 	. "github.com/go-ggml/ggml/model"
+	_ "github.com/go-ggml/ggml/model/gemma" // the architectures of GGML_BENCH_LLAMA_ARCH
 	_ "github.com/go-ggml/ggml/model/llama"
 	. "github.com/go-ggml/ggml/model/modeltest"
+	_ "github.com/go-ggml/ggml/model/phi3"
+	_ "github.com/go-ggml/ggml/model/qwen2"
+	_ "github.com/go-ggml/ggml/model/qwen3"
 	"github.com/go-ggml/ggml/model/sample"
 )
 
@@ -113,6 +117,9 @@ func BenchmarkLlamaCpp(b *testing.B) {
 		tied = "-tied"
 	}
 	name := fmt.Sprintf("%s-%s%s-t%d", preset, typName, tied, threads)
+	if arch := benchArch(); arch != "llama" {
+		name = arch + "-" + name
+	}
 
 	type figure struct {
 		name   string
@@ -266,6 +273,19 @@ func benchLlamaCppSettings(tb testing.TB) (preset, typ string, threads int) {
 // by llama.cpp, whose tokenizer llama.cpp reads.
 func benchModelMix(tb testing.TB, preset, typ string) string {
 	r := RandomModel{Config: Presets[preset], Seed: 1, Converted: true, Tied: benchTied()}
+	r.Arch = benchArch()
+	switch r.Arch {
+	case "llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3":
+	case "qwen3moe", "mixtral":
+		// 8 experts, 2 a token, each a quarter of the dense width: the
+		// weights a token reads are about the dense model's.
+		r.Experts, r.ExpertsUsed, r.ExpertFF = 8, 2, r.FeedForward/4
+		if r.Arch == "mixtral" {
+			r.Arch = "llama"
+		}
+	default:
+		tb.Fatalf("GGML_BENCH_LLAMA_ARCH=%q: want llama, qwen2, qwen3, qwen3moe, mixtral, gemma2, gemma3 or phi3", r.Arch)
+	}
 	if typ == "q4_K_M" {
 		r.Types = MixQ4KM(r.Config.BlockCount, r.Tied)
 	} else {
@@ -279,11 +299,20 @@ func benchModelMix(tb testing.TB, preset, typ string) string {
 			tb.Fatalf("GGML_BENCH_LLAMA_TYPE=%q: want q4_K_M or a ggml type", typ)
 		}
 	}
-	name := preset + "-" + typ + "-converted"
+	name := benchArch() + "-" + preset + "-" + typ + "-converted"
 	if r.Tied {
 		name += "-tied"
 	}
 	return benchFile(tb, name, r)
+}
+
+// benchArch is GGML_BENCH_LLAMA_ARCH, the architecture of the model
+// (llama by default; mixtral is llama with experts).
+func benchArch() string {
+	if s := os.Getenv("GGML_BENCH_LLAMA_ARCH"); s != "" {
+		return s
+	}
+	return "llama"
 }
 
 // benchTied reports GGML_BENCH_LLAMA_TIED=1.
