@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
+	"github.com/go-ggml/ggml/tokenizer"
 
 	. "github.com/go-ggml/ggml/model"
 	_ "github.com/go-ggml/ggml/model/llama"
@@ -622,4 +624,39 @@ func TestPoll(t *testing.T) {
 		_, err := Load(context.Background(), path, Options{ContextSize: 32, Poll: poll})
 		require.ErrorIs(t, err, ggml.ErrInvalid, "Poll %d", poll)
 	}
+}
+
+// TestGenerateTextReuse: a prompt that begins with what the cache holds
+// (a conversation that grew by a turn) evaluates only what is new, and
+// gives the tokens a fresh model gives for the whole prompt.
+func TestGenerateTextReuse(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	c := Presets["tiny"]
+	c.VocabSize = 320
+	path := filepath.Join(t.TempDir(), "gpt2.gguf")
+	require.NoError(t, WriteRandom(path, RandomModel{Config: c, Vocab: "gpt2", Converted: true, Seed: rng.Uint64()}))
+	ctx := context.Background()
+	text := func(m *Model, prompt string) string {
+		var b strings.Builder
+		for piece, err := range m.GenerateText(ctx, prompt, GenerateOptions{MaxTokens: 8, IgnoreEOS: true}) {
+			require.NoError(t, err)
+			b.WriteString(piece)
+		}
+		return b.String()
+	}
+	first, second := "the sea and the land", "the sea and the land and the rest of it"
+	m := LoadModel(t, path, Options{ContextSize: 128, CacheType: CacheF16})
+	text(m, first)
+	before := m.Stats().Tokens
+	got := text(m, second)
+	evaluated := m.Stats().Tokens - before
+
+	fresh := LoadModel(t, path, Options{ContextSize: 128, CacheType: CacheF16})
+	want := text(fresh, second)
+	assert.Equal(t, want, got)
+	tok, err := fresh.Tokenizer()
+	require.NoError(t, err)
+	n1 := len(tok.Encode(first, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}))
+	n2 := len(tok.Encode(second, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}))
+	assert.Equal(t, n2-n1+7, evaluated, "the new tokens of the prompt and 7 generated ones (the 8th is not evaluated)")
 }
