@@ -62,9 +62,16 @@ func LlamaCppDir() string {
 // LlamaCppThreads threads and a context of LlamaCppContext cells, and
 // stops it when tb's test ends (tb.Cleanup). Where llama.cpp's driver is
 // not built it skips the test, or fails it when GOGGML_REQUIRE_LLAMACPP=1;
-// where llama.cpp cannot load the file it fails the test.
+// where llama.cpp cannot load the file it fails the test. Under the race
+// detector (Race) it skips the test.
 func StartLlamaCpp(tb testing.TB, path string) *LlamaCpp {
 	tb.Helper()
+	if Race {
+		// The comparisons are numbers, not concurrency: they run in the
+		// plain run of the tests, and under the race detector (5 to 10
+		// times slower) they would double CI's time for nothing.
+		tb.Skip("llama.cpp's comparisons run without -race")
+	}
 	dir := LlamaCppDir()
 	bin := filepath.Join(dir, "bin", "llamacpp_run")
 	if _, err := os.Stat(bin); err != nil {
