@@ -27,40 +27,6 @@ import (
 	. "github.com/go-ggml/ggml/model/modeltest"
 )
 
-// gpuTolerance is per weight type, against the plain float64 reference:
-// GPU kernels round differently from the CPU's (f16 accumulators,
-// activations kept in f32 or quantized to q8_1), so no emulation applies.
-// f32 models on upstream v0.21.0's Vulkan (lavapipe, with f16) come out at
-// f16's precision: over six seeds the best token's error was
-// 0.00052–0.00104 (CI's seed 1795833575603832906 the last, above the 1e-3
-// this table had), the worst 0.0047.
-var gpuTolerance = map[ggml.Type]Tol{
-	ggml.TypeF32:  {Best: 2e-3, Worst: 1e-2},
-	ggml.TypeF16:  {Best: 1e-2, Worst: 5e-2},
-	ggml.TypeQ8_0: {Best: 5e-2, Worst: 0.15},
-	ggml.TypeQ4_0: {Best: 5e-2, Worst: 0.15},
-}
-
-// cudaTolerance replaces gpuTolerance's entries on CUDA, where ggml
-// multiplies f32 matrices in TF32 (cuBLAS's TF32 tensor-op math and its
-// own mmf kernels: a 10-bit mantissa, as f16's), and its quantized kernels
-// (MMQ, MMVQ) take activations as q8_1, whose block sums are kept in f16:
-// q4_0's and the k-quants' offset terms carry that rounding. On an H200
-// (2026-11-27) the best token's error was 0.00176 for f32, 0.0565 for
-// q4_0 (worst 0.118) and 0.0552 for the q4_K_M mix (worst 0.103).
-var cudaTolerance = map[ggml.Type]Tol{
-	ggml.TypeF32:  gpuTolerance[ggml.TypeF16],
-	ggml.TypeQ4_0: {Best: 8e-2, Worst: 0.2},
-}
-
-// gpuTol is the tolerance for weights of type typ on device dev.
-func gpuTol(dev *backend.Device, typ ggml.Type) Tol {
-	if tl, ok := cudaTolerance[typ]; ok && strings.HasPrefix(dev.Name(), "CUDA") {
-		return tl
-	}
-	return gpuTolerance[typ]
-}
-
 // TestEvalMatchesReferenceGPU runs the reference test on the accelerator:
 // every layer there, and split with the first block on the CPU.
 func TestEvalMatchesReferenceGPU(t *testing.T) {
@@ -86,7 +52,7 @@ func TestEvalMatchesReferenceGPU(t *testing.T) {
 					assert.Zero(t, mem[1].KVCache)
 				}
 				seq := RandomTokens(rng, 12, m.Config.VocabSize)
-				CheckAgainstReference(t, m, OpenReference(t, path), seq, 7, gpuTol(dev, typ))
+				CheckAgainstReference(t, m, OpenReference(t, path), seq, 7, GPUTolerance(dev, typ))
 				for _, u := range m.Memory() {
 					assert.Equal(t, u.ComputeReserved, u.ComputePeak, "%s: a compute needed more than the reserve", u.Backend)
 				}
@@ -146,7 +112,7 @@ func TestEvalMixedTypesGPU(t *testing.T) {
 			mem := m.Memory()
 			assert.GreaterOrEqual(t, mem[1].Weights, onCPU)
 			assert.LessOrEqual(t, mem[1].Weights, onCPU+uint64(n)*backend.CPUBufferType().Alignment())
-			CheckAgainstReference(t, m, OpenReference(t, path), RandomTokens(rng, 12, m.Config.VocabSize), 7, gpuTol(dev, ggml.TypeQ4_0))
+			CheckAgainstReference(t, m, OpenReference(t, path), RandomTokens(rng, 12, m.Config.VocabSize), 7, GPUTolerance(dev, ggml.TypeQ4_0))
 		})
 	}
 }

@@ -7,11 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	_ "github.com/go-ggml/ggml/cuda" // -tags cuda: the CUDA backend joins the registry
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/model"
 	"github.com/go-ggml/ggml/model/modeltest"
 	"github.com/go-ggml/ggml/model/qwen3"
+	_ "github.com/go-ggml/ggml/vulkan" // -tags vulkan: the Vulkan backend
 )
 
 func TestMain(m *testing.M) { os.Exit(testutil.RunLeakChecked(m)) }
@@ -88,5 +90,30 @@ func TestMoEMatchesReference(t *testing.T) {
 			modeltest.MatchLogits(t, pm, cpp, modeltest.RandomTokens(rng, 16, c.VocabSize), tl)
 			modeltest.MatchGreedy(t, pm, cpp, modeltest.RandomTokens(rng, 10, c.VocabSize), 24, tl)
 		})
+	}
+}
+
+// TestMatchesReferenceGPU runs the reference test on the accelerator
+// where the build has one (-tags vulkan: lavapipe here; -tags cuda), every
+// layer there and split with the first block on the CPU, against the plain
+// float64 reference (a GPU's rounding is not emulated).
+func TestMatchesReferenceGPU(t *testing.T) {
+	dev := modeltest.GPU()
+	if dev == nil {
+		t.Skip("no GPU in ggml's registry: build with -tags vulkan (lavapipe needs GGML_VK_VISIBLE_DEVICES=0) or -tags cuda")
+	}
+	rng := testutil.NewRNG(t)
+	c := modeltest.Presets["tiny"]
+	c.Arch = qwen3.Arch
+	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeQ8_0} {
+		for _, layers := range []int{-1, 1} {
+			t.Run(typ.String()+map[int]string{-1: "/all", 1: "/split"}[layers], func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "m.gguf")
+				require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: c, Type: typ, Seed: rng.Uint64()}))
+				m := modeltest.LoadModel(t, path, model.Options{ContextSize: 64, BatchSize: 4, GPULayers: layers, Device: dev})
+				require.Len(t, m.Backends(), 2)
+				modeltest.CheckAgainstReference(t, m, modeltest.OpenReference(t, path), modeltest.RandomTokens(rng, 12, c.VocabSize), 5, modeltest.GPUTolerance(dev, typ))
+			})
+		}
 	}
 }
