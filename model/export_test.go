@@ -31,9 +31,9 @@ func CheckOps(f *gguf.File, tied bool, batch int64, dev *backend.Device, extra b
 func (m *Model) TokEmbd() any { return m.tokEmbd }
 func (m *Model) Output() any  { return m.output }
 
-// BestGPU and DeviceOf are bestGPU and deviceOf.
+// BestGPU and DeviceOf are DefaultGPU and deviceOf.
 var (
-	BestGPU  = bestGPU
+	BestGPU  = DefaultGPU
 	DeviceOf = deviceOf
 )
 

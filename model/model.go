@@ -302,7 +302,7 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	if opts.CPUOnly {
 		dev = nil
 	} else if dev == nil {
-		dev = bestGPU()
+		dev = DefaultGPU()
 	}
 	if dev != nil && dev.Type() != backend.DeviceGPU && dev.Type() != backend.DeviceIGPU {
 		return nil, fmt.Errorf("%w: device %s is a %v, not a GPU", ggml.ErrInvalid, dev.Name(), dev.Type())
@@ -446,9 +446,10 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	return m, nil
 }
 
-// bestGPU returns the first GPU in the registry, else the first
-// integrated GPU, else nil.
-func bestGPU() *backend.Device {
+// DefaultGPU returns the device Load puts layers on where Options.Device
+// is nil: the first GPU in ggml's registry, else the first integrated
+// GPU, else nil.
+func DefaultGPU() *backend.Device {
 	var igpu *backend.Device
 	for d := range backend.Devices() {
 		switch d.Type() {

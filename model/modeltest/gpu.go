@@ -5,25 +5,12 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/model"
 )
 
-// GPU returns the first GPU in ggml's registry, else the first integrated
-// GPU, else nil: a test of a GPU build (-tags vulkan, -tags cuda) runs on
-// it, and skips without one.
-func GPU() *backend.Device {
-	var igpu *backend.Device
-	for d := range backend.Devices() {
-		switch d.Type() {
-		case backend.DeviceGPU:
-			return d
-		case backend.DeviceIGPU:
-			if igpu == nil {
-				igpu = d
-			}
-		}
-	}
-	return igpu
-}
+// GPU returns model.DefaultGPU: a test of a GPU build (-tags vulkan,
+// -tags cuda) runs on it, and skips without one.
+func GPU() *backend.Device { return model.DefaultGPU() }
 
 // GPUTolerances are Tol per weight type on a GPU, against the plain float64 reference:
 // GPU kernels round differently from the CPU's (f16 accumulators,
