@@ -2,14 +2,9 @@ package qwen2_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
-	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testutil"
-	"github.com/go-ggml/ggml/model"
 	"github.com/go-ggml/ggml/model/modeltest"
 	"github.com/go-ggml/ggml/model/qwen2"
 )
@@ -19,42 +14,16 @@ func TestMain(m *testing.M) { os.Exit(testutil.RunLeakChecked(m)) }
 // TestMatchesReference holds qwen2's logits to the float64 reference, for
 // f32 and q8_0 weights, tied and not, over a prompt and generated tokens.
 func TestMatchesReference(t *testing.T) {
-	rng := testutil.NewRNG(t)
 	c := modeltest.Presets["tiny"]
 	c.Arch = qwen2.Arch
-	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeQ8_0} {
-		for _, tied := range []bool{false, true} {
-			t.Run(typ.String()+map[bool]string{true: "-tied"}[tied], func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "m.gguf")
-				require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: c, Type: typ, Tied: tied, Seed: rng.Uint64()}))
-				m := modeltest.LoadModel(t, path, model.Options{ContextSize: 64, BatchSize: 8})
-				require.Equal(t, c, m.Config)
-				ref := modeltest.OpenReference(t, path)
-				if typ != ggml.TypeF32 {
-					ref.EmulateCPU()
-				}
-				modeltest.CheckAgainstReference(t, m, ref, modeltest.RandomTokens(rng, 24, c.VocabSize), 10, modeltest.Tolerance[typ])
-			})
-		}
-	}
+	modeltest.CheckReference(t, modeltest.RandomModel{Config: c})
 }
 
 // TestMatchesLlamaCpp holds qwen2's greedy tokens and logits to llama.cpp's
 // on the same random files: f32 and q8_0, tied and not, with a GPT-2
 // vocabulary as qwen2's files have.
 func TestMatchesLlamaCpp(t *testing.T) {
-	rng := testutil.NewRNG(t)
 	c := modeltest.Presets["tiny"]
 	c.Arch, c.VocabSize = qwen2.Arch, 320
-	for _, typ := range []ggml.Type{ggml.TypeF32, ggml.TypeQ8_0} {
-		for _, tied := range []bool{false, true} {
-			t.Run(typ.String()+map[bool]string{true: "-tied"}[tied], func(t *testing.T) {
-				r := modeltest.RandomModel{Config: c, Type: typ, Tied: tied, Vocab: "gpt2", Converted: true}
-				m, ref := modeltest.StartPair(t, rng, r)
-				tl := modeltest.LlamaCppTolerance[typ]
-				modeltest.MatchLogits(t, m, ref, modeltest.RandomTokens(rng, 16, c.VocabSize), tl)
-				modeltest.MatchGreedy(t, m, ref, modeltest.RandomTokens(rng, 10, c.VocabSize), 24, tl)
-			})
-		}
-	}
+	modeltest.CheckLlamaCpp(t, modeltest.RandomModel{Config: c, Vocab: "gpt2"})
 }
