@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short race vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -218,7 +218,7 @@ fmt:
 	gofmt -l -w .
 
 clean:
-	rm -f $(PROVIDER_INCLUDE)
+	rm -f $(PROVIDER_INCLUDE) $(PROVIDER_GGML)
 
 # GPU backends (see README, build tags).
 .PHONY: vulkan vulkan-dl cuda cuda-dl test-vulkan vet-cuda
