@@ -165,7 +165,7 @@ func TestRunConvertedFiles(t *testing.T) {
 			require.Len(t, got, 6)
 
 			// The same greedy run through the model package.
-			m, err := model.Load(ctx, f.path, model.Options{Threads: 1, CacheType: model.CacheF16})
+			m, err := model.Load(ctx, f.path, model.Options{Threads: 1, CacheType: model.CacheF16, CPUOnly: true})
 			require.NoError(t, err)
 			defer m.Close()
 			var prompt []int32

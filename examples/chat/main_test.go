@@ -37,8 +37,10 @@ func TestReadmeProgram(t *testing.T) {
 	require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: c, Vocab: "gpt2", Converted: true, Type: ggml.TypeQ8_0, Seed: 3}))
 	cmd := exec.Command(os.Args[0], "-test.run=^$", path)
 	cmd.Env = append(os.Environ(), "CHAT_MAIN=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, string(out))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr // ggml's backends log there (ggml_vulkan's banner)
+	out, err := cmd.Output()
+	require.NoError(t, err, stderr.String())
 
 	m, err := model.Load(context.Background(), path, model.Options{})
 	require.NoError(t, err)
