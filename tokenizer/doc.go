@@ -1,8 +1,9 @@
-// Package tokenizer turns text into the token IDs of a Llama GGUF file and
-// back, as llama.cpp does, token for token. Its code is Go and calls no C,
-// and nothing in it depends on the provider; it imports package gguf (to
-// read a file's tokenizer keys: FromGGUF, ReadVocab), which links ggml, so
-// a program that uses it is built with cgo like the rest of go-ggml.
+// Package tokenizer turns text into the token IDs of a Llama (or BERT)
+// GGUF file and back, as llama.cpp does, token for token. Its code is Go
+// and calls no C, and nothing in it depends on the provider; it imports
+// package gguf (to read a file's tokenizer keys: FromGGUF, ReadVocab),
+// which links ggml, so a program that uses it is built with cgo like the
+// rest of go-ggml.
 //
 //	f, err := gguf.Open("model.gguf")
 //	tok, err := tokenizer.FromGGUF(f)
@@ -13,7 +14,8 @@
 //
 // # Families
 //
-// Two families, the ones Llama files use (tokenizer.ggml.model):
+// Three families (tokenizer.ggml.model): the two Llama files use, and
+// BERT's:
 //
 //   - "llama": SentencePiece (Llama 1 and 2, Mistral, TinyLlama; Gemma's
 //     vocabulary too). Spaces are written "▁", a space is put in front of
@@ -38,6 +40,20 @@
 //     GPT-2's expression, digit runs and triples), which a file without
 //     the key gets, as in llama.cpp. Another name is an ErrUnsupported
 //     error of New and FromGGUF.
+//   - "bert": WordPiece (BERT-family embedding models: all-MiniLM, bge,
+//     nomic-embed), llama.cpp's LLAMA_VOCAB_TYPE_WPM. The text is
+//     lowered and its accents stripped (tokenizer.ggml.normalizer.lowercase
+//     and strip_accents, both true by default), split at white space,
+//     with each punctuation mark, ASCII symbol and CJK ideograph a word
+//     of its own, and control characters left out; each word, with "▁"
+//     in front (llama.cpp's converter writes a token that starts a word
+//     "▁the" and a continuation "##ing" as "ing"), is split greedily, the
+//     longest token first, and a word that does not split is the unknown
+//     token. EncodeOptions.AddSpecial puts [CLS] (the BOS) in front and
+//     [SEP] at the end, whatever tokenizer.ggml.add_bos_token says.
+//     Decoding writes "▁" as a space (the text comes back lowered, with
+//     a space in front of each word) and cleans up spaces before
+//     punctuation.
 //
 // # Decoding only
 //
@@ -82,7 +98,15 @@
 // assigned recently. A byte-level text with a UTF-8 sequence that encodes a
 // value above U+10FFFF is read as U+FFFD, where llama.cpp fails. A
 // SentencePiece vocabulary without a byte token for a byte it needs gives
-// the unknown token (or nothing without one), where llama.cpp fails. A
+// the unknown token (or nothing without one), where llama.cpp fails; a
+// WordPiece word that does not split, in a vocabulary without an unknown
+// token, gives nothing, where llama.cpp writes the ID -1. WordPiece's
+// accent stripping takes each character's canonical decomposition from
+// a table of Unicode 14 (nfd.go, made from Python's unicodedata), where
+// llama.cpp has its own. A WordPiece vocabulary without [CLS] or [SEP]
+// is refused by New (ErrTokenID), where llama.cpp fails when it
+// tokenizes with AddSpecial, and a byte token in one is decoded as
+// SentencePiece's are, where llama.cpp fails to load it. A
 // NaN score, which llama.cpp's comparisons leave unordered, takes a fixed
 // place of its own among the scores (by its bits), and a SentencePiece
 // byte token shorter than "<0x" is the byte 0, where llama.cpp fails.
@@ -106,7 +130,11 @@
 // memory is a small multiple of that. Encode finds the special tokens in
 // a text in time linear in the text (and the logarithm of the count of
 // places where special tokens start), however many special tokens there
-// are and however they nest.
+// are and however they nest. WordPiece finds the longest token at each
+// place of a word in time linear in the word, however long the tokens
+// (with an automaton of all the tokens, of the size above a byte of the
+// vocabulary), where llama.cpp tries every length up to the longest
+// token's at each place.
 //
 // # Concurrency
 //

@@ -8,7 +8,8 @@ import (
 // EncodeOptions are Encode's flags (llama_tokenize's).
 type EncodeOptions struct {
 	// AddSpecial adds BOS in front and EOS at the end where the vocabulary
-	// says to (Tokenizer.AddsBOS, AddsEOS).
+	// says to (Tokenizer.AddsBOS, AddsEOS); for "bert", BOS ([CLS]) in
+	// front and SEP ([SEP]) at the end, always.
 	AddSpecial bool
 	// ParseSpecial reads the texts of control and unknown tokens ("<s>",
 	// "<|eot_id|>") in the text as those tokens; without it they are
@@ -24,7 +25,8 @@ type fragment struct {
 
 // Encode returns the tokens of text, as llama_tokenize does. Text that is
 // not valid UTF-8 is tokenized too: SentencePiece spells the bytes with
-// byte tokens, byte-level BPE reads each bad byte as U+FFFD.
+// byte tokens, byte-level BPE reads each bad byte as U+FFFD, WordPiece
+// leaves it out.
 //
 // Encode panics, with CanEncode's error, on a tokenizer that does not
 // encode (one of NewForDecoding whose pre-tokenizer this package does not
@@ -34,10 +36,23 @@ func (t *Tokenizer) Encode(text string, o EncodeOptions) []int32 {
 		panic(t.encErr)
 	}
 	out := make([]int32, 0, len(text)/3+2)
-	if o.AddSpecial && t.addBOS {
+	if o.AddSpecial && (t.addBOS || t.wpm) {
 		out = append(out, t.bos)
 	}
 	frags := t.partition(text, o.ParseSpecial)
+	if t.wpm {
+		for _, f := range frags {
+			if f.id >= 0 {
+				out = append(out, f.id)
+				continue
+			}
+			out = t.encodeWPM(f.text, out)
+		}
+		if o.AddSpecial {
+			out = append(out, t.sep)
+		}
+		return out
+	}
 	if t.bpe {
 		var cache map[string][]int32
 		if len(text) > 4096 {

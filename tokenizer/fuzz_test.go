@@ -213,7 +213,7 @@ func FuzzEncodeReference(f *testing.F) {
 		f.Add(s)
 	}
 	var cases []refCase
-	for _, name := range []string{"llama3", "gemma2"} {
+	for _, name := range []string{"llama3", "gemma2", "bert"} {
 		path := writeGGUF(f, realVocab(f, name), nil)
 		cases = append(cases, refCase{name: name, tok: realTok(f, name), ref: startLlamaCpp(f, path)})
 	}
@@ -342,9 +342,12 @@ func fuzzVocab(data []byte) Vocab {
 	}
 	v := Vocab{}
 	ctl := next()
-	if ctl&1 == 0 {
+	switch {
+	case ctl&1 == 0 && ctl&0x40 != 0:
+		v.Model = "bert"
+	case ctl&1 == 0:
 		v.Model = "llama"
-	} else {
+	default:
 		v.Model = "gpt2"
 		v.Pre = []string{"", "default", "gpt-2", "llama-bpe", "llama3", "qwen2", "qwen35", "smollm"}[int(ctl>>1)%8]
 	}
@@ -352,6 +355,9 @@ func fuzzVocab(data []byte) Vocab {
 		v.Model = string([]byte{ctl})
 	}
 	v.BOS, v.EOS, v.UNK, v.EOT, v.EOM = id(), id(), id(), id(), id()
+	if v.Model == "bert" {
+		v.SEP, v.EOS = v.EOS, -1 // WordPiece's second special token
+	}
 	v.AddBOS, v.AddEOS, v.AddSpacePrefix = flag(), flag(), flag()
 	n := int(next() % 40)
 	lengths := next()
@@ -450,6 +456,9 @@ func FuzzNew(f *testing.F) {
 	f.Add([]byte("\x01\x00\x00\xff\xff\xff\x00\x00\x00\x04\x15\x10a\x00\x01\x02\x03\x00b\x00一二"), "a\x01\x02 b一二")
 	f.Add([]byte("\x01\x00\x00\xff\xff\xff\x00\x00\x00\x04\x15\x2fa\x00\x01\x00b"), "a\x01 b t99")
 	f.Add([]byte("\x01\x00\x00\xff\xff\xff\x00\x00\x00\x04\x15\xf0a\x00\x01\x00b"), "ab")
+	// WordPiece: [CLS] [SEP] [UNK] and words, with and without them.
+	f.Add([]byte("\x40\x00\x02\x01\xff\xff\x00\x00\x00\x08\x0c[CLS]\x00[UNK]\x00[SEP]\x00\xe2\x96\x81a\x00b\x00\xe2\x96\x81ab"), "A b, ab\xff AB ba")
+	f.Add([]byte("\x40\xff\xff\xff\xff\xff\x00\x00\x00\x04\x0c\xe2\x96\x81a\x00a"), "aaaa")
 	f.Add([]byte("\x03\x02\x02\xff\xff\xff\x00\x00\x00\x08\x13\x00<\x00<<\x00<<<\x00<<<<\x00a\x04\x04\x04\x04\x01"), "<<<<<<<<<<a<<")
 	f.Fuzz(func(t *testing.T, data []byte, text string) {
 		v := fuzzVocab(data)

@@ -19,17 +19,23 @@ const (
 	keyAddEOS      = "tokenizer.ggml.add_eos_token"
 	keySpacePrefix = "tokenizer.ggml.add_space_prefix"
 	keyName        = "general.name"
+	keyLowercase   = "tokenizer.ggml.normalizer.lowercase"
+	keyStripAcc    = "tokenizer.ggml.normalizer.strip_accents"
 )
 
 // ReadVocab reads the tokenizer keys of f (and general.name, for
 // Vocab.Name) into a Vocab, with llama.cpp's defaults for the special
 // tokens a file does not name (SentencePiece: BOS 1, EOS 2, unknown 0;
-// byte-level BPE: BOS and EOS 11; none where the vocabulary is smaller). A missing tokenizer.ggml.model, tokens, or
+// byte-level BPE: BOS and EOS 11; WordPiece: BOS ([CLS]) 101, unknown
+// 100, SEP 102, PAD 0, MASK 103, no EOS; none where the vocabulary is
+// smaller), and WordPiece's normalization
+// (tokenizer.ggml.normalizer.lowercase, strip_accents). A missing
+// tokenizer.ggml.model, tokens, or
 // merges of a "gpt2" model, or a key of the wrong type, is an ErrKey
 // error; a special token ID outside the vocabulary an ErrTokenID error.
 // New checks the rest.
 func ReadVocab(f *gguf.File) (Vocab, error) {
-	v := Vocab{BOS: -1, EOS: -1, UNK: -1, EOT: -1, EOM: -1}
+	v := Vocab{BOS: -1, EOS: -1, UNK: -1, EOT: -1, EOM: -1, SEP: -1, PAD: -1, MASK: -1}
 	var err error
 	if v.Model, err = f.String(keyModel); err != nil {
 		return Vocab{}, keyErr(err)
@@ -41,6 +47,8 @@ func ReadVocab(f *gguf.File) (Vocab, error) {
 	switch v.Model {
 	case "llama":
 		v.BOS, v.EOS, v.UNK = 1, 2, 0
+	case "bert":
+		v.BOS, v.UNK, v.SEP, v.PAD, v.MASK = 101, 100, 102, 0, 103
 	case "gpt2":
 		v.BOS, v.EOS = 11, 11
 		if v.Merges, err = f.Strings(keyMerges); err != nil {
@@ -52,9 +60,9 @@ func ReadVocab(f *gguf.File) (Vocab, error) {
 			}
 		}
 	default:
-		return Vocab{}, fmt.Errorf("tokenizer: %w: %s is %q (want llama or gpt2)", ErrUnsupported, keyModel, v.Model)
+		return Vocab{}, fmt.Errorf("tokenizer: %w: %s is %q (want llama, gpt2 or bert)", ErrUnsupported, keyModel, v.Model)
 	}
-	for _, id := range []*int32{&v.BOS, &v.EOS, &v.UNK} {
+	for _, id := range []*int32{&v.BOS, &v.EOS, &v.UNK, &v.SEP, &v.PAD, &v.MASK} {
 		if *id >= n {
 			*id = -1
 		}
@@ -88,6 +96,7 @@ func ReadVocab(f *gguf.File) (Vocab, error) {
 	}{
 		{"bos_token_id", &v.BOS}, {"eos_token_id", &v.EOS}, {"unknown_token_id", &v.UNK},
 		{"eot_token_id", &v.EOT}, {"eom_token_id", &v.EOM},
+		{"seperator_token_id", &v.SEP}, {"padding_token_id", &v.PAD}, {"mask_token_id", &v.MASK}, // sic: "seperator", as llama.cpp spells it
 	} {
 		key := "tokenizer.ggml." + p.key
 		val, ok := f.Value(key)
@@ -120,7 +129,7 @@ func ReadVocab(f *gguf.File) (Vocab, error) {
 	for _, p := range []struct {
 		key string
 		v   **bool
-	}{{keyAddBOS, &v.AddBOS}, {keyAddEOS, &v.AddEOS}, {keySpacePrefix, &v.AddSpacePrefix}} {
+	}{{keyAddBOS, &v.AddBOS}, {keyAddEOS, &v.AddEOS}, {keySpacePrefix, &v.AddSpacePrefix}, {keyLowercase, &v.Lowercase}, {keyStripAcc, &v.StripAccents}} {
 		if _, ok := f.Value(p.key); !ok {
 			continue
 		}

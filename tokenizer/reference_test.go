@@ -176,6 +176,12 @@ func refCases(t *testing.T) []refCase {
 		// number alone, merges always, no BOS, spaces kept.
 		{"llama3-qwen2", "llama3", func(v *Vocab) { v.Pre = "qwen2" }},
 		{"gemma2", "gemma2", nil},
+		// WordPiece: an uncased vocabulary with BERT's IDs (llama.cpp's
+		// defaults), the same keeping accents, and a cased one with
+		// its special tokens first, named by keys.
+		{"bert", "bert", nil},
+		{"bert-accents", "bert", func(v *Vocab) { no := false; v.StripAccents = &no }},
+		{"bert-cased", "bert-cased", nil},
 		{"gemma2-space", "gemma2", func(v *Vocab) { v.AddSpacePrefix = &yes }},
 		// A model named Phi-3: white space after special tokens goes
 		// (llama.cpp needs Phi-3's <s>, </s> and <|endoftext|>: Gemma's

@@ -11,7 +11,8 @@ import (
 // Errors, for errors.Is: every error of New, NewForDecoding, FromGGUF and
 // FromGGUFForDecoding wraps one, and so does CanEncode's.
 var (
-	// ErrUnsupported: a tokenizer model other than "llama" and "gpt2", or
+	// ErrUnsupported: a tokenizer model other than "llama", "gpt2" and
+	// "bert", or
 	// a pre-tokenizer this package does not implement (New refuses it;
 	// NewForDecoding accepts it and CanEncode returns the error).
 	ErrUnsupported = errors.New("unsupported tokenizer")
@@ -28,7 +29,7 @@ var (
 	ErrMerge = errors.New("bad merge")
 	// ErrTokenID: a token ID outside the vocabulary (a special token of
 	// the file, or an ID given to Decode or Piece), or a BOS or EOS to add
-	// that the vocabulary does not have.
+	// that the vocabulary does not have (for "bert": no BOS or no SEP).
 	ErrTokenID = errors.New("token ID outside the vocabulary")
 	// ErrTooLarge: a token longer than MaxTokenLen bytes, or tokens and
 	// merges of more than MaxVocabBytes bytes together.
@@ -40,7 +41,8 @@ var (
 // of a few hundred bytes and a few megabytes of text in all; within the
 // limits, what a tokenizer allocates is a small multiple of its
 // vocabulary's bytes (at most about 40 bytes a byte of special token
-// text, for the automaton that finds them in a text, and 16 bytes a byte
+// text, for the automaton that finds them in a text, the same a byte of
+// any token for WordPiece's automaton of all tokens, and 16 bytes a byte
 // of a byte-level BPE token's piece), whatever the vocabulary holds.
 const (
 	// MaxTokenLen is the most bytes a token's text may have.
@@ -87,8 +89,8 @@ var typeAttr = [...]attr{
 // Vocab is what a tokenizer is made of: the tokenizer keys of a GGUF
 // file, as plain values. New checks it; FromGGUF reads one from a file.
 type Vocab struct {
-	// Model is the family: "llama" (SentencePiece) or "gpt2" (byte-level
-	// BPE).
+	// Model is the family: "llama" (SentencePiece), "gpt2" (byte-level
+	// BPE) or "bert" (WordPiece).
 	Model string
 	// Tokens are the tokens' texts, by ID.
 	Tokens []string
@@ -102,8 +104,14 @@ type Vocab struct {
 	// documentation); "" is "default".
 	Pre string
 	// BOS, EOS and UNK are the beginning, end of sequence and unknown
-	// tokens; -1: none (the zero value is token 0).
+	// tokens; -1: none (the zero value is token 0). BERT's BOS is its
+	// [CLS].
 	BOS, EOS, UNK int32
+	// SEP, PAD and MASK are the separator, padding and mask tokens
+	// (BERT's [SEP], [PAD], [MASK]); -1: none (the zero value is token
+	// 0). Encode uses SEP only, for "bert"; PAD and MASK are for the
+	// caller (Tokenizer.PAD, MASK).
+	SEP, PAD, MASK int32
 	// EOT and EOM end a turn and a message (they end generation); -1:
 	// none.
 	EOT, EOM int32
@@ -119,6 +127,11 @@ type Vocab struct {
 	// default for the model and pre-tokenizer (BOS for SentencePiece and
 	// Llama 3's pre-tokenizer, no EOS, the space for SentencePiece).
 	AddBOS, AddEOS, AddSpacePrefix *bool
+	// Lowercase and StripAccents are WordPiece's normalization ("bert"
+	// only): lower the text, and strip accents (each character its
+	// canonical decomposition's first, marks left out). Nil: llama.cpp's
+	// default, Lowercase true and StripAccents as Lowercase.
+	Lowercase, StripAccents *bool
 }
 
 // preKind is a byte-level BPE pre-tokenizer.
@@ -172,6 +185,7 @@ var unknownPreRule = preRule{kind: preDefault, keepSpaces: true}
 type Tokenizer struct {
 	encErr error // why the tokenizer does not encode (NewForDecoding), or nil
 	bpe    bool
+	wpm    bool // WordPiece ("bert")
 	pre    preKind
 	tokens []string
 	scores []float32
@@ -182,6 +196,7 @@ type Tokenizer struct {
 
 	bos, eos, unk  int32
 	eot, eom       int32
+	sep, pad, mask int32
 	addBOS, addEOS bool
 	addSpacePrefix bool
 	cleanSpaces    bool
@@ -192,6 +207,9 @@ type Tokenizer struct {
 	specials       automaton // finds the special tokens in a text (partition)
 	byteTokens     [256]int32
 	pieces         [][]byte // llama_token_to_piece(special=true) of each token
+
+	lowercase, stripAccents bool      // WordPiece's normalization
+	words                   automaton // WordPiece: finds the tokens that start at each place of a word
 }
 
 // endTexts are the texts llama.cpp takes for tokens that end generation
@@ -224,7 +242,8 @@ var fimEndTexts = []string{
 // (ErrTokenType), token texts are valid UTF-8 and unique (ErrTokenText;
 // an empty text is named "[EMPTY_<id>]" as llama.cpp names it), merges
 // are two pieces (ErrMerge), and the special tokens are in the
-// vocabulary, BOS and EOS too when they are to be added (ErrTokenID), and
+// vocabulary, BOS and EOS too when they are to be added (BOS and SEP,
+// which Encode adds, for "bert") (ErrTokenID), and
 // the vocabulary is within MaxTokenLen and MaxVocabBytes (ErrTooLarge).
 // Every tokenizer New returns encodes and decodes.
 func New(v Vocab) (*Tokenizer, error) {
@@ -249,10 +268,17 @@ func New(v Vocab) (*Tokenizer, error) {
 // whatever its tokenizer, and needs its tokenizer to read what the model
 // writes.
 func NewForDecoding(v Vocab) (*Tokenizer, error) {
-	t := &Tokenizer{bos: v.BOS, eos: v.EOS, unk: v.UNK, eot: v.EOT, eom: v.EOM}
+	t := &Tokenizer{bos: v.BOS, eos: v.EOS, unk: v.UNK, eot: v.EOT, eom: v.EOM, sep: v.SEP, pad: v.PAD, mask: v.MASK}
 	switch v.Model {
 	case "llama":
 		t.addSpacePrefix, t.addBOS = true, true
+	case "bert":
+		t.wpm, t.addBOS, t.cleanSpaces = true, true, true
+		t.lowercase = v.Lowercase == nil || *v.Lowercase
+		t.stripAccents = t.lowercase
+		if v.StripAccents != nil {
+			t.stripAccents = *v.StripAccents
+		}
 	case "gpt2":
 		t.bpe = true
 		pre, ok := preNames[v.Pre]
@@ -264,7 +290,7 @@ func NewForDecoding(v Vocab) (*Tokenizer, error) {
 		t.cleanSpaces = !pre.keepSpaces
 		t.ignoreMerges, t.addBOS = pre.ignoreMerges, pre.addBOS
 	default:
-		return nil, fmt.Errorf("tokenizer: %w: model %q (want llama or gpt2)", ErrUnsupported, v.Model)
+		return nil, fmt.Errorf("tokenizer: %w: model %q (want llama, gpt2 or bert)", ErrUnsupported, v.Model)
 	}
 	for _, f := range []struct {
 		v *bool
@@ -327,15 +353,18 @@ func NewForDecoding(v Vocab) (*Tokenizer, error) {
 	for _, id := range []struct {
 		name string
 		id   int32
-	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"UNK", v.UNK}, {"EOT", v.EOT}, {"EOM", v.EOM}} {
+	}{{"BOS", v.BOS}, {"EOS", v.EOS}, {"UNK", v.UNK}, {"EOT", v.EOT}, {"EOM", v.EOM}, {"SEP", v.SEP}, {"PAD", v.PAD}, {"MASK", v.MASK}} {
 		if id.id < -1 || id.id >= int32(n) {
 			return nil, fmt.Errorf("tokenizer: %w: %s is %d, and the vocabulary has %d tokens", ErrTokenID, id.name, id.id, n)
 		}
 	}
-	if t.addBOS && t.bos < 0 {
+	if (t.addBOS || t.wpm) && t.bos < 0 {
 		return nil, fmt.Errorf("tokenizer: %w: BOS is to be added, and there is none", ErrTokenID)
 	}
-	if t.addEOS && t.eos < 0 {
+	if t.wpm && t.sep < 0 {
+		return nil, fmt.Errorf("tokenizer: %w: SEP is to be added, and there is none", ErrTokenID)
+	}
+	if t.addEOS && t.eos < 0 && !t.wpm {
 		return nil, fmt.Errorf("tokenizer: %w: EOS is to be added, and there is none", ErrTokenID)
 	}
 	if t.bpe {
@@ -394,10 +423,17 @@ func NewForDecoding(v Vocab) (*Tokenizer, error) {
 		return t.attrs[id]&(attrControl|attrUnknown) == 0
 	})
 
+	if t.wpm {
+		all := make([]int32, n)
+		for i := range all {
+			all[i] = int32(i)
+		}
+		t.words = newAutomaton(t.tokens, all, func(int32) bool { return true })
+	}
 	for b := range 256 {
 		t.byteTokens[b] = t.findByteToken(byte(b))
 	}
-	if !t.bpe {
+	if !t.bpe && !t.wpm {
 		t.spmWords = true
 		for _, s := range t.tokens {
 			if !onlySpaceRuns(s) {
@@ -453,16 +489,30 @@ func (t *Tokenizer) CanEncode() error { return t.encErr }
 // Len returns the number of tokens.
 func (t *Tokenizer) Len() int { return len(t.tokens) }
 
-// Model returns "llama" (SentencePiece) or "gpt2" (byte-level BPE).
+// Model returns "llama" (SentencePiece), "gpt2" (byte-level BPE) or
+// "bert" (WordPiece).
 func (t *Tokenizer) Model() string {
 	if t.bpe {
 		return "gpt2"
 	}
+	if t.wpm {
+		return "bert"
+	}
 	return "llama"
 }
 
-// BOS returns the beginning-of-sequence token, or -1.
+// BOS returns the beginning-of-sequence token (BERT's [CLS]), or -1.
 func (t *Tokenizer) BOS() int32 { return t.bos }
+
+// SEP returns the separator token (BERT's [SEP], which
+// EncodeOptions.AddSpecial puts at the end of a "bert" text), or -1.
+func (t *Tokenizer) SEP() int32 { return t.sep }
+
+// PAD returns the padding token (tokenizer.ggml.padding_token_id), or -1.
+func (t *Tokenizer) PAD() int32 { return t.pad }
+
+// MASK returns the mask token (tokenizer.ggml.mask_token_id), or -1.
+func (t *Tokenizer) MASK() int32 { return t.mask }
 
 // EOS returns the end-of-sequence token, or -1.
 func (t *Tokenizer) EOS() int32 { return t.eos }
@@ -477,11 +527,14 @@ func (t *Tokenizer) EOM() int32 { return t.eom }
 // UNK returns the unknown token, or -1.
 func (t *Tokenizer) UNK() int32 { return t.unk }
 
-// AddsBOS reports whether EncodeOptions.AddSpecial puts BOS in front.
-func (t *Tokenizer) AddsBOS() bool { return t.addBOS }
+// AddsBOS reports whether EncodeOptions.AddSpecial puts BOS in front:
+// as the vocabulary says (Vocab.AddBOS), and always for "bert".
+func (t *Tokenizer) AddsBOS() bool { return t.addBOS || t.wpm }
 
-// AddsEOS reports whether EncodeOptions.AddSpecial puts EOS at the end.
-func (t *Tokenizer) AddsEOS() bool { return t.addEOS }
+// AddsEOS reports whether EncodeOptions.AddSpecial puts EOS at the end:
+// as the vocabulary says (Vocab.AddEOS), and never for "bert", which
+// puts SEP there instead.
+func (t *Tokenizer) AddsEOS() bool { return t.addEOS && !t.wpm }
 
 // IsEOG reports whether token id ends generation (llama_vocab_is_eog): EOS,
 // EOT, EOM, or a token llama.cpp takes for one by its text

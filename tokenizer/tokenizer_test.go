@@ -335,7 +335,7 @@ func TestFromGGUFErrors(t *testing.T) {
 		extra map[string]any
 		want  error
 	}{
-		{"model", map[string]any{keyModel: "bert"}, ErrUnsupported},
+		{"model", map[string]any{keyModel: "t5"}, ErrUnsupported},
 		{"model type", map[string]any{keyModel: uint32(1)}, ErrKey},
 		{"tokens type", map[string]any{keyTokens: []int32{1, 2}}, ErrKey},
 		{"types length", map[string]any{keyTypes: []int32{1, 1, 1}}, ErrLength},

@@ -240,6 +240,10 @@ func realVocab(t testing.TB, name string) Vocab {
 		v, err = llama3Vocab()
 	case "gemma2":
 		v, err = gemma2Vocab()
+	case "bert":
+		v, err = bertVocab()
+	case "bert-cased":
+		v, err = bertCasedVocab()
 	default:
 		t.Fatalf("no vocabulary %s", name)
 	}
@@ -293,14 +297,27 @@ func writeGGUF(t testing.TB, v Vocab, extra map[string]any) string {
 		key string
 		id  int32
 	}{{"bos_token_id", v.BOS}, {"eos_token_id", v.EOS}, {"unknown_token_id", v.UNK}} {
-		if id.id >= 0 {
+		bertDefault := v.Model == "bert" && (id.key == "bos_token_id" && id.id == 101 || id.key == "unknown_token_id" && id.id == 100)
+		if id.id >= 0 && !bertDefault {
 			set("tokenizer.ggml."+id.key, uint32(id.id))
+		}
+	}
+	if v.Model == "bert" {
+		// BERT's IDs are llama.cpp's defaults: written only where they
+		// differ (a file of the default layout has none).
+		for _, id := range []struct {
+			key      string
+			id, dflt int32
+		}{{"seperator_token_id", v.SEP, 102}, {"padding_token_id", v.PAD, 0}, {"mask_token_id", v.MASK, 103}} {
+			if id.id >= 0 && id.id != id.dflt {
+				set("tokenizer.ggml."+id.key, uint32(id.id))
+			}
 		}
 	}
 	for _, f := range []struct {
 		key string
 		v   *bool
-	}{{keyAddBOS, v.AddBOS}, {keyAddEOS, v.AddEOS}, {keySpacePrefix, v.AddSpacePrefix}} {
+	}{{keyAddBOS, v.AddBOS}, {keyAddEOS, v.AddEOS}, {keySpacePrefix, v.AddSpacePrefix}, {keyLowercase, v.Lowercase}, {keyStripAcc, v.StripAccents}} {
 		if f.v != nil {
 			set(f.key, *f.v)
 		}
