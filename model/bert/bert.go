@@ -14,8 +14,8 @@
 // biases) and layer_output_norm. The forward pass is llama.cpp's
 // llm_build_bert: post-norm blocks, attention that sees the whole input
 // (not causal), GELU feed-forwards. Its vocabulary is WordPiece
-// (tokenizer.ggml.model "bert"), which package tokenizer does not read:
-// such a model runs from token IDs.
+// (tokenizer.ggml.model "bert"), which package tokenizer encodes as
+// llama.cpp does ([CLS] first, [SEP] last).
 package bert
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/go-ggml/ggml/model/bert"
 	_ "github.com/go-ggml/ggml/model/llama"
 	"github.com/go-ggml/ggml/model/modeltest"
+	"github.com/go-ggml/ggml/tokenizer"
 )
 
 func TestMain(m *testing.M) { os.Exit(testutil.RunLeakChecked(m)) }
@@ -113,4 +114,21 @@ func TestEmbedRefuses(t *testing.T) {
 	lm := modeltest.LoadModel(t, lp, model.Options{ContextSize: 16})
 	_, err = lm.Embed(ctx, []int32{1, 2}, model.PoolMean)
 	require.ErrorIs(t, err, model.ErrModel)
+}
+
+// TestEmbedText: a BERT file's WordPiece vocabulary encodes text (package
+// tokenizer), [CLS] first and [SEP] last, and the text's embedding is its
+// tokens'.
+func TestEmbedText(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bert.gguf")
+	require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: config(), Converted: true, Seed: 4}))
+	m := modeltest.LoadModel(t, path, model.Options{})
+	tok, err := m.Tokenizer()
+	require.NoError(t, err)
+	require.NoError(t, tok.CanEncode())
+	ids := tok.Encode("kalo mine, the sea", tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	require.Greater(t, len(ids), 2)
+	assert.Equal(t, []int32{1, 2}, []int32{ids[0], ids[len(ids)-1]}, "[CLS] ... [SEP]: %v", ids)
+	_, err = m.Embed(context.Background(), ids, model.PoolDefault)
+	require.NoError(t, err)
 }

@@ -299,6 +299,10 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		kv = append(kv, pair{arch + ".rope.scaling.attn_factor", c.RopeAttnFactor})
 	}
 	if arch == "bert" {
+		// randomWPMVocab's [SEP] and [MASK] (llama.cpp's defaults, 102 and
+		// 103, are BERT's real vocabulary's; [PAD] is written with the
+		// converter's keys).
+		kv = append(kv, pair{"tokenizer.ggml.seperator_token_id", uint32(2)}, pair{"tokenizer.ggml.mask_token_id", uint32(4)})
 		kv = append(kv, pair{"tokenizer.ggml.token_type_count", uint32(2)}, pair{arch + ".attention.causal", false})
 		if r.Pooling != 0 {
 			kv = append(kv, pair{arch + ".pooling_type", uint32(r.Pooling)})
@@ -370,7 +374,7 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 		if r.Converted {
 			kv = append(kv, []pair{
 				{"tokenizer.ggml.pre", "default"},
-				{"tokenizer.ggml.padding_token_id", uint32(0)},
+				{"tokenizer.ggml.padding_token_id", map[bool]uint32{false: 0, true: 3}[arch == "bert"]},
 				{"tokenizer.ggml.add_bos_token", true},
 				{"tokenizer.ggml.add_eos_token", false},
 				{"tokenizer.chat_template", "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}</s>\n{% endfor %}"},
