@@ -281,7 +281,8 @@ func benchModelMix(tb testing.TB, preset, typ string) string {
 		// weights a token reads are about the dense model's.
 		r.Experts, r.ExpertsUsed, r.ExpertFF = 8, 2, r.FeedForward/4
 		if r.Arch == "mixtral" {
-			r.Arch = "llama"
+			// Mixtral's experts are feed_forward_length wide.
+			r.Arch, r.FeedForward, r.ExpertFF = "llama", r.FeedForward/4, 0
 		}
 	default:
 		tb.Fatalf("GGML_BENCH_LLAMA_ARCH=%q: want llama, qwen2, qwen3, qwen3moe, mixtral, gemma2, gemma3 or phi3", r.Arch)

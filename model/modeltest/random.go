@@ -205,6 +205,9 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	if moe && r.ExpertsUsed == 0 {
 		r.ExpertsUsed = 2
 	}
+	if moe && arch == "llama" && r.ExpertFF != 0 && r.ExpertFF != c.FeedForward {
+		return nil, fmt.Errorf("%w: a llama model's experts are feed_forward_length (%d) wide, not %d", model.ErrModel, c.FeedForward, r.ExpertFF)
+	}
 	if c.HeadDim == 0 && c.HeadCount > 0 {
 		c.HeadDim = c.EmbeddingLength / c.HeadCount
 	}
