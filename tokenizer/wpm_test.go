@@ -4,7 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,11 +128,9 @@ func TestWPMHostile(t *testing.T) {
 	// place).
 	long := strings.Repeat("a", 100_000)
 	tok = newTok(t, wpmVocab("▁a", "a", "▁"+strings.Repeat("a", 5000)+"b", strings.Repeat("a", 5000)+"b"))
-	start := time.Now()
 	ids := tok.Encode(long, EncodeOptions{})
 	assert.Len(t, ids, 100_000)
-	assert.Equal(t, []int32{1}, tok.Encode(long+"c", EncodeOptions{}))
-	assert.Less(t, time.Since(start), 2*time.Second)
+	assert.Equal(t, []int32{1}, tok.Encode(long+"c", EncodeOptions{})) // quadratic, this took minutes: go test's -timeout
 
 	// Bad UTF-8 and lone surrogates, encoded and never a panic.
 	tok = newTok(t, wpmVocab("▁a", "a"))

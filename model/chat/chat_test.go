@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,17 +104,16 @@ func TestParseErrors(t *testing.T) {
 }
 
 // requireLimit runs a hostile template and checks that it fails with
-// ErrLimit within a few seconds.
+// ErrLimit (the work budget bounds its time; go test's -timeout catches a
+// template that escapes it).
 func requireLimit(t *testing.T, src string) {
 	t.Helper()
-	start := time.Now()
 	tmpl, err := Parse(src)
 	if err == nil {
 		_, err = tmpl.Render([]Message{{"user", "x"}}, Options{})
 	}
 	require.ErrorIs(t, err, ErrTemplate)
 	require.ErrorIs(t, err, ErrLimit)
-	require.Less(t, time.Since(start), 20*time.Second)
 }
 
 func TestHostileTemplates(t *testing.T) {
