@@ -47,6 +47,17 @@ var fusedMaxBatch = func() int {
 	return untiledFusedMaxBatch
 }()
 
+// fusedBatch reports whether a batch of n tokens attends by the fused
+// kernel: with flash attention, up to fusedMaxBatch tokens, and up to
+// untiledFusedMaxBatch where the network caps its attention's scores
+// (SoftCapper), which go-ggml's tiled kernel does not take.
+func (m *Model) fusedBatch(n int) bool {
+	if m.capped {
+		return m.flash && n <= min(fusedMaxBatch, untiledFusedMaxBatch)
+	}
+	return m.flash && n <= fusedMaxBatch
+}
+
 // untiledFusedMaxBatch is fusedMaxBatch where the fused kernel is not
 // tiled, and for attention with a soft cap, which go-ggml's tiled kernel
 // does not take.
@@ -318,7 +329,7 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	// The fused kernel takes an f16 mask; the softmax of the products an
 	// f32 one, which the CPU's softmax adds in a vector loop where an f16
 	// mask is converted element by element (a fifth of a prompt's softmax).
-	s.fused = m.flash && n <= int64(fusedMaxBatch)
+	s.fused = m.fusedBatch(nTokens)
 	if !m.flash {
 		s.vIdx = ctx.NewTensor(ggml.TypeI64, n*kvDim).SetName("inp_v_idx").SetInput().SetOutput()
 	}
@@ -514,7 +525,7 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 	t0 := time.Now()
 	n := len(tokens)
 	pad := kvPad
-	if n > 1 && !(m.flash && n <= fusedMaxBatch) {
+	if n > 1 && !m.fusedBatch(n) {
 		pad = productsKVPad // a batch that attends by products: every cell it is given costs
 	}
 	nKV := min(m.nCtx, (m.pos+n+pad-1)/pad*pad)

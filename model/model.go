@@ -164,6 +164,7 @@ type Model struct {
 	cacheType    ggml.Type
 	tied         bool
 	flash        bool // attention is ggml_flash_attn_ext; the V cache is [KVDim, nCtx], not transposed
+	capped       bool // the network caps its attention's scores (SoftCapper)
 
 	weights *gguf.Model
 	outCopy stateBuffer // a tied output layer's copy of token_embd in an extra buffer type, or none
@@ -267,7 +268,8 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 		uses[s.Name] = s.Use
 	}
 
-	m = &Model{Config: cfg, net: net, tok: tok, tokErr: tokErr, tied: tied,
+	sc, ok := net.(SoftCapper)
+	m = &Model{Config: cfg, net: net, tok: tok, tokErr: tokErr, tied: tied, capped: ok && sc.SoftCapped(),
 		tmpl: tmpl, tmplErr: tmplErr,
 		reserved: map[*backend.Backend]uint64{}, peak: map[*backend.Backend]uint64{}, free: map[string][2]uint64{}}
 	defer func() {

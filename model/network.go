@@ -115,6 +115,14 @@ const (
 	PoolLast
 )
 
+// A SoftCapper is a Network whose attention caps its scores
+// (AttentionParams.Softcap): its prompts attend by matrix products past
+// 32 tokens, since go-ggml's tiled fused kernel takes no cap (the
+// provider's goes query by query).
+type SoftCapper interface {
+	SoftCapped() bool
+}
+
 // Use says how a graph uses a tensor, which decides the buffer type it is
 // placed in and the types it may have.
 type Use int

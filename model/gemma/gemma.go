@@ -141,6 +141,9 @@ type network struct {
 func (n *network) Config() model.Config        { return n.c }
 func (n *network) Tensors() []model.TensorSpec { return n.specs }
 
+// SoftCapped reports whether the attention caps its scores (Gemma 2's).
+func (n *network) SoftCapped() bool { return n.p.AttnSoftcap > 0 }
+
 func (n *network) Bind(w *model.Weights) error {
 	n.tokEmbd, n.out = w.Get("token_embd.weight"), model.BindOutput(w)
 	for il := range n.c.BlockCount {
