@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer test-models bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -163,6 +163,13 @@ llamacpp:
 # required here, so a missing llama.cpp fails instead of skipping.
 test-tokenizer: setup llamacpp
 	GOGGML_REQUIRE_LLAMACPP=1 $(GO) test -count=1 ./tokenizer
+
+# Every architecture, the sampler and the chat templates against llama.cpp
+# (its tokens, logits, embeddings and samplers; @huggingface/jinja): the
+# reference is required here, so a missing llama.cpp fails instead of
+# skipping.
+test-models: setup llamacpp
+	GOGGML_REQUIRE_LLAMACPP=1 $(GO) test -count=1 ./model/...
 
 # The tokenizer's speed against llama.cpp's llama_tokenize: a megabyte of
 # War and Peace on each real vocabulary, BENCH_COUNT pairs (MB/s).
