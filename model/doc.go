@@ -3,14 +3,16 @@
 // own that registers itself (model/llama: Llama 2 and 3.x, TinyLlama,
 // Mistral, SmolLM); Load finds it by the file's general.architecture.
 //
+//	import _ "github.com/go-ggml/ggml/model/llama" // the architectures a program runs
+//
 //	m, err := model.Load(ctx, "model.gguf", model.Options{})
 //	defer m.Close()
-//	logits, err := m.Eval(ctx, []int32{1, 15043, 3186}, false) // the prompt, one batch
-//	s := model.NewSampler(0.8, 40, 0.95, seed)
-//	for range 16 {
-//		id, err := s.Sample(logits)
-//		fmt.Print(m.Vocab.Decode([]int32{id}))
-//		logits, err = m.Eval(ctx, []int32{id}, false) // one token at a time
+//	for piece, err := range m.GenerateText(ctx, "Once upon a time", model.GenerateOptions{MaxTokens: 64}) {
+//		fmt.Print(piece)
+//	}
+//	msgs := []chat.Message{{Role: "user", Content: "Why is the sky blue?"}}
+//	for piece, err := range m.Chat(ctx, msgs, model.GenerateOptions{Sampling: sample.Defaults()}) {
+//		fmt.Print(piece)
 //	}
 //
 // What package model does for every architecture: it checks the file's
