@@ -1,7 +1,8 @@
 // Package model runs language models from GGUF files with go-ggml: the
 // runtime every architecture shares. An architecture is a package of its
-// own that registers itself (model/llama: Llama 2 and 3.x, TinyLlama,
-// Mistral, SmolLM); Load finds it by the file's general.architecture.
+// own that registers itself (model/llama, model/qwen2, model/qwen3,
+// model/gemma, model/phi3, model/bert); Load finds it by the file's
+// general.architecture.
 //
 //	import _ "github.com/go-ggml/ggml/model/llama" // the architectures a program runs
 //

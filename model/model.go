@@ -138,10 +138,12 @@ type MemoryError struct {
 	Free   uint64 // what the device reports free
 }
 
+// Error says what the model needs on which device, and what it has free.
 func (e *MemoryError) Error() string {
 	return fmt.Sprintf("model: the model needs %d MiB on %s, which has %d MiB free", e.Need>>20, e.Device, e.Free>>20)
 }
 
+// Unwrap returns ggml.ErrNoMemory: errors.Is(err, ggml.ErrNoMemory) holds.
 func (e *MemoryError) Unwrap() error { return ggml.ErrNoMemory }
 
 // Model is a model loaded into backend buffers, with its KV cache and a
