@@ -319,19 +319,6 @@ func benchArch() string {
 // benchTied reports GGML_BENCH_LLAMA_TIED=1.
 func benchTied() bool { return os.Getenv("GGML_BENCH_LLAMA_TIED") == "1" }
 
-// llamaCppDir returns where build/llamacpp.sh installs llama.cpp:
-// GOGGML_LLAMACPP, else ~/.cache/go-ggml/llamacpp.
-func llamaCppDir() string {
-	if d := os.Getenv("GOGGML_LLAMACPP"); d != "" {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(home, ".cache", "go-ggml", "llamacpp")
-}
-
 // llamaCpp is a running llamacpp_bench.
 type llamaCpp struct {
 	cmd *exec.Cmd
@@ -342,7 +329,7 @@ type llamaCpp struct {
 // startLlamaCpp starts llama.cpp on the model at path, skipping the
 // benchmark where build/llamacpp.sh has not installed it.
 func startLlamaCpp(tb testing.TB, path string, threads, nCtx int) *llamaCpp {
-	dir := llamaCppDir()
+	dir := LlamaCppDir()
 	bin := filepath.Join(dir, "bin", "llamacpp_bench")
 	if _, err := os.Stat(bin); err != nil {
 		tb.Skipf("llama.cpp is not installed in %s (make llamacpp installs it; GOGGML_LLAMACPP names another place)", dir)
