@@ -112,12 +112,16 @@ func (r *Reference) EmulateCPU() { r.emulate = true }
 
 // mv is w·x + b (b may be nil) with the activations rounded as
 // configured.
-func (r *Reference) mv(w matrix, b, x []float64) []float64 {
+func (r *Reference) mv(w matrix, b, x []float64) []float64 { return mv(r.emulate, w, b, x) }
+
+// mv is w·x + b (b may be nil), with the activations rounded as ggml's
+// CPU rounds them when emulate is set.
+func mv(emulate bool, w matrix, b, x []float64) []float64 {
 	var y []float64
 	switch {
-	case r.emulate && activationType(w.t) == ggml.TypeQ8_1:
+	case emulate && activationType(w.t) == ggml.TypeQ8_1:
 		y = mvQ8_1(w, x)
-	case r.emulate:
+	case emulate:
 		y = matVec(w.w, roundTo(activationType(w.t), x))
 	default:
 		y = matVec(w.w, x)
@@ -230,34 +234,7 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 	if err != nil {
 		return nil, err
 	}
-	get := func(name string) (matrix, error) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return matrix{}, fmt.Errorf("no tensor %s", name)
-		}
-		data, err := f.TensorData(name)
-		if err != nil {
-			return matrix{}, err
-		}
-		var vals []float32
-		if ti.Type == ggml.TypeF32 {
-			vals = make([]float32, len(data)/4)
-			for i := range vals {
-				vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
-			}
-		} else if vals, err = ggml.Dequantize(ti.Type, data); err != nil {
-			return matrix{}, err
-		}
-		out := make([]float64, len(vals))
-		for i, v := range vals {
-			out[i] = float64(v)
-		}
-		m := matrix{w: out, t: ti.Type}
-		if ti.Type == ggml.TypeQ4_1 || ti.Type == ggml.TypeQ5_1 {
-			m.mins, err = blockMins(ti.Type, data)
-		}
-		return m, err
-	}
+	get := func(name string) (matrix, error) { return readMatrix(f, name) }
 	r := &Reference{c: c, neox: c.Arch != "llama"}
 	if c.Arch == "gemma2" || c.Arch == "gemma3" {
 		if r.gemma, err = readGemma(f, c); err != nil {
@@ -336,6 +313,37 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 	}
 	r.Reset()
 	return r, nil
+}
+
+// readMatrix reads tensor name of f as a matrix: its values as float64,
+// quantized ones dequantized by ggml's own to-float conversion.
+func readMatrix(f *gguf.File, name string) (matrix, error) {
+	ti, ok := f.Tensor(name)
+	if !ok {
+		return matrix{}, fmt.Errorf("no tensor %s", name)
+	}
+	data, err := f.TensorData(name)
+	if err != nil {
+		return matrix{}, err
+	}
+	var vals []float32
+	if ti.Type == ggml.TypeF32 {
+		vals = make([]float32, len(data)/4)
+		for i := range vals {
+			vals[i] = math.Float32frombits(binary.LittleEndian.Uint32(data[4*i:]))
+		}
+	} else if vals, err = ggml.Dequantize(ti.Type, data); err != nil {
+		return matrix{}, err
+	}
+	out := make([]float64, len(vals))
+	for i, v := range vals {
+		out[i] = float64(v)
+	}
+	m := matrix{w: out, t: ti.Type}
+	if ti.Type == ggml.TypeQ4_1 || ti.Type == ggml.TypeQ5_1 {
+		m.mins, err = blockMins(ti.Type, data)
+	}
+	return m, err
 }
 
 // Reset empties the reference's KV cache.
