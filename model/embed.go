@@ -34,7 +34,7 @@ func (m *Model) Embed(ctx context.Context, tokens []int32, pool Pooling) ([]floa
 	if len(tokens) > m.nBatch {
 		return nil, fmt.Errorf("%w: model: Embed: %d tokens; an encoder sees its input in one batch of at most %d (Options.BatchSize)", ggml.ErrInvalid, len(tokens), m.nBatch)
 	}
-	m.pos, m.hist = 0, m.hist[:0]
+	m.kv.remove(0, 0, maxDim)
 	states, err := m.eval(ctx, tokens, true)
 	if err != nil {
 		return nil, err

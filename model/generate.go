@@ -69,7 +69,7 @@ func (m *Model) generate(ctx context.Context, prompt []int32, o GenerateOptions,
 	if err != nil {
 		return err
 	}
-	for _, id := range m.hist {
+	for _, id := range m.kv.hist[0] {
 		s.Accept(id)
 	}
 	for n := 0; ; {
@@ -82,7 +82,7 @@ func (m *Model) generate(ctx context.Context, prompt []int32, o GenerateOptions,
 		if !emit(id) || n == o.MaxTokens || !o.IgnoreEOS && m.tok != nil && m.tok.IsEOG(id) {
 			return nil
 		}
-		if m.pos == m.nCtx {
+		if m.kv.next[0] == m.nCtx || m.kv.free() == 0 {
 			if o.MaxTokens > 0 {
 				return fmt.Errorf("%w: %d tokens generated of %d", ErrContextFull, n, o.MaxTokens)
 			}
@@ -161,7 +161,7 @@ func (m *Model) text(what string, ctx context.Context, render func(*tokenizer.To
 		m.reuse(ids)
 		dec := tok.NewDecoder(false)
 		stopped := false
-		err = m.generate(ctx, ids[m.pos:], o, func(id int32) bool {
+		err = m.generate(ctx, ids[m.kv.next[0]:], o, func(id int32) bool {
 			s, err := dec.Add(id)
 			if err != nil {
 				yield("", err)
@@ -189,11 +189,11 @@ func (m *Model) text(what string, ctx context.Context, render func(*tokenizer.To
 // reuse keeps the cache's tokens that begin ids, but for the last of
 // ids, which is evaluated again for its logits, and forgets the rest.
 func (m *Model) reuse(ids []int32) {
-	n := 0
-	for n < len(m.hist) && n < len(ids)-1 && m.hist[n] == ids[n] {
+	n, hist := 0, m.kv.hist[0]
+	for n < len(hist) && n < len(ids)-1 && hist[n] == ids[n] {
 		n++
 	}
-	m.pos, m.hist = n, m.hist[:n]
+	m.kv.remove(0, n, maxDim)
 }
 
 // ChatTemplate returns the file's chat template (tokenizer.chat_template,

@@ -76,13 +76,16 @@ const untiledFusedMaxBatch = 32
 var attnChunk = 128
 
 // step is a graph for one shape of batch: nTokens new tokens attending to
-// the first nKV cells of the cache, with the logits of every token (all)
-// or of the last. Its inputs change from compute to compute, its shape
-// does not.
+// the first nKV cells of the cache, with the logits of nOut of them (all
+// when nOut is nTokens). Its inputs change from compute to compute, its
+// shape does not.
 type step struct {
-	nTokens, nKV int
-	all          bool
-	fused        bool // attention is one fused op, with an f16 mask
+	nTokens, nKV, nOut int
+	// limited: each chunk of attnChunk queries sees no cell from
+	// nKV-nTokens+(its end) on (a sequence's new tokens in the last cells,
+	// in order), so attention by products gives it those cells alone.
+	limited bool
+	fused   bool // attention is one fused op, with an f16 mask
 
 	ctx *ggml.Context
 	g   *ggml.Graph
@@ -91,6 +94,7 @@ type step struct {
 	tokens   *ggml.Tensor // i32 [nTokens]: token IDs
 	pos      *ggml.Tensor // i32 [nTokens]: positions, for RoPE
 	kIdx     *ggml.Tensor // i64 [nTokens]: the cache row of each token's key
+	outIDs   *ggml.Tensor // i32 [nOut]: the tokens whose logits are computed; nil when all are
 	vIdx     *ggml.Tensor // i64 [nTokens·KVDim]: the cache element of each value (V is stored transposed); nil with flash attention
 	mask     *ggml.Tensor // f32 [nKV, nTokens] (f16 for the fused kernel): 0 where a token sees a cell, -Inf elsewhere
 	maskUsed bool         // some layer attends with mask (an encoder's do not)
@@ -103,6 +107,7 @@ type step struct {
 	// Host copies of the inputs, reused.
 	hTokens, hPos []int32
 	hKIdx, hVIdx  []int64
+	hOut          []int32
 	hMask         []float32
 	hMask16       []uint16
 }
@@ -147,26 +152,21 @@ type Batch struct {
 }
 
 // Outputs is the number of tokens whose logits the batch computes: N, or
-// 1 when only the last token's are wanted.
-func (b *Batch) Outputs() int {
-	if b.s.all {
-		return b.N
-	}
-	return 1
-}
+// fewer (a prompt's last token, or each sequence's last).
+func (b *Batch) Outputs() int { return b.s.nOut }
 
 // OutputRows returns the rows (tokens) of x, [width, N], whose logits are
-// wanted: x itself, or a view of its last row. A Network calls it in its
-// last layer once the attention has stored every token's key and value:
-// the rest is per token, so the output projection, the feed-forward and
-// the output layer run on the wanted tokens alone, as llama.cpp's graphs
-// do (inp_out_ids): about 5 % of a prompt's products on a 16-layer model.
+// wanted, [width, Outputs()]: x itself, or those rows gathered. A Network
+// calls it in its last layer once the attention has stored every token's
+// key and value: the rest is per token, so the output projection, the
+// feed-forward and the output layer run on the wanted tokens alone, as
+// llama.cpp's graphs do (inp_out_ids): about 5 % of a prompt's products
+// on a 16-layer model.
 func (b *Batch) OutputRows(x *ggml.Tensor) *ggml.Tensor {
-	if b.s.all || b.N == 1 {
+	if b.s.outIDs == nil {
 		return x
 	}
-	ne, nb := x.Ne(), x.Nb()
-	return b.Ctx.View2D(x, ne[0], 1, nb[1], uint64(b.N-1)*nb[1])
+	return b.Ctx.GetRows(x, b.s.outIDs)
 }
 
 // AttentionParams are Batch.Attention's settings.
@@ -250,14 +250,18 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 	} else {
 		vAll = ctx.View3D(l.v, int64(nKV), hd, nhkv, uint64(m.nCtx)*esize, uint64(m.nCtx)*uint64(hd)*esize, 0)
 	}
-	// The queries in chunks of attnChunk: chunk j's tokens sit at
-	// most at cell pos+j1-1 < nKV-n+j1 (pos+n <= nKV), so it
-	// attends to that many cells only, the causal mask's lower
-	// triangle, and its scores stay small enough for the cache.
+	// The queries in chunks of attnChunk: where the batch is a
+	// sequence's next tokens in the last cells (s.limited), chunk j's
+	// tokens see no cell from nKV-n+j1 on, so it attends to those cells
+	// only, the causal mask's lower triangle, and its scores stay small
+	// enough for the cache.
 	var attn *ggml.Tensor
 	for j0 := int64(0); j0 < n; j0 += int64(attnChunk) {
 		j1 := min(n, j0+int64(attnChunk))
-		cells := min(int64(nKV), int64(nKV)-n+j1)
+		cells := int64(nKV)
+		if s.limited && !p.NonCausal {
+			cells = min(int64(nKV), int64(nKV)-n+j1)
+		}
 		qj := q
 		mask := fullMask
 		if j0 > 0 || j1 < n {
@@ -309,13 +313,13 @@ func (b *Batch) mask(window int) *ggml.Tensor {
 
 // build makes the graph of one batch: its inputs, which setInputs fills
 // before each compute, and the Network's forward pass over them.
-func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
+func (m *Model) build(nTokens, nKV, nOut int, limited bool) (*step, error) {
 	c := m.Config
 	ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: m.graphSize(), NoAlloc: true, Graph: true, GraphSize: m.graphSize()})
 	if err != nil {
 		return nil, err
 	}
-	s := &step{nTokens: nTokens, nKV: nKV, all: all, ctx: ctx}
+	s := &step{nTokens: nTokens, nKV: nKV, nOut: nOut, limited: limited, ctx: ctx}
 	n := int64(nTokens)
 	kvDim := int64(c.KVDim())
 
@@ -326,6 +330,9 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	s.tokens = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_tokens").SetInput().SetOutput()
 	s.pos = ctx.NewTensor(ggml.TypeI32, n).SetName("inp_pos").SetInput()
 	s.kIdx = ctx.NewTensor(ggml.TypeI64, n).SetName("inp_k_idx").SetInput().SetOutput()
+	if nOut < nTokens {
+		s.outIDs = ctx.NewTensor(ggml.TypeI32, int64(nOut)).SetName("inp_out_ids").SetInput().SetOutput()
+	}
 	// The fused kernel takes an f16 mask; the softmax of the products an
 	// f32 one, which the CPU's softmax adds in a vector loop where an f16
 	// mask is converted element by element (a fifth of a prompt's softmax).
@@ -366,38 +373,44 @@ func (m *Model) build(nTokens, nKV int, all bool) (*step, error) {
 	return s, nil
 }
 
-// setInputs fills the inputs of a batch at position pos.
-func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
-	n, kvDim := len(tokens), m.Config.KVDim()
-	s.hTokens = append(s.hTokens[:0], tokens...)
-	s.hPos = s.hPos[:0]
+// setInputs fills the inputs of a batch: its tokens, which have their
+// cells and positions in the cache already.
+func (m *Model) setInputs(s *step, u *ubatch) error {
+	kvDim := m.Config.KVDim()
 	s.hKIdx = s.hKIdx[:0]
-	for t := range n {
-		s.hPos = append(s.hPos, int32(pos+t))
-		s.hKIdx = append(s.hKIdx, int64(pos+t))
+	for _, c := range u.cell {
+		s.hKIdx = append(s.hKIdx, int64(c))
 	}
 	// Value element (channel ch, token t) of the batch is element t·kvDim+ch
-	// of v; in the transposed cache it lives at ch·nCtx + pos+t.
+	// of v; in the transposed cache it lives at ch·nCtx + cell.
 	s.hVIdx = s.hVIdx[:0]
-	for t := range n {
-		if s.vIdx == nil {
-			break // flash attention: V's rows are K's
-		}
-		for ch := range kvDim {
-			s.hVIdx = append(s.hVIdx, int64(ch)*int64(m.nCtx)+int64(pos+t))
+	if s.vIdx != nil { // else flash attention: V's rows are K's
+		for _, c := range u.cell {
+			for ch := range kvDim {
+				s.hVIdx = append(s.hVIdx, int64(ch)*int64(m.nCtx)+int64(c))
+			}
 		}
 	}
 	errs := []error{
-		ggml.SetData(s.tokens, s.hTokens), ggml.SetData(s.pos, s.hPos), ggml.SetData(s.kIdx, s.hKIdx),
+		ggml.SetData(s.tokens, u.ids), ggml.SetData(s.pos, u.pos), ggml.SetData(s.kIdx, s.hKIdx),
+	}
+	if s.outIDs != nil {
+		s.hOut = s.hOut[:0]
+		for t, o := range u.out {
+			if o {
+				s.hOut = append(s.hOut, int32(t))
+			}
+		}
+		errs = append(errs, ggml.SetData(s.outIDs, s.hOut))
 	}
 	if s.maskUsed {
-		errs = append(errs, s.setMask(s.mask, pos, 0))
+		errs = append(errs, m.setMask(s, s.mask, u, 0))
 	}
 	if s.vIdx != nil {
 		errs = append(errs, ggml.SetData(s.vIdx, s.hVIdx))
 	}
 	for w, t := range s.windows {
-		errs = append(errs, s.setMask(t, pos, w))
+		errs = append(errs, m.setMask(s, t, u, w))
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -410,25 +423,23 @@ func (m *Model) setInputs(s *step, tokens []int32, pos int) error {
 // nonCausal is the window key of the non-causal mask (Batch.mask).
 const nonCausal = -1
 
-// setMask fills the mask t of the batch's tokens at pos, pos+1, ...:
-// token t (at pos+t) sees the cells 0..pos+t, and with a window only those
-// after pos+t-window; with the window nonCausal, every cell before
-// pos+nTokens.
-func (s *step) setMask(t *ggml.Tensor, pos, window int) error {
+// setMask fills the mask t of the batch's tokens: token t sees the cells
+// of its sequence at its position and before (kvcache.visible), with a
+// window only those fewer than window positions before it; with the
+// window nonCausal, every cell of its sequence.
+func (m *Model) setMask(s *step, t *ggml.Tensor, u *ubatch, window int) error {
 	n, nKV := s.nTokens, s.nKV
 	if cap(s.hMask) < n*nKV {
 		s.hMask = make([]float32, n*nKV)
 	}
 	s.hMask = s.hMask[:n*nKV]
 	inf := float32(math.Inf(-1))
+	causal := window != nonCausal
 	for tok := range n {
 		row := s.hMask[tok*nKV : (tok+1)*nKV]
-		p := pos + tok
-		if window == nonCausal {
-			p = pos + n - 1
-		}
+		seq, p := u.seq[tok], u.pos[tok]
 		for j := range row {
-			if j <= p && (window <= 0 || p-j < window) {
+			if m.kv.visible(j, seq, p, causal, window) {
 				row[j] = 0
 			} else {
 				row[j] = inf
@@ -449,7 +460,7 @@ func (s *step) setMask(t *ggml.Tensor, pos, window int) error {
 	return ggml.SetData(t, s.hMask16)
 }
 
-// Eval runs the model on tokens, which follow the tokens already in the
+// Eval runs the model on tokens, which follow sequence 0's tokens in the
 // KV cache, and returns the logits: of the last token (VocabSize values),
 // or, with all set, of every token (len(tokens)·VocabSize values, token by
 // token). Without all, the slice is the model's own, overwritten by the
@@ -467,44 +478,164 @@ func (m *Model) Eval(ctx context.Context, tokens []int32, all bool) ([]float32, 
 	return m.eval(ctx, tokens, all)
 }
 
+// A Token is one token of a batch that Decode runs: its ID, the sequence
+// it continues (0 to Sequences()-1), and whether Decode returns its
+// logits.
+type Token struct {
+	ID     int32
+	Seq    int
+	Logits bool
+}
+
+// Decode runs a batch of tokens of any of the KV cache's sequences, as
+// llama.cpp's llama_decode does: each token goes at its sequence's next
+// position (SeqLen), the tokens of one sequence in the batch's order, and
+// sees the tokens of its sequence before it and itself. The tokens of
+// several sequences go through the model together, up to BatchSize in one
+// compute, so that each weight read serves them all.
+//
+// It returns the logits of the tokens with Logits set, in the batch's
+// order, VocabSize values each (an encoder's: each token's hidden state,
+// of every token). The slice is the model's own, overwritten by the next
+// call: copy it to keep it. ctx cancels the compute. On error the KV
+// cache keeps the tokens it had before the call: a batch that does not
+// fit in the cache's free cells, or takes a sequence past ContextSize
+// positions, is an ErrContextFull error, and nothing runs.
+func (m *Model) Decode(ctx context.Context, batch []Token) ([]float32, error) {
+	if err := m.enter("Decode"); err != nil {
+		return nil, err
+	}
+	defer m.leave()
+	u := &m.ub
+	u.reset()
+	for _, t := range batch {
+		if err := m.checkSeq("Decode", t.Seq); err != nil {
+			return nil, err
+		}
+		u.ids, u.seq, u.out = append(u.ids, t.ID), append(u.seq, t.Seq), append(u.out, t.Logits)
+	}
+	return m.decode(ctx, u)
+}
+
+// ubatch is a batch's tokens as Decode runs them: their IDs, sequences
+// and whether their logits are wanted, and once placed their positions
+// and cells.
+type ubatch struct {
+	ids  []int32
+	seq  []int
+	out  []bool
+	pos  []int32
+	cell []int
+}
+
+func (u *ubatch) reset() {
+	u.ids, u.seq, u.out, u.pos, u.cell = u.ids[:0], u.seq[:0], u.out[:0], u.pos[:0], u.cell[:0]
+}
+
+// slice returns tokens [i, j) of u.
+func (u *ubatch) slice(i, j int) *ubatch {
+	return &ubatch{ids: u.ids[i:j], seq: u.seq[i:j], out: u.out[i:j], pos: u.pos[i:j], cell: u.cell[i:j]}
+}
+
 // eval is Eval, in a call that entered the model.
 func (m *Model) eval(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
-	if len(tokens) == 0 {
+	u := &m.ub
+	u.reset()
+	for i, id := range tokens {
+		u.ids, u.seq, u.out = append(u.ids, id), append(u.seq, 0), append(u.out, all || i == len(tokens)-1)
+	}
+	out, err := m.decode(ctx, u)
+	if err != nil || !all {
+		return out, err
+	}
+	return slices.Clone(out), nil
+}
+
+// decode is Decode, in a call that entered the model: it checks the
+// batch, places its tokens in free cells, and runs it in computes of up
+// to BatchSize tokens.
+func (m *Model) decode(ctx context.Context, u *ubatch) ([]float32, error) {
+	n := len(u.ids)
+	if n == 0 {
 		return nil, fmt.Errorf("%w: no tokens", ggml.ErrInvalid)
 	}
-	if len(tokens) > m.nCtx-m.pos {
-		return nil, fmt.Errorf("%w: %d tokens after %d, in a cache of %d", ErrContextFull, len(tokens), m.pos, m.nCtx)
+	kv := m.kv
+	if n > kv.free() {
+		return nil, fmt.Errorf("%w: %d tokens, %d free cells in a cache of %d", ErrContextFull, n, kv.free(), m.nCtx)
 	}
-	for i, id := range tokens {
+	if _, ok := m.net.(Encoder); ok {
+		for i := range u.out {
+			u.out[i] = true // an encoder's output is every token's state
+		}
+	}
+	// Each token's position, its sequence's next; the sequences' state
+	// before, to put back on error.
+	next := slices.Clone(kv.next)
+	hist := make([]int, len(kv.hist))
+	for s, h := range kv.hist {
+		hist[s] = len(h)
+	}
+	for i, id := range u.ids {
 		if id < 0 || int(id) >= m.Config.VocabSize {
 			return nil, fmt.Errorf("%w: token %d (at %d) outside the vocabulary of %d", ErrToken, id, i, m.Config.VocabSize)
 		}
+		s := u.seq[i]
+		if next[s] >= m.nCtx {
+			return nil, fmt.Errorf("%w: sequence %d: %d tokens after %d, in a context of %d", ErrContextFull, s, n, kv.next[s], m.nCtx)
+		}
+		u.pos = append(u.pos, int32(next[s]))
+		next[s]++
 	}
-	vocab := m.outWidth()
+	copy(next, kv.next)
+	// The cells: the lowest free ones, in the batch's order.
+	j := 0
+	for range u.ids {
+		for kv.seqs[j] != 0 {
+			j++
+		}
+		u.cell = append(u.cell, j)
+		j++
+	}
+	undo := func() {
+		for i, c := range u.cell {
+			kv.drop(c, u.seq[i])
+		}
+		copy(kv.next, next)
+		for s, l := range hist {
+			kv.hist[s] = kv.hist[s][:l]
+		}
+	}
+	nOut := 0
+	for _, o := range u.out {
+		if o {
+			nOut++
+		}
+	}
 	var out []float32
-	if all {
-		out = make([]float32, 0, len(tokens)*vocab)
-	}
-	start := m.pos
-	all0 := tokens
-	for len(tokens) > 0 {
-		batch := tokens[:min(len(tokens), m.nBatch)]
-		tokens = tokens[len(batch):]
-		last := len(tokens) == 0
-		logits, err := m.compute(ctx, batch, all)
+	for i := 0; i < n; i += m.nBatch {
+		part := u.slice(i, min(n, i+m.nBatch))
+		for t, c := range part.cell {
+			s, p := part.seq[t], part.pos[t]
+			kv.take(c, s, p)
+			kv.next[s] = int(p) + 1
+			if len(kv.hist[s]) == int(p) {
+				kv.hist[s] = append(kv.hist[s], part.ids[t])
+			}
+		}
+		logits, err := m.compute(ctx, part)
 		if err != nil {
-			m.pos = start
-			m.hist = m.hist[:start]
+			undo()
 			return nil, err
 		}
-		switch {
-		case all:
-			out = append(out, logits...)
-		case last:
-			out = logits
+		if i == 0 && len(part.ids) == n {
+			return logits, nil // one compute: its logits as they are
 		}
+		if out == nil {
+			out = slices.Grow(m.out[:0], nOut*m.outWidth())
+		}
+		out = append(out, logits...)
 	}
-	m.hist = append(m.hist[:start], all0...)
+	m.out = out
 	return out, nil
 }
 
@@ -517,21 +648,32 @@ func (m *Model) outWidth() int {
 	return m.Config.VocabSize
 }
 
-// compute runs one batch and returns its logits.
-func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float32, error) {
-	if _, ok := m.net.(Encoder); ok {
-		all = true // an encoder's output is every token's state
-	}
+// compute runs one batch, its tokens in their cells already, and returns
+// the logits of those with out set.
+func (m *Model) compute(ctx context.Context, u *ubatch) ([]float32, error) {
 	t0 := time.Now()
-	n := len(tokens)
+	n := len(u.ids)
+	nOut := 0
+	for _, o := range u.out {
+		if o {
+			nOut++
+		}
+	}
+	if nOut == 0 {
+		// Nothing wanted: the last token's logits are computed anyway
+		// (a graph needs an output), and not returned.
+		nOut = -1
+	}
 	pad := kvPad
-	if n > 1 && !m.fusedBatch(n) {
+	fused := m.fusedBatch(n)
+	if n > 1 && !fused {
 		pad = productsKVPad // a batch that attends by products: every cell it is given costs
 	}
-	nKV := min(m.nCtx, (m.pos+n+pad-1)/pad*pad)
-	all = all && n > 1
+	nKV := min(m.nCtx, (m.kv.top()+pad-1)/pad*pad)
+	limited := !fused && n > attnChunk && m.limited(u, nKV)
+	graphOut := max(nOut, 1)
 	s := m.step
-	if s == nil || s.nTokens != n || s.nKV != nKV || s.all != all {
+	if s == nil || s.nTokens != n || s.nKV != nKV || s.nOut != graphOut || s.limited != limited {
 		if s != nil {
 			m.step = nil
 			if err := m.sched.Reset(); err != nil {
@@ -542,7 +684,7 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 			}
 		}
 		var err error
-		if s, err = m.build(n, nKV, all); err != nil {
+		if s, err = m.build(n, nKV, graphOut, limited); err != nil {
 			return nil, err
 		}
 		if err := m.sched.AllocGraph(s.g); err != nil {
@@ -553,7 +695,11 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 		m.stats.Graphs++
 	}
 	t1 := time.Now()
-	if err := m.setInputs(s, tokens, m.pos); err != nil {
+	if nOut < 0 {
+		u.out[n-1] = true
+		defer func() { u.out[n-1] = false }()
+	}
+	if err := m.setInputs(s, u); err != nil {
 		return nil, err
 	}
 	t2 := time.Now()
@@ -573,7 +719,9 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 	if err := ggml.DataInto(s.logits, logits); err != nil {
 		return nil, err
 	}
-	m.pos += n
+	if nOut < 0 {
+		logits = logits[:0]
+	}
 	for _, be := range m.Backends() {
 		if size, err := m.sched.BufferSize(be); err == nil && size > m.peak[be] {
 			m.peak[be] = size
@@ -588,6 +736,24 @@ func (m *Model) compute(ctx context.Context, tokens []int32, all bool) ([]float3
 	m.stats.Checks += t3.Sub(t2) - inGGML
 	m.stats.Output += t4.Sub(t3)
 	return logits, nil
+}
+
+// limited reports whether a batch attending by products over nKV cells
+// may give each chunk of attnChunk queries only the cells before
+// nKV-n+(the chunk's end) (step.limited): whether no token sees a cell
+// from there on. It holds for a sequence's next tokens in the last cells,
+// a prompt's.
+func (m *Model) limited(u *ubatch, nKV int) bool {
+	n := len(u.ids)
+	for t := range n {
+		end := nKV - n + (t/attnChunk+1)*attnChunk // the first cell its chunk does not get
+		for j := nKV - 1; j >= end && j >= 0; j-- {
+			if m.kv.visible(j, u.seq[t], u.pos[t], true, 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // WriteDot writes the graph of the last batch computed (after generation,

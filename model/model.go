@@ -33,6 +33,11 @@ type Options struct {
 	// BatchSize is the most tokens one compute processes; longer inputs
 	// to Eval are cut into batches. 0 means 512 (at most ContextSize).
 	BatchSize int
+	// Sequences is the number of sequences the KV cache holds at once
+	// (Decode, SeqRemove, SeqCopy), 1 to MaxSequences; 0 means 1. They
+	// share the cache's ContextSize cells, and each may have up to
+	// ContextSize positions.
+	Sequences int
 	// GPULayers is the number of blocks (from the last) that run on the
 	// accelerator, if there is one; the output layer goes with the last
 	// block. 0, the zero value, or a negative value puts all of them
@@ -148,11 +153,14 @@ func (e *MemoryError) Unwrap() error { return ggml.ErrNoMemory }
 
 // Model is a model loaded into backend buffers, with its KV cache and a
 // scheduler that runs it over the accelerator and the CPU. Its
-// architecture's Network builds its graphs. It holds
-// one sequence: Eval appends tokens to it. A Model is used by one
-// goroutine at a time: a call that finds another one of Eval, Generate,
-// Rewind, Rest, WriteDot or Close running is an ggml.ErrBusy error, and
-// after Close they are ggml.ErrClosed errors (Close again returns nil).
+// architecture's Network builds its graphs. Its cache holds
+// Options.Sequences sequences: Decode runs tokens of any of them in one
+// batch; Eval, Generate and Chat append to sequence 0. A Model is used by
+// one goroutine at a time: a call that finds another one of its methods
+// that use the cache or the graphs running (Eval, Decode, Generate,
+// Rewind, the Seq calls, Rest, WriteDot, Close) is an ggml.ErrBusy error,
+// and after Close they are ggml.ErrClosed errors (Close again returns
+// nil).
 type Model struct {
 	Config Config
 
@@ -179,11 +187,12 @@ type Model struct {
 	sched    *sched.Scheduler
 	state    []stateBuffer // KV cache and per-device constants, one per buffer type
 
-	pos  int     // tokens in the cache
-	hist []int32 // the tokens in the cache
-	step *step   // the graph of the last compute, reused when the next has the same shape
+	kv   *cells // what each cell of the KV cache holds
+	ub   ubatch // the batch being decoded, reused
+	step *step  // the graph of the last compute, reused when the next has the same shape
 
 	logits []float32 // the last compute's logits
+	out    []float32 // the logits of a Decode of several computes
 
 	busy   atomic.Bool // a call of Eval, Generate, Rewind, Rest, WriteDot or Close runs
 	closed bool        // Close ran; read and written with busy held
@@ -298,6 +307,14 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	if m.cacheType, err = opts.CacheType.ggmlType(); err != nil {
 		return nil, err
 	}
+	nSeq := opts.Sequences
+	if nSeq == 0 {
+		nSeq = 1
+	}
+	if nSeq < 1 || nSeq > MaxSequences {
+		return nil, fmt.Errorf("%w: model: Options.Sequences %d: want 1 to %d", ggml.ErrInvalid, opts.Sequences, MaxSequences)
+	}
+	m.kv = newCells(m.nCtx, nSeq)
 
 	// Placement: the last gpuLayers blocks and the output layer on the
 	// accelerator; the token embeddings on the CPU (a row lookup), unless
@@ -430,7 +447,7 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	if m.sched, err = sched.New(backends, sched.Options{GraphSize: m.graphSize()}); err != nil {
 		return nil, err
 	}
-	worst, err := m.build(m.nBatch, m.nCtx, true)
+	worst, err := m.build(m.nBatch, m.nCtx, m.nBatch, false)
 	if err != nil {
 		return nil, err
 	}
@@ -887,8 +904,9 @@ func (m *Model) ContextSize() int { return m.nCtx }
 // BatchSize is the most tokens one compute processes.
 func (m *Model) BatchSize() int { return m.nBatch }
 
-// Pos is the number of tokens in the KV cache: the position of the next.
-func (m *Model) Pos() int { return m.pos }
+// Pos is the position of sequence 0's next token: the number of its
+// tokens in the KV cache (SeqLen(0)).
+func (m *Model) Pos() int { return m.kv.next[0] }
 
 // Tied reports whether the output layer uses the token embeddings.
 func (m *Model) Tied() bool { return m.tied }
@@ -909,18 +927,17 @@ func (m *Model) enter(what string) error {
 
 func (m *Model) leave() { m.busy.Store(false) }
 
-// Rewind forgets the tokens from position pos on (0: all), so that the
-// next Eval continues from there.
+// Rewind forgets sequence 0's tokens from position pos on (0: all), so
+// that the next Eval continues from there.
 func (m *Model) Rewind(pos int) error {
 	if err := m.enter("Rewind"); err != nil {
 		return err
 	}
 	defer m.leave()
-	if pos < 0 || pos > m.pos {
-		return fmt.Errorf("%w: rewind to %d with %d tokens in the cache", ggml.ErrInvalid, pos, m.pos)
+	if pos < 0 || pos > m.kv.next[0] {
+		return fmt.Errorf("%w: rewind to %d with %d tokens in the cache", ggml.ErrInvalid, pos, m.kv.next[0])
 	}
-	m.pos = pos
-	m.hist = m.hist[:pos]
+	m.kv.remove(0, pos, maxDim)
 	return nil
 }
 

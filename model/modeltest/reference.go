@@ -26,7 +26,9 @@ type Reference struct {
 	ropeLong       []float64 // Phi-3's long RoPE factors (UseLongRopeFactors)
 	gemma          *gemmaRef
 	layers         []refLayer
-	cacheK, cacheV [][][]float64 // [layer][position][kvDim]
+	cacheK, cacheV [][][]float64 // [layer][entry][kvDim]
+	cachePos       []int         // each entry's position
+	next           int           // the next token's position
 	// RoundCacheToHalf rounds keys and values to f16 as a model with an
 	// f16 cache (model.CacheF16) does.
 	RoundCacheToHalf bool
@@ -350,6 +352,32 @@ func readMatrix(f *gguf.File, name string) (matrix, error) {
 func (r *Reference) Reset() {
 	r.cacheK = make([][][]float64, r.c.BlockCount)
 	r.cacheV = make([][][]float64, r.c.BlockCount)
+	r.cachePos, r.next = nil, 0
+}
+
+// Remove takes the tokens at positions [p0, p1) out of the reference's
+// KV cache, as model.Model.SeqRemove does: the later tokens keep their
+// positions, and the next goes after the highest kept.
+func (r *Reference) Remove(p0, p1 int) {
+	keep := func(i int) bool { return r.cachePos[i] < p0 || r.cachePos[i] >= p1 }
+	for il := range r.cacheK {
+		var k, v [][]float64
+		for i := range r.cacheK[il] {
+			if keep(i) {
+				k, v = append(k, r.cacheK[il][i]), append(v, r.cacheV[il][i])
+			}
+		}
+		r.cacheK[il], r.cacheV[il] = k, v
+	}
+	var pos []int
+	r.next = 0
+	for i, p := range r.cachePos {
+		if keep(i) {
+			pos = append(pos, p)
+			r.next = max(r.next, p+1)
+		}
+	}
+	r.cachePos = pos
 }
 
 // matVec returns w·x for w stored as ggml does: rows of len(x) values, one
@@ -594,7 +622,9 @@ func activationType(t ggml.Type) ggml.Type {
 func (r *Reference) Next(tok int32) []float64 {
 	c := r.c
 	e, hd, eps := c.EmbeddingLength, c.HeadDim, float64(c.RMSEps)
-	pos := len(r.cacheK[0])
+	pos := r.next
+	r.next++
+	r.cachePos = append(r.cachePos, pos)
 	x := append([]float64(nil), r.emb.w[int(tok)*e:(int(tok)+1)*e]...)
 	g := r.gemma
 	if g != nil {
@@ -637,10 +667,10 @@ func (r *Reference) Next(tok int32) []float64 {
 		for hh := range c.HeadCount {
 			kvh := hh / group
 			qh := q[hh*hd : (hh+1)*hd]
-			scores := make([]float64, pos+1)
+			scores := make([]float64, len(r.cacheK[il]))
 			top := math.Inf(-1)
 			for j := range scores {
-				if g.sliding(il) && pos-j >= g.window {
+				if g.sliding(il) && pos-r.cachePos[j] >= g.window {
 					scores[j] = math.Inf(-1)
 					continue
 				}

@@ -1,0 +1,250 @@
+package model
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/go-ggml/ggml/ggml"
+)
+
+// MaxSequences is the most sequences one model's KV cache holds at once
+// (Options.Sequences).
+const MaxSequences = 64
+
+// cells is what the KV cache holds, cell by cell, as llama.cpp's unified
+// cache keeps it: each cell's position and the sequences it belongs to
+// (one token's key and value serve every sequence that shares the
+// prefix it is part of), and per sequence the next position and the
+// tokens of its unbroken prefix. The tensors (layer.k, layer.v) hold the
+// cells' keys and values; a cell's index is its row.
+type cells struct {
+	pos  []int32  // each cell's position, -1 for a free cell
+	seqs []uint64 // each cell's sequences, a bit per sequence; 0 for a free cell
+	used int      // cells with a sequence
+
+	next []int     // per sequence: the position of its next token (its highest position plus one; 0 when empty)
+	hist [][]int32 // per sequence: its tokens at positions 0, 1, ... as far as it has every one
+}
+
+func newCells(nCtx, nSeq int) *cells {
+	c := &cells{pos: make([]int32, nCtx), seqs: make([]uint64, nCtx), next: make([]int, nSeq), hist: make([][]int32, nSeq)}
+	for i := range c.pos {
+		c.pos[i] = -1
+	}
+	return c
+}
+
+// free reports the number of free cells.
+func (c *cells) free() int { return len(c.pos) - c.used }
+
+// take gives cell i to sequence seq at position pos.
+func (c *cells) take(i, seq int, pos int32) {
+	if c.seqs[i] == 0 {
+		c.used++
+	}
+	c.seqs[i] |= 1 << seq
+	c.pos[i] = pos
+}
+
+// drop takes sequence seq out of cell i, freeing the cell if it was its
+// last.
+func (c *cells) drop(i, seq int) {
+	if c.seqs[i]&(1<<seq) == 0 {
+		return
+	}
+	c.seqs[i] &^= 1 << seq
+	if c.seqs[i] == 0 {
+		c.pos[i] = -1
+		c.used--
+	}
+}
+
+// top returns one more than the highest cell in use: the cells a graph
+// attends to.
+func (c *cells) top() int {
+	for i := len(c.pos) - 1; i >= 0; i-- {
+		if c.seqs[i] != 0 {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// recount sets sequence seq's next position from its cells and cuts its
+// history to what it still has.
+func (c *cells) recount(seq int) {
+	next := 0
+	for i, s := range c.seqs {
+		if s&(1<<seq) != 0 {
+			next = max(next, int(c.pos[i])+1)
+		}
+	}
+	c.next[seq] = next
+	if len(c.hist[seq]) > next {
+		c.hist[seq] = c.hist[seq][:next]
+	}
+}
+
+// remove takes sequence seq out of the cells at positions [p0, p1).
+func (c *cells) remove(seq int, p0, p1 int) {
+	for i, s := range c.seqs {
+		if s&(1<<seq) != 0 && int(c.pos[i]) >= p0 && int(c.pos[i]) < p1 {
+			c.drop(i, seq)
+		}
+	}
+	if p0 < len(c.hist[seq]) {
+		c.hist[seq] = c.hist[seq][:p0]
+	}
+	c.recount(seq)
+}
+
+// copySeq makes sequence dst share src's cells at positions [p0, p1),
+// and the tokens of src's history there.
+func (c *cells) copySeq(src, dst, p0, p1 int) {
+	for i, s := range c.seqs {
+		if s&(1<<src) != 0 && int(c.pos[i]) >= p0 && int(c.pos[i]) < p1 {
+			c.take(i, dst, c.pos[i])
+		}
+	}
+	if p0 == 0 {
+		h := c.hist[src][:min(p1, len(c.hist[src]))]
+		c.hist[dst] = append(c.hist[dst][:0], h...)
+	}
+	c.recount(dst)
+}
+
+// visible reports whether a token of sequence seq at position p sees
+// cell i: a cell of its sequence at its position or before (any position
+// where causal is false), and with window > 0 fewer than window positions
+// before.
+func (c *cells) visible(i, seq int, p int32, causal bool, window int) bool {
+	if c.seqs[i]&(1<<seq) == 0 {
+		return false
+	}
+	q := c.pos[i]
+	if causal && q > p {
+		return false
+	}
+	return window <= 0 || int(p-q) < window
+}
+
+// checkSeq returns an error for a sequence number outside the cache's.
+func (m *Model) checkSeq(what string, seq int) error {
+	if seq < 0 || seq >= len(m.kv.next) {
+		return fmt.Errorf("%w: model: %s: sequence %d: the cache holds sequences 0 to %d (Options.Sequences)", ggml.ErrInvalid, what, seq, len(m.kv.next)-1)
+	}
+	return nil
+}
+
+// checkRange resolves a range of positions [p0, p1) of a Seq call: p0 < 0
+// is 0 and p1 < 0 the end.
+func checkRange(what string, p0, p1 int) (int, int, error) {
+	if p0 < 0 {
+		p0 = 0
+	}
+	if p1 < 0 {
+		p1 = maxDim
+	}
+	if p0 > p1 {
+		return 0, 0, fmt.Errorf("%w: model: %s: positions %d to %d", ggml.ErrInvalid, what, p0, p1)
+	}
+	return p0, p1, nil
+}
+
+// Sequences is the number of sequences the KV cache holds
+// (Options.Sequences): sequence numbers are 0 to Sequences()-1.
+func (m *Model) Sequences() int { return len(m.kv.next) }
+
+// SeqLen returns the position of sequence seq's next token: one more
+// than the highest position it has in the cache, 0 when it has none (or
+// seq is no sequence of the cache).
+func (m *Model) SeqLen(seq int) int {
+	if seq < 0 || seq >= len(m.kv.next) {
+		return 0
+	}
+	return m.kv.next[seq]
+}
+
+// CacheUsed returns the number of the KV cache's cells in use: a cell
+// that sequences share counts once. ContextSize is their number.
+func (m *Model) CacheUsed() int { return m.kv.used }
+
+// SeqRemove takes sequence seq's tokens at positions [p0, p1) out of the
+// KV cache (p0 < 0 means 0, p1 < 0 the end), freeing the cells no other
+// sequence shares, as llama.cpp's llama_memory_seq_rm does. Its next
+// token goes after the highest position it keeps.
+func (m *Model) SeqRemove(seq, p0, p1 int) error {
+	if err := m.enter("SeqRemove"); err != nil {
+		return err
+	}
+	defer m.leave()
+	if err := m.checkSeq("SeqRemove", seq); err != nil {
+		return err
+	}
+	p0, p1, err := checkRange("SeqRemove", p0, p1)
+	if err != nil {
+		return err
+	}
+	m.kv.remove(seq, p0, p1)
+	return nil
+}
+
+// SeqCopy makes sequence dst share sequence src's tokens at positions
+// [p0, p1) (p0 < 0 means 0, p1 < 0 the end) without copying them: the
+// cells serve both, as llama.cpp's llama_memory_seq_cp does. A prompt's
+// prefix evaluated once then serves every sequence that begins with it.
+// dst must have no tokens in the range (SeqRemove them first): a
+// sequence has one token per position.
+func (m *Model) SeqCopy(src, dst, p0, p1 int) error {
+	if err := m.enter("SeqCopy"); err != nil {
+		return err
+	}
+	defer m.leave()
+	if err := m.checkSeq("SeqCopy", src); err != nil {
+		return err
+	}
+	if err := m.checkSeq("SeqCopy", dst); err != nil {
+		return err
+	}
+	p0, p1, err := checkRange("SeqCopy", p0, p1)
+	if err != nil {
+		return err
+	}
+	if src == dst {
+		return nil
+	}
+	for i, s := range m.kv.seqs {
+		if s&(1<<dst) != 0 && int(m.kv.pos[i]) >= p0 && int(m.kv.pos[i]) < p1 {
+			return fmt.Errorf("%w: model: SeqCopy: sequence %d has a token at position %d, in the range copied", ggml.ErrInvalid, dst, m.kv.pos[i])
+		}
+	}
+	m.kv.copySeq(src, dst, p0, p1)
+	return nil
+}
+
+// SeqKeep drops every sequence but seq from the KV cache, as llama.cpp's
+// llama_memory_seq_keep does.
+func (m *Model) SeqKeep(seq int) error {
+	if err := m.enter("SeqKeep"); err != nil {
+		return err
+	}
+	defer m.leave()
+	if err := m.checkSeq("SeqKeep", seq); err != nil {
+		return err
+	}
+	c := m.kv
+	for i, s := range c.seqs {
+		if other := s &^ (1 << seq); other != 0 {
+			for other != 0 {
+				c.drop(i, bits.TrailingZeros64(other))
+				other &= other - 1
+			}
+		}
+	}
+	for s := range c.next {
+		if s != seq {
+			c.next[s], c.hist[s] = 0, c.hist[s][:0]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,422 @@
+package model_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/testutil"
+	. "github.com/go-ggml/ggml/model"
+	. "github.com/go-ggml/ggml/model/modeltest"
+)
+
+// aloneRun is one request run by itself: its greedy tokens after its
+// prompt and the logits each was chosen from.
+type aloneRun struct {
+	prompt []int32
+	tokens []int32
+	logits [][]float32
+}
+
+// runAlone generates n tokens greedily after prompt in sequence 0 of m,
+// from an empty cache.
+func runAlone(t *testing.T, m *Model, prompt []int32, n int) aloneRun {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, m.Rewind(0))
+	r := aloneRun{prompt: prompt}
+	logits, err := m.Eval(ctx, prompt, false)
+	require.NoError(t, err)
+	for i := range n {
+		id := argmaxOf(logits)
+		r.tokens = append(r.tokens, id)
+		r.logits = append(r.logits, slices.Clone(logits))
+		if i+1 < n {
+			logits, err = m.Eval(ctx, []int32{id}, false)
+			require.NoError(t, err)
+		}
+	}
+	return r
+}
+
+func argmaxOf(v []float32) int32 {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// gap is the difference between the largest and the second largest of v.
+func gap(v []float32) float64 {
+	a, b := math.Inf(-1), math.Inf(-1)
+	for _, x := range v {
+		switch y := float64(x); {
+		case y > a:
+			a, b = y, a
+		case y > b:
+			b = y
+		}
+	}
+	return a - b
+}
+
+// relDiff is the largest difference between got and want relative to the
+// root mean square of want.
+func relDiff(got, want []float32) float64 {
+	rms, worst := 0.0, 0.0
+	for i, w := range want {
+		rms += float64(w) * float64(w)
+		worst = max(worst, math.Abs(float64(got[i])-float64(w)))
+	}
+	return worst / math.Sqrt(rms/float64(len(want)))
+}
+
+// request is one request of the simulated server: its alone run, the
+// step it arrives at, the step it is cancelled at (-1: never), and once
+// running its sequence and progress.
+type request struct {
+	alone          aloneRun
+	arrive, cancel int
+	seq            int
+	fed            int // prompt tokens decoded
+	got            []int32
+	parted         bool // its tokens parted from the alone run's at a near-tie
+	done           bool
+}
+
+// TestDecodeSequencesMatchAlone: requests served together, as a
+// continuous-batching server serves them (each step a Decode of the
+// waiting prompts' chunks and one token of every generating sequence,
+// requests arriving between steps and some cancelled mid-way, their cells
+// then reused), generate each the tokens it generates alone, and their
+// logits agree with the alone run's within float32 rounding: up to 1, 2, 8
+// and 32 sequences at once, prompts of 1 to 40 tokens in random chunks,
+// the sequences' tokens interleaved in random order, batches cut in
+// computes of 16 tokens; with attention fused and by products (its queries
+// in chunks of 4).
+func TestDecodeSequencesMatchAlone(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	vocab := Presets["tiny"].VocabSize
+	for _, tc := range []struct {
+		name     string
+		fa       FlashAttnMode
+		products bool
+	}{{"fused", FlashAttnOn, false}, {"products", FlashAttnOn, true}, {"no flash attention", FlashAttnOff, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.products {
+				defer func(c, f int) { *AttnChunk, *FusedMaxBatch = c, f }(*AttnChunk, *FusedMaxBatch)
+				*AttnChunk, *FusedMaxBatch = 4, 0
+			}
+			alone := LoadModel(t, path, Options{ContextSize: 64, FlashAttn: tc.fa})
+			for _, width := range []int{1, 2, 8, 32} {
+				m := LoadModel(t, path, Options{ContextSize: 1024, BatchSize: 16, Sequences: width, FlashAttn: tc.fa})
+				var reqs []*request
+				for i := range 2 * width {
+					r := &request{
+						alone:  runAlone(t, alone, RandomTokens(rng, 1+rng.IntN(40), vocab), 1+rng.IntN(12)),
+						arrive: rng.IntN(2*width + 1), cancel: -1, seq: -1,
+					}
+					if i%5 == 4 {
+						r.cancel = r.arrive + 1 + rng.IntN(8)
+					}
+					reqs = append(reqs, r)
+				}
+				serve(t, m, rng, reqs, width)
+				for i, r := range reqs {
+					if r.cancel < 0 && !r.parted {
+						assert.Equal(t, r.alone.tokens, r.got, "request %d", i)
+					}
+				}
+				assert.Zero(t, m.CacheUsed(), "every sequence removed")
+			}
+		})
+	}
+}
+
+// serve runs reqs through m, width sequences at a time, and checks each
+// step's logits against the alone runs'.
+func serve(t *testing.T, m *Model, rng *rand.Rand, reqs []*request, width int) {
+	t.Helper()
+	ctx := context.Background()
+	free := make([]int, width)
+	for i := range free {
+		free[i] = i
+	}
+	for step := 0; ; step++ {
+		// Cancellations and arrivals.
+		var running []*request
+		left := 0
+		for _, r := range reqs {
+			if r.done {
+				continue
+			}
+			left++
+			if r.seq >= 0 && step == r.cancel {
+				require.NoError(t, m.SeqRemove(r.seq, -1, -1))
+				free, r.seq, r.done = append(free, r.seq), -1, true
+				continue
+			}
+			if r.seq < 0 && step >= r.arrive && len(free) > 0 {
+				r.seq, free = free[0], free[1:]
+				require.Zero(t, m.SeqLen(r.seq))
+			}
+			if r.seq >= 0 {
+				running = append(running, r)
+			}
+		}
+		if left == 0 {
+			return
+		}
+		if len(running) == 0 {
+			continue
+		}
+		// Each running request's tokens of this step, interleaved in a
+		// random order that keeps each one's own.
+		var parts [][]Token
+		var owners []*request
+		for _, r := range running {
+			var toks []Token
+			if p := r.alone.prompt; r.fed < len(p) {
+				k := min(len(p)-r.fed, 1+rng.IntN(12))
+				for j := range k {
+					toks = append(toks, Token{ID: p[r.fed+j], Seq: r.seq, Logits: r.fed+j == len(p)-1})
+				}
+				r.fed += k
+			} else {
+				toks = []Token{{ID: r.got[len(r.got)-1], Seq: r.seq, Logits: true}}
+			}
+			parts = append(parts, toks)
+			owners = append(owners, r)
+		}
+		var batch []Token
+		var outs []*request
+		for len(parts) > 0 {
+			i := rng.IntN(len(parts))
+			tok := parts[i][0]
+			batch = append(batch, tok)
+			if tok.Logits {
+				outs = append(outs, owners[i])
+			}
+			if parts[i] = parts[i][1:]; len(parts[i]) == 0 {
+				parts, owners = slices.Delete(parts, i, i+1), slices.Delete(owners, i, i+1)
+			}
+		}
+		logits, err := m.Decode(ctx, batch)
+		require.NoError(t, err, "step %d", step)
+		vocab := m.Config.VocabSize
+		require.Len(t, logits, len(outs)*vocab)
+		for i, r := range outs {
+			l := logits[i*vocab : (i+1)*vocab]
+			k := len(r.got)
+			if !r.parted {
+				want := r.alone.logits[k]
+				require.Less(t, relDiff(l, want), 1e-4, "step %d, sequence %d, token %d", step, r.seq, k)
+				id := argmaxOf(l)
+				if id != r.alone.tokens[k] {
+					require.Less(t, gap(want), 1e-3, "step %d, sequence %d, token %d: %d, alone %d", step, r.seq, k, id, r.alone.tokens[k])
+					r.parted = true
+				}
+			}
+			r.got = append(r.got, r.alone.tokens[k]) // go on as the alone run did
+			if len(r.got) == len(r.alone.tokens) {
+				require.NoError(t, m.SeqRemove(r.seq, -1, -1))
+				free, r.seq, r.done = append(free, r.seq), -1, true
+			}
+		}
+	}
+}
+
+// TestSeqCopySharesPrefix: a system prompt evaluated once in sequence 0
+// and shared (SeqCopy) with seven more sequences, each going on with its
+// own question, gives each the logits of the whole run alone, and the
+// shared prefix takes its cells once.
+func TestSeqCopySharesPrefix(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	vocab := Presets["tiny"].VocabSize
+	alone := LoadModel(t, path, Options{ContextSize: 128})
+	m := LoadModel(t, path, Options{ContextSize: 128, Sequences: 8})
+	ctx := context.Background()
+	system := RandomTokens(rng, 20, vocab)
+	_, err := m.Eval(ctx, system, false)
+	require.NoError(t, err)
+	var batch []Token
+	var wants [][]float32
+	used := len(system)
+	for s := 1; s < 8; s++ {
+		require.NoError(t, m.SeqCopy(0, s, -1, -1))
+		require.Equal(t, len(system), m.SeqLen(s))
+		q := RandomTokens(rng, 1+rng.IntN(6), vocab)
+		for i, id := range q {
+			batch = append(batch, Token{ID: id, Seq: s, Logits: i == len(q)-1})
+		}
+		used += len(q)
+		want, err := alone.Eval(ctx, append(slices.Clone(system), q...), false)
+		require.NoError(t, err)
+		wants = append(wants, slices.Clone(want))
+		require.NoError(t, alone.Rewind(0))
+	}
+	require.Equal(t, len(system), m.CacheUsed(), "the prefix's cells are shared")
+	logits, err := m.Decode(ctx, batch)
+	require.NoError(t, err)
+	require.Equal(t, used, m.CacheUsed())
+	for i, want := range wants {
+		assert.Less(t, relDiff(logits[i*vocab:(i+1)*vocab], want), 1e-4, "sequence %d", i+1)
+	}
+	// Sequence 0 gone, the prefix stays for the others; SeqKeep(3)
+	// leaves the prefix and sequence 3's question.
+	require.NoError(t, m.SeqRemove(0, -1, -1))
+	assert.Equal(t, used, m.CacheUsed())
+	assert.Zero(t, m.Pos())
+	n3 := m.SeqLen(3)
+	require.NoError(t, m.SeqKeep(3))
+	assert.Equal(t, n3, m.CacheUsed())
+	for s := range 8 {
+		if s != 3 {
+			assert.Zero(t, m.SeqLen(s), "sequence %d", s)
+		}
+	}
+}
+
+// TestSeqRemoveMiddle: after a range of positions is removed from the
+// middle of a sequence, the later tokens keep their positions, the next
+// token goes after the highest, and none sees the removed ones: as the
+// float64 reference with the same removal (Reference.Remove), several
+// times over, and in a sequence of its own where another shares the
+// cache.
+func TestSeqRemoveMiddle(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	vocab := Presets["tiny"].VocabSize
+	m := LoadModel(t, path, Options{ContextSize: 96, BatchSize: 8, Sequences: 2, CacheType: CacheF32})
+	ref := OpenReference(t, path)
+	ctx := context.Background()
+	// Sequence 0 is the noise: tokens in cells between sequence 1's.
+	_, err := m.Decode(ctx, tokensOf(RandomTokens(rng, 7, vocab), 0, false))
+	require.NoError(t, err)
+	next, removed := 0, map[int]bool{}
+	for round := range 4 {
+		ids := RandomTokens(rng, 6+rng.IntN(10), vocab)
+		got, err := m.Decode(ctx, tokensOf(ids, 1, true))
+		require.NoError(t, err)
+		var want []float64
+		for _, id := range ids {
+			want = ref.Next(id)
+		}
+		next += len(ids)
+		require.Equal(t, next, m.SeqLen(1))
+		assert.LessOrEqual(t, LogitError(got, want), Tolerance[ggml.TypeF32].Worst, "round %d", round)
+		_, err = m.Decode(ctx, tokensOf(RandomTokens(rng, 3, vocab), 0, false))
+		require.NoError(t, err)
+		// A range from the middle (not the last token), the next
+		// position stays.
+		p0 := rng.IntN(next - 1)
+		p1 := p0 + 1 + rng.IntN(next-1-p0)
+		freed := 0
+		for p := p0; p < p1; p++ {
+			if !removed[p] {
+				freed++
+			}
+			removed[p] = true
+		}
+		used := m.CacheUsed()
+		require.NoError(t, m.SeqRemove(1, p0, p1))
+		ref.Remove(p0, p1)
+		require.Equal(t, next, m.SeqLen(1))
+		require.Equal(t, used-freed, m.CacheUsed())
+	}
+}
+
+// tokensOf is ids as a batch of sequence seq, with the last token's
+// logits where last is set.
+func tokensOf(ids []int32, seq int, last bool) []Token {
+	out := make([]Token, len(ids))
+	for i, id := range ids {
+		out[i] = Token{ID: id, Seq: seq, Logits: last && i == len(ids)-1}
+	}
+	return out
+}
+
+// TestDecodeErrors: a sequence outside the cache's, a token outside the
+// vocabulary, more tokens than free cells and a sequence past the
+// context are errors of their kinds, and leave the cache as it was; the
+// Seq calls refuse bad sequences and ranges and copying into a sequence
+// that has tokens.
+func TestDecodeErrors(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	m := LoadModel(t, path, Options{ContextSize: 16, BatchSize: 4, Sequences: 3})
+	ctx := context.Background()
+	_, err := m.Decode(ctx, tokensOf([]int32{1, 2, 3}, 1, true))
+	require.NoError(t, err)
+	state := func() string {
+		return fmt.Sprint(m.CacheUsed(), m.SeqLen(0), m.SeqLen(1), m.SeqLen(2))
+	}
+	before := state()
+	for _, tc := range []struct {
+		batch []Token
+		err   error
+	}{
+		{nil, ggml.ErrInvalid},
+		{[]Token{{ID: 1, Seq: 3}}, ggml.ErrInvalid},
+		{[]Token{{ID: 1, Seq: -1}}, ggml.ErrInvalid},
+		{[]Token{{ID: 1}, {ID: int32(m.Config.VocabSize), Seq: 2}}, ErrToken},
+		{tokensOf(make([]int32, 14), 2, true), ErrContextFull},
+		// 4 + 4 + 4 tokens in three computes, the last refused by its
+		// token: the first two computes' cells are given back.
+		{append(tokensOf(make([]int32, 8), 0, true), Token{ID: -1, Seq: 2}), ErrToken},
+	} {
+		_, err := m.Decode(ctx, tc.batch)
+		require.ErrorIs(t, err, tc.err, "%v", tc.batch)
+		require.Equal(t, before, state())
+	}
+	// A compute that fails (cancelled) gives back the cells of the whole
+	// batch.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = m.Decode(cctx, tokensOf(make([]int32, 8), 0, true))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, before, state())
+	// Positions past the context in one sequence: sequence 2 at
+	// position 10 with one cell, 7 tokens, 12 free cells.
+	_, err = m.Decode(ctx, tokensOf(make([]int32, 10), 2, true))
+	require.NoError(t, err)
+	require.NoError(t, m.SeqRemove(2, 0, 9))
+	before = state()
+	require.Equal(t, "4 0 3 10", before)
+	_, err = m.Decode(ctx, tokensOf(make([]int32, 7), 2, true))
+	require.ErrorIs(t, err, ErrContextFull)
+	require.Equal(t, before, state())
+	require.NoError(t, m.SeqRemove(2, -1, -1))
+
+	require.ErrorIs(t, m.SeqRemove(3, 0, 1), ggml.ErrInvalid)
+	require.ErrorIs(t, m.SeqRemove(0, 5, 2), ggml.ErrInvalid)
+	require.ErrorIs(t, m.SeqCopy(1, 5, -1, -1), ggml.ErrInvalid)
+	require.ErrorIs(t, m.SeqKeep(-1), ggml.ErrInvalid)
+	_, err = m.Decode(ctx, tokensOf([]int32{4}, 2, true))
+	require.NoError(t, err)
+	require.ErrorIs(t, m.SeqCopy(1, 2, -1, -1), ggml.ErrInvalid, "sequence 2 has a token at position 0")
+	require.NoError(t, m.SeqCopy(1, 2, 1, -1), "sequence 2 has no token at positions 1 on")
+	require.Equal(t, 3, m.SeqLen(2))
+	require.NoError(t, m.SeqCopy(1, 1, -1, -1), "a sequence onto itself: nothing to do")
+	require.NoError(t, m.Close())
+	require.ErrorIs(t, m.SeqRemove(0, -1, -1), ggml.ErrClosed)
+	_, err = m.Decode(ctx, tokensOf([]int32{1}, 0, true))
+	require.ErrorIs(t, err, ggml.ErrClosed)
+
+	_, err = Load(ctx, path, Options{Sequences: MaxSequences + 1})
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+	_, err = Load(ctx, path, Options{Sequences: -1})
+	require.ErrorIs(t, err, ggml.ErrInvalid)
+}
