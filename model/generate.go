@@ -113,22 +113,65 @@ func (m *Model) GenerateText(ctx context.Context, prompt string, o GenerateOptio
 // evaluates only the new turn. Append the reply to msgs as an
 // "assistant" message to go on.
 func (m *Model) Chat(ctx context.Context, msgs []chat.Message, o GenerateOptions) iter.Seq2[string, error] {
-	return m.text("Chat", ctx, func(tok *tokenizer.Tokenizer) (string, error) {
-		if m.tmplErr != nil {
-			return "", m.tmplErr
-		}
-		text, err := m.tmpl.Render(msgs, chat.Options{AddGenerationPrompt: true})
-		if err != nil {
-			return "", err
-		}
-		// The template writes BOS where the model wants one, and so does
-		// the tokenizer: llama.cpp drops the template's when the
-		// tokenizer adds one.
-		if bos := tok.BOS(); tok.AddsBOS() && bos >= 0 {
-			text = strings.TrimPrefix(text, tok.Token(bos))
-		}
-		return text, nil
-	}, o)
+	return m.text("Chat", ctx, func(tok *tokenizer.Tokenizer) (string, error) { return m.chatText(tok, msgs) }, o)
+}
+
+// chatText renders msgs with the chat template, for tok to encode.
+func (m *Model) chatText(tok *tokenizer.Tokenizer, msgs []chat.Message) (string, error) {
+	if m.tmplErr != nil {
+		return "", m.tmplErr
+	}
+	text, err := m.tmpl.Render(msgs, chat.Options{AddGenerationPrompt: true})
+	if err != nil {
+		return "", err
+	}
+	// The template writes BOS where the model wants one, and so does
+	// the tokenizer: llama.cpp drops the template's when the
+	// tokenizer adds one.
+	if bos := tok.BOS(); tok.AddsBOS() && bos >= 0 {
+		text = strings.TrimPrefix(text, tok.Token(bos))
+	}
+	return text, nil
+}
+
+// encoder returns the model's tokenizer where it encodes, else why not.
+func (m *Model) encoder(what string) (*tokenizer.Tokenizer, error) {
+	err := m.tokErr
+	if err == nil {
+		err = m.tok.CanEncode()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("model: %s needs the model's tokenizer: %w", what, err)
+	}
+	return m.tok, nil
+}
+
+// Tokenize returns the tokens of text as GenerateText evaluates them
+// (the file's BOS where it wants one, special tokens such as <|eot_id|>
+// read in the text), or the error of a model whose tokenizer does not
+// encode. It is safe to call while another goroutine uses the model.
+func (m *Model) Tokenize(text string) ([]int32, error) {
+	tok, err := m.encoder("Tokenize")
+	if err != nil {
+		return nil, err
+	}
+	return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}), nil
+}
+
+// ChatPrompt returns the tokens of msgs rendered as Chat renders them
+// (the chat template, with the generation prompt that begins the
+// assistant's turn). It is safe to call while another goroutine uses the
+// model.
+func (m *Model) ChatPrompt(msgs []chat.Message) ([]int32, error) {
+	tok, err := m.encoder("ChatPrompt")
+	if err != nil {
+		return nil, err
+	}
+	text, err := m.chatText(tok, msgs)
+	if err != nil {
+		return nil, err
+	}
+	return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}), nil
 }
 
 // text runs GenerateText and Chat: the prompt from render, tokenized.
@@ -139,13 +182,9 @@ func (m *Model) text(what string, ctx context.Context, render func(*tokenizer.To
 			return
 		}
 		defer m.leave()
-		tok := m.tok
-		err := m.tokErr
-		if err == nil {
-			err = tok.CanEncode()
-		}
+		tok, err := m.encoder(what)
 		if err != nil {
-			yield("", fmt.Errorf("model: %s needs the model's tokenizer: %w", what, err))
+			yield("", err)
 			return
 		}
 		text, err := render(tok)
