@@ -1,0 +1,539 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+
+	"github.com/go-ggml/ggml/model"
+	"github.com/go-ggml/ggml/model/chat"
+	"github.com/go-ggml/ggml/model/engine"
+	"github.com/go-ggml/ggml/model/sample"
+)
+
+// maxStops is the most stop strings a request may give, maxStopLen the
+// longest.
+const maxStops, maxStopLen = 16, 256
+
+// params are the generation settings the completion endpoints share;
+// absent ones are nil and take llama-server's defaults (sample.Defaults).
+type params struct {
+	Model               string          `json:"model"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	TopP                *float64        `json:"top_p"`
+	TopK                *int            `json:"top_k"`
+	MinP                *float64        `json:"min_p"`
+	FrequencyPenalty    *float64        `json:"frequency_penalty"`
+	PresencePenalty     *float64        `json:"presence_penalty"`
+	RepeatPenalty       *float64        `json:"repeat_penalty"`
+	Seed                *int64          `json:"seed"`
+	Stop                json.RawMessage `json:"stop"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	IgnoreEOS bool `json:"ignore_eos"`
+}
+
+// finite32 checks that a request's number is finite and within float32's
+// range, and returns it as one.
+func finite32(name string, v float64) (float32, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > math.MaxFloat32 {
+		return 0, badRequest("%s is %v, want a finite number", name, v)
+	}
+	return float32(v), nil
+}
+
+// options turns p into the engine's settings; defMax is the endpoint's
+// max_tokens where p has none (0: until the model ends or the context
+// fills).
+func (s *Server) options(p *params, defMax int) (model.GenerateOptions, []string, error) {
+	o := model.GenerateOptions{Sampling: sample.Defaults(), IgnoreEOS: p.IgnoreEOS}
+	o.Sampling.Seed = randomSeed()
+	if p.N != nil && *p.N != 1 {
+		return o, nil, badRequest("n is %d: one completion per request", *p.N)
+	}
+	maxTok := p.MaxTokens
+	if p.MaxCompletionTokens != nil {
+		maxTok = p.MaxCompletionTokens
+	}
+	o.MaxTokens = defMax
+	if maxTok != nil {
+		if *maxTok < 1 {
+			return o, nil, badRequest("max_tokens is %d, want at least 1", *maxTok)
+		}
+		o.MaxTokens = *maxTok
+	}
+	if o.MaxTokens == 0 || o.MaxTokens > s.opts.MaxTokens {
+		o.MaxTokens = s.opts.MaxTokens
+	}
+	var err error
+	f32 := func(name string, v *float64, dst *float32) {
+		if v != nil && err == nil {
+			*dst, err = finite32(name, *v)
+		}
+	}
+	f32("temperature", p.Temperature, &o.Sampling.Temperature)
+	f32("top_p", p.TopP, &o.Sampling.TopP)
+	f32("min_p", p.MinP, &o.Sampling.MinP)
+	f32("frequency_penalty", p.FrequencyPenalty, &o.Sampling.FrequencyPenalty)
+	f32("presence_penalty", p.PresencePenalty, &o.Sampling.PresencePenalty)
+	f32("repeat_penalty", p.RepeatPenalty, &o.Sampling.RepeatPenalty)
+	if err != nil {
+		return o, nil, err
+	}
+	if p.TopK != nil {
+		o.Sampling.TopK = *p.TopK
+	}
+	if p.Seed != nil {
+		o.Sampling.Seed = uint64(*p.Seed)
+	}
+	if err := o.Sampling.Validate(); err != nil {
+		return o, nil, err
+	}
+	stops, err := parseStops(p.Stop)
+	return o, stops, err
+}
+
+// parseStops reads stop: null, a string, or an array of strings.
+func parseStops(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	var stops []string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		stops = []string{one}
+	} else if err := json.Unmarshal(raw, &stops); err != nil {
+		return nil, badRequest("stop is not a string or an array of strings")
+	}
+	if len(stops) > maxStops {
+		return nil, badRequest("%d stop strings, at most %d", len(stops), maxStops)
+	}
+	out := stops[:0]
+	for _, st := range stops {
+		if len(st) > maxStopLen {
+			return nil, badRequest("a stop string of %d bytes, at most %d", len(st), maxStopLen)
+		}
+		if st != "" {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+// stopper cuts generated text at the first stop string, holding back
+// the text that may be the beginning of one until it is known not to be.
+type stopper struct {
+	stops   []string
+	pending string // text not sent yet
+}
+
+// add takes piece and returns the text that can go to the client, and
+// whether a stop string ended the generation.
+func (s *stopper) add(piece string) (string, bool) {
+	s.pending += piece
+	best := -1
+	for _, st := range s.stops {
+		if i := strings.Index(s.pending, st); i >= 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		out := s.pending[:best]
+		s.pending = ""
+		return out, true
+	}
+	hold := 0
+	for _, st := range s.stops {
+		for k := min(len(st)-1, len(s.pending)); k > hold; k-- {
+			if strings.HasSuffix(s.pending, st[:k]) {
+				hold = k
+				break
+			}
+		}
+	}
+	out := s.pending[:len(s.pending)-hold]
+	s.pending = s.pending[len(s.pending)-hold:]
+	return out, false
+}
+
+// flush returns the text held back.
+func (s *stopper) flush() string {
+	out := s.pending
+	s.pending = ""
+	return out
+}
+
+// run generates after prompt and hands each piece of text to emit (false
+// stops); it returns the finish reason ("stop": the model ended or a stop
+// string; "length": max_tokens or the context), the number of tokens
+// generated, and an error that ended the request otherwise.
+func (s *Server) run(ctx context.Context, prompt []int32, o model.GenerateOptions, stops []string, emit func(string) bool) (reason string, n int, err error) {
+	tok, err := s.m.Tokenizer()
+	if err != nil {
+		return "", 0, err
+	}
+	dec := tok.NewDecoder(false)
+	st := &stopper{stops: stops}
+	reason = "stop"
+	for id, err := range s.e.Generate(ctx, engine.Request{Prompt: prompt, GenerateOptions: o}) {
+		if err != nil {
+			if errors.Is(err, model.ErrContextFull) && n > 0 {
+				return "length", n, nil
+			}
+			return "", n, err
+		}
+		n++
+		piece, err := dec.Add(id)
+		if err != nil {
+			return "", n, err
+		}
+		text, stopped := st.add(piece)
+		if text != "" && !emit(text) {
+			return "", n, ctx.Err()
+		}
+		if stopped {
+			return "stop", n, nil
+		}
+		if n == o.MaxTokens && !tok.IsEOG(id) {
+			reason = "length"
+		}
+	}
+	text, stopped := st.add(dec.Flush())
+	if !stopped {
+		text += st.flush()
+	}
+	if text != "" && !emit(text) {
+		return "", n, ctx.Err()
+	}
+	if stopped {
+		reason = "stop"
+	}
+	return reason, n, nil
+}
+
+// sse writes server-sent events, each write bounded by the server's
+// WriteTimeout.
+type sse struct {
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	s   *Server
+	err error
+}
+
+func (s *Server) newSSE(w http.ResponseWriter) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, rc: http.NewResponseController(w), s: s}
+}
+
+// send writes one event of v's JSON (or the literal [DONE] for a nil v),
+// and reports whether the client took it.
+func (e *sse) send(v any) bool {
+	if e.err != nil {
+		return false
+	}
+	data := []byte("[DONE]")
+	if v != nil {
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			e.err = err
+			return false
+		}
+	}
+	_ = e.rc.SetWriteDeadline(e.s.now().Add(e.s.opts.WriteTimeout))
+	if _, e.err = fmt.Fprintf(e.w, "data: %s\n\n", data); e.err == nil {
+		e.err = e.rc.Flush()
+	}
+	return e.err == nil
+}
+
+// usage is OpenAI's token counts.
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func newUsage(prompt, completion int) *usage {
+	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+}
+
+// completionRequest is /v1/completions' body.
+type completionRequest struct {
+	params
+	Prompt json.RawMessage `json:"prompt"`
+}
+
+// prompt reads a completion's prompt: a string, an array of one string,
+// an array of token IDs, or an array of one array of them.
+func (s *Server) prompt(raw json.RawMessage) ([]int32, error) {
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		return s.m.Tokenize(text)
+	}
+	var texts []string
+	if err := json.Unmarshal(raw, &texts); err == nil {
+		if len(texts) != 1 {
+			return nil, badRequest("%d prompts: one per request", len(texts))
+		}
+		return s.m.Tokenize(texts[0])
+	}
+	var ids []int32
+	if err := json.Unmarshal(raw, &ids); err == nil {
+		return ids, nil
+	}
+	var idss [][]int32
+	if err := json.Unmarshal(raw, &idss); err == nil {
+		if len(idss) != 1 {
+			return nil, badRequest("%d prompts: one per request", len(idss))
+		}
+		return idss[0], nil
+	}
+	return nil, badRequest("prompt is not a string or an array of token IDs")
+}
+
+type completionChoice struct {
+	Text         string  `json:"text"`
+	Index        int     `json:"index"`
+	Logprobs     any     `json:"logprobs"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	o, stops, err := s.options(&req.params, 16)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if len(req.Prompt) == 0 {
+		fail(w, badRequest("no prompt"))
+		return
+	}
+	prompt, err := s.prompt(req.Prompt)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	resp := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: s.now().Unix(), Model: s.opts.Name}
+	if !req.Stream {
+		var text strings.Builder
+		reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool { text.WriteString(t); return true })
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		resp.Choices = []completionChoice{{Text: text.String(), FinishReason: &reason}}
+		resp.Usage = newUsage(len(prompt), n)
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	// Streaming: the request's errors before the first token are JSON
+	// errors; after it, an error event.
+	var out *sse
+	start := func() {
+		if out == nil {
+			out = s.newSSE(w)
+		}
+	}
+	reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool {
+		start()
+		resp.Choices = []completionChoice{{Text: t}}
+		return out.send(resp)
+	})
+	if err != nil {
+		if out == nil {
+			fail(w, err)
+		} else {
+			s.streamError(out, err)
+		}
+		return
+	}
+	start()
+	resp.Choices = []completionChoice{{FinishReason: &reason}}
+	out.send(resp)
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		resp.Choices, resp.Usage = []completionChoice{}, newUsage(len(prompt), n)
+		out.send(resp)
+	}
+	out.send(nil)
+}
+
+// streamError ends a stream with an error event.
+func (s *Server) streamError(out *sse, err error) {
+	_, typ := statusOf(err)
+	var e apiError
+	e.Error.Message, e.Error.Type = err.Error(), typ
+	out.send(e)
+}
+
+// chatRequest is /v1/chat/completions' body.
+type chatRequest struct {
+	params
+	Messages []chatMessage `json:"messages"`
+	Tools    []any         `json:"tools"`
+}
+
+// chatMessage is a message of a chat request: its content a string or
+// an array of text parts.
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (m chatMessage) text() (string, error) {
+	if len(m.Content) == 0 || string(m.Content) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(m.Content, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return "", badRequest("a message's content is not a string or an array of parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", badRequest("a content part of type %q: only text", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+type chatDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int        `json:"index"`
+	Message      *chatDelta `json:"message,omitempty"`
+	Delta        *chatDelta `json:"delta,omitempty"`
+	Logprobs     any        `json:"logprobs"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage,omitempty"`
+}
+
+func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	o, stops, err := s.options(&req.params, 0)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	if len(req.Tools) > 0 {
+		fail(w, badRequest("tools are not supported"))
+		return
+	}
+	if len(req.Messages) == 0 {
+		fail(w, badRequest("no messages"))
+		return
+	}
+	msgs := make([]chat.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		if m.Role == "" {
+			fail(w, badRequest("message %d has no role", i))
+			return
+		}
+		text, err := m.text()
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		msgs[i] = chat.Message{Role: m.Role, Content: text}
+	}
+	prompt, err := s.m.ChatPrompt(msgs)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	resp := chatResponse{ID: newID("chatcmpl-"), Object: "chat.completion", Created: s.now().Unix(), Model: s.opts.Name}
+	if !req.Stream {
+		var text strings.Builder
+		reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool { text.WriteString(t); return true })
+		if err != nil {
+			fail(w, err)
+			return
+		}
+		content := text.String()
+		resp.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: &content}, FinishReason: &reason}}
+		resp.Usage = newUsage(len(prompt), n)
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	resp.Object = "chat.completion.chunk"
+	var out *sse
+	start := func() bool {
+		if out == nil {
+			out = s.newSSE(w)
+			empty := ""
+			resp.Choices = []chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}
+			return out.send(resp)
+		}
+		return true
+	}
+	reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool {
+		if !start() {
+			return false
+		}
+		resp.Choices = []chatChoice{{Delta: &chatDelta{Content: &t}}}
+		return out.send(resp)
+	})
+	if err != nil {
+		if out == nil {
+			fail(w, err)
+		} else {
+			s.streamError(out, err)
+		}
+		return
+	}
+	start()
+	resp.Choices = []chatChoice{{Delta: &chatDelta{}, FinishReason: &reason}}
+	out.send(resp)
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		resp.Choices, resp.Usage = []chatChoice{}, newUsage(len(prompt), n)
+		out.send(resp)
+	}
+	out.send(nil)
+}
