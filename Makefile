@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer test-models bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -170,6 +170,14 @@ test-tokenizer: setup llamacpp
 # skipping.
 test-models: setup llamacpp
 	GOGGML_REQUIRE_LLAMACPP=1 $(GO) test -count=1 ./model/...
+
+# The OpenAI-compatible server (model/server) with OpenAI's official Go
+# client, a module of its own (model/server/openaitest) so that the client
+# and its dependencies stay out of go-ggml's: whole and streamed
+# completions and chats against the model alone, embeddings, keys,
+# disconnects, a load of 32 clients; with and without the race detector.
+test-openai: setup
+	cd model/server/openaitest && $(GO) vet ./... && $(GO) test -count=1 ./... && $(GO) test -count=1 -race ./...
 
 # The tokenizer's speed against llama.cpp's llama_tokenize: a megabyte of
 # War and Peace on each real vocabulary, BENCH_COUNT pairs (MB/s).
