@@ -116,7 +116,7 @@ func (l *state) admit() {
 // (model.Model.SeqCopy).
 func (l *state) take(r *request) {
 	if r.ctx.Err() != nil {
-		l.end(r, nil)
+		l.end(r, context.Cause(r.ctx))
 		return
 	}
 	want := r.Prompt[:len(r.Prompt)-1]
@@ -188,12 +188,12 @@ func (l *state) end(r *request, err error) {
 	l.e.mu.Unlock()
 }
 
-// sweep ends the requests whose context is done: their readers are gone
-// or get the context's error themselves.
+// sweep ends the requests whose context is done, with its error after
+// the tokens their streams hold (their readers may be gone).
 func (l *state) sweep() {
 	for _, r := range slices.Clone(l.active) {
 		if r.ctx.Err() != nil {
-			l.end(r, nil)
+			l.end(r, context.Cause(r.ctx))
 		}
 	}
 }
