@@ -2,6 +2,7 @@ package modeltest
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -63,8 +64,12 @@ func LogitError(got []float32, want []float64) float64 {
 }
 
 // Tol bounds the logit error (LogitError) of a run's tokens: the best
-// token must be within Best, every token within Worst.
-type Tol struct{ Best, Worst float64 }
+// token must be within Best, every token within Worst. Where RouterTie is
+// set (a mixture of experts), a token beyond Worst is allowed where the
+// reference's router had a near-tie at it or before (Reference.RouterGap
+// below RouterTie): a rounding there may pick another expert, which
+// moves the output by a whole expert's contribution.
+type Tol struct{ Best, Worst, RouterTie float64 }
 
 // Tolerance per weight type, against a reference that rounds activations
 // as the CPU backend does (f16 for f16 weights, q8_0 for the block types).
@@ -77,11 +82,31 @@ type Tol struct{ Best, Worst float64 }
 // 2026-11-26, seed 1795677261008372580 with that run's tokens), above the
 // 0.1 this table had; 0.15, as for the mixed types.
 var Tolerance = map[ggml.Type]Tol{
-	ggml.TypeF32:  {1e-4, 1e-4},
-	ggml.TypeF16:  {3e-3, 1e-2},
-	ggml.TypeQ8_0: {1e-5, 0.15},
-	ggml.TypeQ4_0: {1e-5, 0.15},
+	ggml.TypeF32:  {Best: 1e-4, Worst: 1e-4},
+	ggml.TypeF16:  {Best: 3e-3, Worst: 1e-2},
+	ggml.TypeQ8_0: {Best: 1e-5, Worst: 0.15},
+	ggml.TypeQ4_0: {Best: 1e-5, Worst: 0.15},
 }
+
+// MoETolerance is Tolerance for a mixture of experts with weights of type
+// typ: a token beyond it is allowed after a router's near-tie, within 1e-3
+// for f32 (float32 arithmetic) and 0.05 for the types whose activations
+// the CPU rounds (one q8_0 step of an activation moves a router logit by
+// up to about 1e-2).
+func MoETolerance(typ ggml.Type) Tol {
+	tl := Tolerance[typ]
+	tl.RouterTie = 0.05
+	if typ == ggml.TypeF32 {
+		tl.RouterTie = 1e-3
+	}
+	return tl
+}
+
+// RouterTie is the gap between two experts' router logits below which
+// llama.cpp's kernels, a float32 rounding away from go-ggml's, may choose
+// the other expert (MatchGreedyMoE, MatchLogitsMoE): 0.00063 to 0.0011
+// seen where they did.
+const RouterTie = 0.005
 
 // CheckAgainstReference runs a prompt (in batches of the model's size,
 // every token's logits) and then tokens one at a time, and compares every
@@ -92,7 +117,7 @@ var Tolerance = map[ggml.Type]Tol{
 // model of every type saw both hit about once in 75).
 func CheckAgainstReference(t testing.TB, m *model.Model, ref *Reference, seq []int32, nPrompt int, tl Tol) {
 	t.Helper()
-	errs := checkRun(t, m, ref, seq, nPrompt, tl.Worst)
+	errs := checkRun(t, m, ref, seq, nPrompt, tl)
 	if tl.Best < tl.Worst {
 		rev := slices.Clone(seq)
 		slices.Reverse(rev)
@@ -100,7 +125,7 @@ func CheckAgainstReference(t testing.TB, m *model.Model, ref *Reference, seq []i
 		for _, other := range [][]int32{rev, rot} {
 			require.NoError(t, m.Rewind(0))
 			ref.Reset()
-			errs = append(errs, checkRun(t, m, ref, other, nPrompt, tl.Worst)...)
+			errs = append(errs, checkRun(t, m, ref, other, nPrompt, tl)...)
 		}
 	}
 	slices.Sort(errs)
@@ -111,7 +136,7 @@ func CheckAgainstReference(t testing.TB, m *model.Model, ref *Reference, seq []i
 
 // checkRun evaluates seq after what is in the cache and returns each
 // token's logit error, failing on one above worst.
-func checkRun(t testing.TB, m *model.Model, ref *Reference, seq []int32, nPrompt int, worst float64) []float64 {
+func checkRun(t testing.TB, m *model.Model, ref *Reference, seq []int32, nPrompt int, tl Tol) []float64 {
 	t.Helper()
 	ctx := context.Background()
 	vocab := m.Config.VocabSize
@@ -122,7 +147,7 @@ func checkRun(t testing.TB, m *model.Model, ref *Reference, seq []int32, nPrompt
 	var errs []float64
 	for i := range nPrompt {
 		e := LogitError(logits[i*vocab:(i+1)*vocab], ref.Next(seq[i]))
-		require.LessOrEqual(t, e, worst, "prompt token %d", i)
+		checkWorst(t, e, ref, tl, "prompt token %d", i)
 		errs = append(errs, e)
 	}
 	for i := nPrompt; i < len(seq); i++ {
@@ -130,11 +155,25 @@ func checkRun(t testing.TB, m *model.Model, ref *Reference, seq []int32, nPrompt
 		require.NoError(t, err)
 		require.Len(t, logits, vocab)
 		e := LogitError(logits, ref.Next(seq[i]))
-		require.LessOrEqual(t, e, worst, "generated token %d", i)
+		checkWorst(t, e, ref, tl, "generated token %d", i)
 		errs = append(errs, e)
 	}
 	require.Equal(t, start+len(seq), m.Pos())
 	return errs
+}
+
+// checkWorst fails the test where a token's logit error e is beyond
+// tl.Worst, but after a router's near-tie where tl.RouterTie is set.
+func checkWorst(t testing.TB, e float64, ref *Reference, tl Tol, what string, args ...any) {
+	t.Helper()
+	if e <= tl.Worst {
+		return
+	}
+	if tl.RouterTie > 0 && ref.RouterGap < tl.RouterTie {
+		t.Logf("%s: logit error %.3g after a router near-tie (two experts' router logits %.3g apart in the reference)", fmt.Sprintf(what, args...), e, ref.RouterGap)
+		return
+	}
+	require.LessOrEqual(t, e, tl.Worst, fmt.Sprintf(what, args...))
 }
 
 // RandomTokens draws n tokens from rng: the test's generator, so that the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/go-ggml/ggml/model"
 	"io"
 	"os"
 	"os/exec"
@@ -66,6 +67,16 @@ func LlamaCppDir() string {
 // detector (Race) it skips the test.
 func StartLlamaCpp(tb testing.TB, path string) *LlamaCpp {
 	tb.Helper()
+	return StartLlamaCppCache(tb, path, model.CacheF16)
+}
+
+// StartLlamaCppCache is StartLlamaCpp with a KV cache of type ct (f16 or
+// f32) instead of llama.cpp's default f16.
+func StartLlamaCppCache(tb testing.TB, path string, ct model.CacheType) *LlamaCpp {
+	tb.Helper()
+	if ct != model.CacheF16 && ct != model.CacheF32 {
+		tb.Fatalf("StartLlamaCppCache: a %v cache: the driver takes f16 or f32", ct)
+	}
 	if Race {
 		// The comparisons are numbers, not concurrency: they run in the
 		// plain run of the tests, and under the race detector (5 to 10
@@ -82,7 +93,7 @@ func StartLlamaCpp(tb testing.TB, path string) *LlamaCpp {
 		tb.Skip(msg)
 	}
 	lib := filepath.Join(dir, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
-	cmd := exec.Command(bin, lib, path, strconv.Itoa(LlamaCppThreads), strconv.Itoa(LlamaCppContext))
+	cmd := exec.Command(bin, lib, path, strconv.Itoa(LlamaCppThreads), strconv.Itoa(LlamaCppContext), ct.String())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -32,6 +32,17 @@ type Reference struct {
 	// RoundCacheToHalf rounds keys and values to f16 as a model with an
 	// f16 cache (model.CacheF16) does.
 	RoundCacheToHalf bool
+	// QuantCache, if q8_0 or q4_0, rounds keys and values to that type
+	// and the queries to q8_0, as ggml's CPU flash attention does with a
+	// model of that cache (model.CacheQ8_0, model.CacheQ4_0): it
+	// multiplies q8_0 queries with the keys' blocks and sums the values
+	// in f32.
+	QuantCache ggml.Type
+	// RouterGap is the smallest gap, since Reset, between the router
+	// logits of the last expert a token used and the first it did not
+	// (mixtures of experts): where it is small, a rounding may pick the
+	// other expert.
+	RouterGap float64
 	// emulate rounds the activations before each product with a weight
 	// matrix to the type ggml's CPU backend converts them to for that
 	// matrix's type (activationType): the CPU's numerics, which a tight
@@ -72,6 +83,9 @@ func (r *Reference) experts(l refLayer, h, x []float64) {
 	}
 	sort.SliceStable(order, func(a, b int) bool { return probs[order[a]] > probs[order[b]] })
 	chosen := order[:l.used]
+	if l.used < len(order) {
+		r.RouterGap = min(r.RouterGap, logits[order[l.used-1]]-logits[order[l.used]])
+	}
 	wsum := 0.0
 	for _, j := range chosen {
 		wsum += probs[j] / sum
@@ -353,6 +367,7 @@ func (r *Reference) Reset() {
 	r.cacheK = make([][][]float64, r.c.BlockCount)
 	r.cacheV = make([][][]float64, r.c.BlockCount)
 	r.cachePos, r.next = nil, 0
+	r.RouterGap = math.Inf(1)
 }
 
 // Remove takes the tokens at positions [p0, p1) out of the reference's
@@ -659,6 +674,9 @@ func (r *Reference) Next(tok int32) []float64 {
 		}
 		if r.RoundCacheToHalf {
 			k, v = roundTo(ggml.TypeF16, k), roundTo(ggml.TypeF16, v)
+		}
+		if r.QuantCache == ggml.TypeQ8_0 || r.QuantCache == ggml.TypeQ4_0 {
+			k, v, q = roundTo(r.QuantCache, k), roundTo(r.QuantCache, v), roundTo(ggml.TypeQ8_0, q)
 		}
 		r.cacheK[il] = append(r.cacheK[il], k)
 		r.cacheV[il] = append(r.cacheV[il], v)

@@ -2,7 +2,8 @@
 // (model/modeltest's StartLlamaCpp): the prebuilt CPU libraries of the npm
 // package @node-llama-cpp/linux-x64 3.22.1 (the CPU variant picked at run
 // time by ggml_backend_load_all_from_path), the model mapped, no layer on
-// a GPU, flash attention as llama.cpp decides (auto), an f16 cache.
+// a GPU, flash attention as llama.cpp decides (auto), an f16 cache (or
+// the type of the optional fifth argument: f16 or f32).
 // build/llamacpp.sh compiles it against the headers of the same llama.cpp
 // release (the source bundle node-llama-cpp ships), in a cache outside
 // the repository. Written for go-ggml.
@@ -47,6 +48,7 @@ static struct llama_model *model;
 static struct llama_context *gen_ctx;        // logits, no embeddings
 static struct llama_context *embd_ctx[4];    // by enum llama_pooling_type, NONE to LAST
 static int n_threads, n_ctx, n_vocab, n_embd;
+static enum ggml_type cache_type = GGML_TYPE_F16;
 
 static void quiet(enum ggml_log_level level, const char *text, void *data) {
 	(void)data;
@@ -64,7 +66,7 @@ static struct llama_context *new_context(int embd, enum llama_pooling_type pool)
 	cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
 	cp.n_threads = cp.n_threads_batch = n_threads;
 	cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
-	cp.type_k = cp.type_v = GGML_TYPE_F16;
+	cp.type_k = cp.type_v = cache_type;
 	cp.embeddings = embd != 0;
 	if (embd) {
 		cp.pooling_type = pool;
@@ -271,9 +273,17 @@ static void embd(char *args, llama_token *ids) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 5) {
-		fprintf(stderr, "usage: %s <lib dir> <model.gguf> <threads> <ctx>\n", argv[0]);
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: %s <lib dir> <model.gguf> <threads> <ctx> [f16|f32]\n", argv[0]);
 		return 2;
+	}
+	if (argc == 6) {
+		if (strcmp(argv[5], "f32") == 0) {
+			cache_type = GGML_TYPE_F32;
+		} else if (strcmp(argv[5], "f16") != 0) {
+			fprintf(stderr, "llamacpp_run: cache type %s: want f16 or f32\n", argv[5]);
+			return 2;
+		}
 	}
 	n_threads = atoi(argv[3]);
 	n_ctx = atoi(argv[4]);
