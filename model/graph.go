@@ -52,6 +52,9 @@ var fusedMaxBatch = func() int {
 // untiledFusedMaxBatch where the network caps its attention's scores
 // (SoftCapper), which go-ggml's tiled kernel does not take.
 func (m *Model) fusedBatch(n int) bool {
+	if m.quantCache() {
+		return true // the products cannot read a quantized cache's V (and m.flash holds)
+	}
 	if m.capped {
 		return m.flash && n <= min(fusedMaxBatch, untiledFusedMaxBatch)
 	}
@@ -206,7 +209,11 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 	nKV := s.nKV
 	hd, nh, nhkv := int64(c.HeadDim), int64(c.HeadCount), int64(c.HeadCountKV)
 	kvDim := int64(c.KVDim())
-	esize := m.cacheType.Size() // f32 or f16: one element per block
+	// Strides in bytes: a cell's row of kvDim values, a head's hd of them
+	// (whole blocks: newState checks that hd is a multiple of the
+	// quantized cache types' blocks), one value of the transposed V
+	// (f32 or f16 only: a quantized cache needs flash attention).
+	row, head, esize := m.kvRow, m.kvHead, m.cacheType.Size()
 	scale := p.Scale
 
 	// The new keys and values go into the cache: K's row kIdx[t] is
@@ -226,7 +233,7 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 	// Grouped-query attention over the first nKV cells: MulMat (and
 	// FlashAttnExt) broadcast each KV head over heads/kvHeads query
 	// heads.
-	kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
+	kView := ctx.View3D(l.k, hd, int64(nKV), nhkv, row, head, 0) // [hd, nKV, kv heads]
 	window := p.Window
 	if p.NonCausal {
 		window = nonCausal
@@ -236,8 +243,8 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 	// would fall to the provider's kernel, which goes query by query
 	// (Gemma 2's 512-token prompts took 1.25 of llama.cpp's time): it
 	// attends by products, over the same cache and the f16 mask.
-	if s.fused && !(p.Softcap > 0 && n > untiledFusedMaxBatch) {
-		vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, nKV, kv heads]
+	if s.fused && (m.quantCache() || !(p.Softcap > 0 && n > untiledFusedMaxBatch)) {
+		vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, row, head, 0) // [hd, nKV, kv heads]
 		fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, fullMask,
 			ggml.FlashAttnParams{Scale: scale, LogitSoftcap: p.Softcap, Precision: ggml.PrecF32}) // [hd, heads, n]
 		return ctx.Reshape(fa, int64(c.QDim()), n) // [q, n]
@@ -246,7 +253,7 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 	if m.flash {
 		// The cache holds V as K ([kvDim, nCtx]): the product wants
 		// it transposed, a copy of the attended cells.
-		vAll = ctx.Cont(ctx.Permute(ctx.View3D(l.v, hd, int64(nKV), nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0), 1, 0, 2, 3))
+		vAll = ctx.Cont(ctx.Permute(ctx.View3D(l.v, hd, int64(nKV), nhkv, row, head, 0), 1, 0, 2, 3))
 	} else {
 		vAll = ctx.View3D(l.v, int64(nKV), hd, nhkv, uint64(m.nCtx)*esize, uint64(m.nCtx)*uint64(hd)*esize, 0)
 	}
@@ -268,9 +275,9 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 			qj = ctx.View3D(q, hd, nh, j1-j0, q.Nb()[1], q.Nb()[2], uint64(j0)*q.Nb()[2])
 			mask = ctx.Cont(ctx.View2D(fullMask, cells, j1-j0, fullMask.Nb()[1], uint64(j0)*fullMask.Nb()[1]))
 		}
-		kj := ctx.View3D(l.k, hd, cells, nhkv, uint64(kvDim)*esize, uint64(hd)*esize, 0) // [hd, cells, kv heads]
-		vj := ctx.View3D(vAll, cells, hd, nhkv, vAll.Nb()[1], vAll.Nb()[2], 0)           // [cells, hd, kv heads]
-		kq := ctx.MulMat(kj, ctx.Permute(qj, 0, 2, 1, 3))                                // [cells, j1-j0, heads]
+		kj := ctx.View3D(l.k, hd, cells, nhkv, row, head, 0)                   // [hd, cells, kv heads]
+		vj := ctx.View3D(vAll, cells, hd, nhkv, vAll.Nb()[1], vAll.Nb()[2], 0) // [cells, hd, kv heads]
+		kq := ctx.MulMat(kj, ctx.Permute(qj, 0, 2, 1, 3))                      // [cells, j1-j0, heads]
 		if p.Softcap > 0 {
 			kq = ctx.Scale(ctx.Tanh(ctx.Scale(kq, 1/p.Softcap)), p.Softcap)
 		}

@@ -97,7 +97,37 @@ const (
 	CacheF16
 	// CacheF32 keeps them in single precision (ggml.TypeF32).
 	CacheF32
+	// CacheQ8_0 keeps them in blocks of 32 8-bit values and a scale
+	// (ggml.TypeQ8_0): 8.5 bits a value, 53 % of f16's memory, as
+	// llama.cpp's --cache-type-k/v q8_0. It needs flash attention (every
+	// batch attends through the fused kernel) and heads of a multiple
+	// of 32 values.
+	CacheQ8_0
+	// CacheQ4_0 keeps them in blocks of 32 4-bit values and a scale
+	// (ggml.TypeQ4_0): 4.5 bits a value, 28 % of f16's memory, less
+	// precise; as CacheQ8_0 otherwise.
+	CacheQ4_0
 )
+
+// String returns the cache type's name: f16, f32, q8_0, q4_0 (ggml's
+// names), or CacheType(N) for a value that is no constant.
+func (c CacheType) String() string {
+	if t, err := c.ggmlType(); err == nil {
+		return t.String()
+	}
+	return fmt.Sprintf("CacheType(%d)", int(c))
+}
+
+// ParseCacheType returns the cache type of a name, as llama.cpp's
+// --cache-type-k takes it: f16, f32, q8_0 or q4_0.
+func ParseCacheType(name string) (CacheType, error) {
+	for _, c := range []CacheType{CacheF16, CacheF32, CacheQ8_0, CacheQ4_0} {
+		if c.String() == name {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: model: cache type %q: want f16, f32, q8_0 or q4_0", ggml.ErrType, name)
+}
 
 // ggmlType returns the cache type's ggml type, or an error for a value
 // that is not one of the constants.
@@ -107,8 +137,12 @@ func (c CacheType) ggmlType() (ggml.Type, error) {
 		return ggml.TypeF16, nil
 	case CacheF32:
 		return ggml.TypeF32, nil
+	case CacheQ8_0:
+		return ggml.TypeQ8_0, nil
+	case CacheQ4_0:
+		return ggml.TypeQ4_0, nil
 	}
-	return 0, fmt.Errorf("%w: model: Options.CacheType %d: want CacheF16 or CacheF32", ggml.ErrType, int(c))
+	return 0, fmt.Errorf("%w: model: Options.CacheType %d: want CacheF16, CacheF32, CacheQ8_0 or CacheQ4_0", ggml.ErrType, int(c))
 }
 
 // FlashAttnMode is Options.FlashAttn: whether attention runs as one fused
@@ -170,11 +204,12 @@ type Model struct {
 	tmpl    *chat.Template
 	tmplErr error // why tmpl is nil
 
-	nCtx, nBatch int
-	cacheType    ggml.Type
-	tied         bool
-	flash        bool // attention is ggml_flash_attn_ext; the V cache is [KVDim, nCtx], not transposed
-	capped       bool // the network caps its attention's scores (SoftCapper)
+	nCtx, nBatch  int
+	cacheType     ggml.Type
+	kvRow, kvHead uint64 // bytes of a cell's keys (or values), and of one head's
+	tied          bool
+	flash         bool // attention is ggml_flash_attn_ext; the V cache is [KVDim, nCtx], not transposed
+	capped        bool // the network caps its attention's scores (SoftCapper)
 
 	weights *gguf.Model
 	outCopy stateBuffer // a tied output layer's copy of token_embd in an extra buffer type, or none
@@ -307,6 +342,21 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	if m.cacheType, err = opts.CacheType.ggmlType(); err != nil {
 		return nil, err
 	}
+	if bs := m.cacheType.BlockSize(); cfg.HeadDim%int(bs) != 0 {
+		return nil, fmt.Errorf("%w: model: a %v cache needs heads of a multiple of %d values, not %d", ggml.ErrType, m.cacheType, bs, cfg.HeadDim)
+	}
+	if m.quantCache() && opts.FlashAttn == FlashAttnOff {
+		return nil, fmt.Errorf("%w: model: a %v cache needs flash attention (Options.FlashAttn), as in llama.cpp", ggml.ErrInvalid, m.cacheType)
+	}
+	row, err := m.cacheType.RowSize(int64(cfg.KVDim()))
+	if err != nil {
+		return nil, err
+	}
+	head, err := m.cacheType.RowSize(int64(cfg.HeadDim))
+	if err != nil {
+		return nil, err
+	}
+	m.kvRow, m.kvHead = uint64(row), uint64(head)
 	nSeq := opts.Sequences
 	if nSeq == 0 {
 		nSeq = 1
@@ -381,6 +431,9 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 	}
 	if m.flash, err = m.flashAttn(opts.FlashAttn, probe); err != nil {
 		return nil, err
+	}
+	if m.quantCache() && !m.flash {
+		return nil, fmt.Errorf("%w: model: a %v cache needs flash attention, which the model's devices do not have for it", backend.ErrUnsupported, m.cacheType)
 	}
 
 	m.weights, err = gguf.Load(ctx, f, gguf.LoadOptions{
@@ -782,6 +835,10 @@ func (m *Model) flashAttn(mode FlashAttnMode, gpu *backend.Device) (bool, error)
 	}
 	return true, nil
 }
+
+// quantCache reports whether the cache's type is a quantized one, whose
+// cells only the fused attention reads.
+func (m *Model) quantCache() bool { return m.cacheType.BlockSize() > 1 }
 
 // FlashAttn reports whether the model's attention is one fused op
 // (Options.FlashAttn).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -99,8 +100,11 @@ type request struct {
 // waiting prompts' chunks and one token of every generating sequence,
 // requests arriving between steps and some cancelled mid-way, their cells
 // then reused), generate each the tokens it generates alone, and their
-// logits agree with the alone run's within float32 rounding: up to 1, 2, 8
-// and 32 sequences at once, prompts of 1 to 40 tokens in random chunks,
+// logits agree with the alone run's within f16 rounding (2e-3 of their
+// root mean square; an f16 cache, llama.cpp's default, whose products
+// round the queries and the attention weights to f16, which falls one way
+// or the other with the batch's shape: 1.6e-4 seen): up to 1, 2, 8 and 32
+// sequences at once, prompts of 1 to 40 tokens in random chunks,
 // the sequences' tokens interleaved in random order, batches cut in
 // computes of 16 tokens; with attention fused and by products (its queries
 // in chunks of 4).
@@ -118,9 +122,9 @@ func TestDecodeSequencesMatchAlone(t *testing.T) {
 				defer func(c, f int) { *AttnChunk, *FusedMaxBatch = c, f }(*AttnChunk, *FusedMaxBatch)
 				*AttnChunk, *FusedMaxBatch = 4, 0
 			}
-			alone := LoadModel(t, path, Options{ContextSize: 64, FlashAttn: tc.fa})
+			alone := LoadModel(t, path, Options{ContextSize: 64, FlashAttn: tc.fa, CacheType: CacheF16})
 			for _, width := range []int{1, 2, 8, 32} {
-				m := LoadModel(t, path, Options{ContextSize: 1024, BatchSize: 16, Sequences: width, FlashAttn: tc.fa})
+				m := LoadModel(t, path, Options{ContextSize: 1024, BatchSize: 16, Sequences: width, FlashAttn: tc.fa, CacheType: CacheF16})
 				var reqs []*request
 				for i := range 2 * width {
 					r := &request{
@@ -221,10 +225,10 @@ func serve(t *testing.T, m *Model, rng *rand.Rand, reqs []*request, width int) {
 			k := len(r.got)
 			if !r.parted {
 				want := r.alone.logits[k]
-				require.Less(t, relDiff(l, want), 1e-4, "step %d, sequence %d, token %d", step, r.seq, k)
+				require.Less(t, relDiff(l, want), 2e-3, "step %d, sequence %d, token %d", step, r.seq, k)
 				id := argmaxOf(l)
 				if id != r.alone.tokens[k] {
-					require.Less(t, gap(want), 1e-3, "step %d, sequence %d, token %d: %d, alone %d", step, r.seq, k, id, r.alone.tokens[k])
+					require.Less(t, gap(want), 1e-2, "step %d, sequence %d, token %d: %d, alone %d", step, r.seq, k, id, r.alone.tokens[k])
 					r.parted = true
 				}
 			}
@@ -419,4 +423,89 @@ func TestDecodeErrors(t *testing.T) {
 	require.ErrorIs(t, err, ggml.ErrInvalid)
 	_, err = Load(ctx, path, Options{Sequences: -1})
 	require.ErrorIs(t, err, ggml.ErrInvalid)
+}
+
+// TestQuantizedCache: a q8_0 or q4_0 KV cache takes 53 % or 28 % of
+// f16's memory; one sequence's logits are the float64 reference's that
+// rounds keys and values to the type and queries to q8_0, as the CPU's
+// fused attention does (at float32 precision for the best token: 8e-7 of
+// the logits' root mean square at the median; a rounding that falls the
+// other way reached 0.01), and many sequences decoded together stay
+// within the bound of the type's rounding from the f16 cache's logits.
+// On this random model, whose attention weights are sharper than a
+// trained model's, that bound is large: over ten seeds the largest
+// difference was 0.067 of the logits' rms for q8_0 and 1.0 for q4_0.
+// Without flash attention, or with heads its blocks do not divide, it is
+// refused.
+func TestQuantizedCache(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	c := Presets["tiny"]
+	c.HeadCount, c.HeadCountKV, c.HeadDim = 4, 2, 32 // heads of one q8_0 block
+	path := filepath.Join(t.TempDir(), "heads32.gguf")
+	require.NoError(t, WriteRandom(path, RandomModel{Config: c, Type: ggml.TypeF32, Seed: rng.Uint64()}))
+	vocab := c.VocabSize
+	opts := Options{ContextSize: 256, BatchSize: 32, Sequences: 4}
+	f16 := LoadModel(t, path, Options{ContextSize: 256, BatchSize: 32, Sequences: 4, CacheType: CacheF16})
+	kv16 := f16.Memory()[0].KVCache
+	ctx := context.Background()
+	var batches [][]Token
+	for range 3 {
+		var b []Token
+		for s := range 4 {
+			b = append(b, tokensOf(RandomTokens(rng, 1+rng.IntN(20), vocab), s, true)...)
+		}
+		batches = append(batches, b)
+	}
+	for _, tc := range []struct {
+		ct    CacheType
+		ratio float64
+		bound float64
+	}{{CacheQ8_0, 34.0 / 64, 0.1}, {CacheQ4_0, 18.0 / 64, 1.5}} {
+		o := opts
+		o.CacheType = tc.ct
+		m := LoadModel(t, path, o)
+		assert.InDelta(t, tc.ratio, float64(m.Memory()[0].KVCache)/float64(kv16), 0.01, "%v: the cache's memory against f16's", tc.ct)
+		worst := 0.0
+		for _, b := range batches {
+			want, err := f16.Decode(ctx, b)
+			require.NoError(t, err)
+			want = slices.Clone(want)
+			got, err := m.Decode(ctx, b)
+			require.NoError(t, err)
+			require.Len(t, got, len(want))
+			for i := 0; i < len(want); i += vocab {
+				worst = max(worst, relDiff(got[i:i+vocab], want[i:i+vocab]))
+			}
+		}
+		for s := range 4 {
+			require.NoError(t, f16.SeqRemove(s, -1, -1))
+		}
+		t.Logf("%v: largest difference from the f16 cache's logits %.3g of their rms", tc.ct, worst)
+		assert.Less(t, worst, tc.bound, "%v", tc.ct)
+		assert.Greater(t, worst, 0.0, "%v: the cache rounds", tc.ct)
+
+		// One sequence against the float64 reference that rounds keys,
+		// values and queries as the CPU's fused attention does.
+		one := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 8, CacheType: tc.ct})
+		ref := OpenReference(t, path)
+		ref.QuantCache = map[CacheType]ggml.Type{CacheQ8_0: ggml.TypeQ8_0, CacheQ4_0: ggml.TypeQ4_0}[tc.ct]
+		CheckAgainstReference(t, one, ref, RandomTokens(rng, 40, vocab), 20, Tol{Best: 1e-5, Worst: 0.05})
+
+		o.FlashAttn = FlashAttnOff
+		_, err := Load(ctx, path, o)
+		require.ErrorIs(t, err, ggml.ErrInvalid)
+	}
+	odd := tinyFile(t, ggml.TypeF32, false, rng.Uint64()) // heads of 16 values: no whole q8_0 block
+	_, err := Load(ctx, odd, Options{CacheType: CacheQ8_0})
+	require.ErrorIs(t, err, ggml.ErrType)
+	_, err = Load(ctx, path, Options{CacheType: CacheType(99)})
+	require.ErrorIs(t, err, ggml.ErrType)
+	for _, ct := range []CacheType{CacheF16, CacheF32, CacheQ8_0, CacheQ4_0} {
+		got, err := ParseCacheType(ct.String())
+		require.NoError(t, err)
+		require.Equal(t, ct, got)
+	}
+	_, err = ParseCacheType("q4_K")
+	require.ErrorIs(t, err, ggml.ErrType)
+	require.Equal(t, "CacheType(99)", CacheType(99).String())
 }

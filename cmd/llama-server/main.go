@@ -9,8 +9,8 @@
 // llama-server's --host and --port) and takes llama-server's flags for
 // the model (-m), the number of parallel sequences (-np), the context
 // (-c: the KV cache's cells, shared by the sequences; each sequence may
-// have up to that many positions), the batch (-b) and the threads (-t),
-// and --api-key. Ctrl-C stops it: it stops taking connections and ends
+// have up to that many positions), the cache's type (-ctk, -ctv), the batch
+// (-b) and the threads (-t), and --api-key. Ctrl-C stops it: it stops taking connections and ends
 // the requests that run.
 package main
 
@@ -71,6 +71,8 @@ func run(ctx context.Context, args []string, ready chan<- string, stderr io.Writ
 	name := fs.String("alias", "", "the model's name in the API (default: the file's name)")
 	queue := fs.Int("queue", 64, "the most requests waiting for a sequence; more get 503")
 	maxTokens := fs.Int("n", 0, "the most tokens a request may generate (0: the context)")
+	ctk := fs.String("ctk", "f16", "the KV cache's type: f16, f32, q8_0 or q4_0 (q8_0 and q4_0 need flash attention)")
+	ctv := fs.String("ctv", "", "the V cache's type: as -ctk (go-ggml's keys and values have one type)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,12 +88,19 @@ func run(ctx context.Context, args []string, ready chan<- string, stderr io.Writ
 	if key == "" {
 		key = os.Getenv("LLAMA_API_KEY")
 	}
+	if *ctv != "" && *ctv != *ctk {
+		return fmt.Errorf("-ctk %s and -ctv %s: go-ggml's cache keeps keys and values in one type", *ctk, *ctv)
+	}
+	cacheType, err := model.ParseCacheType(*ctk)
+	if err != nil {
+		return err
+	}
 	if *name == "" {
 		*name = strings.TrimSuffix(filepath.Base(path), ".gguf")
 	}
 
 	m, err := model.Load(ctx, path, model.Options{ContextSize: *nCtx, BatchSize: *batch, Sequences: *np,
-		Threads: *threads, GPULayers: *gpuLayers, CPUOnly: *cpuOnly})
+		Threads: *threads, GPULayers: *gpuLayers, CPUOnly: *cpuOnly, CacheType: cacheType})
 	if err != nil {
 		return err
 	}

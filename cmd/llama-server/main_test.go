@@ -30,7 +30,7 @@ func TestServe(t *testing.T) {
 	done := make(chan error, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- run(ctx, []string{"-m", path, "--host", "127.0.0.1", "--port", "0", "-np", "2", "-c", "256", "-t", "2"}, ready, &stderr)
+		done <- run(ctx, []string{"-m", path, "--host", "127.0.0.1", "--port", "0", "-np", "2", "-c", "256", "-t", "2", "-ctk", "f32"}, ready, &stderr)
 	}()
 	var addr string
 	select {
