@@ -594,16 +594,15 @@ func (m *Model) decode(ctx context.Context, u *ubatch) ([]float32, error) {
 		next[s]++
 	}
 	copy(next, kv.next)
-	// The cells: the lowest free ones, in the batch's order.
-	j := 0
-	for range u.ids {
-		for kv.seqs[j] != 0 {
-			j++
-		}
-		u.cell = append(u.cell, j)
-		j++
+	// The cells: each sequence's next in its page of cells (kvcache.place),
+	// in the batch's order; where they were before, to put back on error.
+	cur := slices.Clone(kv.cur)
+	for i := range u.ids {
+		u.cell = append(u.cell, kv.place(u.seq[i]))
 	}
+	kv.unreserve(u.cell)
 	undo := func() {
+		copy(kv.cur, cur)
 		for i, c := range u.cell {
 			kv.drop(c, u.seq[i])
 		}

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/go-ggml/ggml/ggml"
 )
@@ -24,14 +25,70 @@ type cells struct {
 
 	next []int     // per sequence: the position of its next token (its highest position plus one; 0 when empty)
 	hist [][]int32 // per sequence: its tokens at positions 0, 1, ... as far as it has every one
+	cur  []int     // per sequence: the cell after its last one, where its next token goes if free (-1: none)
+	resv []bool    // cells given to the tokens of a batch being placed
 }
 
+// kvPage is the run of cells a sequence's tokens fill before they go to
+// another (where the cache holds several sequences): the cells of one
+// sequence stay together, so that a fused attention kernel that works
+// through the cache kvPage cells at a time (go-ggml's tiled kernel:
+// GOGGML_FA_BK in fattn.c) finds most blocks hidden from most queries and
+// skips them. Interleaved, as a batch of one token a sequence would place
+// them, every block would hold a cell of every sequence.
+var kvPage = 64
+
 func newCells(nCtx, nSeq int) *cells {
-	c := &cells{pos: make([]int32, nCtx), seqs: make([]uint64, nCtx), next: make([]int, nSeq), hist: make([][]int32, nSeq)}
+	c := &cells{pos: make([]int32, nCtx), seqs: make([]uint64, nCtx), next: make([]int, nSeq), hist: make([][]int32, nSeq),
+		cur: make([]int, nSeq), resv: make([]bool, nCtx)}
 	for i := range c.pos {
 		c.pos[i] = -1
 	}
+	for i := range c.cur {
+		c.cur[i] = -1
+	}
 	return c
+}
+
+// usable reports whether cell i is free and not given to a token of the
+// batch being placed.
+func (c *cells) usable(i int) bool { return c.seqs[i] == 0 && !c.resv[i] }
+
+// place gives a token of sequence seq a cell, reserved until the batch is
+// placed (unreserve): the cell after the sequence's last where it is free
+// and in the same page, else the first page of kvPage cells all free,
+// else the first free cell. With one sequence that is the next cell: the
+// cells are the positions.
+func (c *cells) place(seq int) int {
+	n := len(c.pos)
+	i := c.cur[seq]
+	if !(i > 0 && i < n && i%kvPage != 0 && c.usable(i)) {
+		i = -1
+		for p := 0; p < n && i < 0; p += kvPage {
+			if c.usable(p) && !slices.ContainsFunc(c.seqs[p:min(p+kvPage, n)], func(s uint64) bool { return s != 0 }) &&
+				!slices.Contains(c.resv[p:min(p+kvPage, n)], true) {
+				i = p
+			}
+		}
+		if i < 0 {
+			for j := range n {
+				if c.usable(j) {
+					i = j
+					break
+				}
+			}
+		}
+	}
+	c.resv[i] = true
+	c.cur[seq] = i + 1
+	return i
+}
+
+// unreserve ends the placing of a batch whose tokens have cells.
+func (c *cells) unreserve(cells []int) {
+	for _, i := range cells {
+		c.resv[i] = false
+	}
 }
 
 // free reports the number of free cells.
@@ -73,13 +130,13 @@ func (c *cells) top() int {
 // recount sets sequence seq's next position from its cells and cuts its
 // history to what it still has.
 func (c *cells) recount(seq int) {
-	next := 0
+	next, cur := 0, -1
 	for i, s := range c.seqs {
-		if s&(1<<seq) != 0 {
-			next = max(next, int(c.pos[i])+1)
+		if s&(1<<seq) != 0 && int(c.pos[i])+1 > next {
+			next, cur = int(c.pos[i])+1, i+1
 		}
 	}
-	c.next[seq] = next
+	c.next[seq], c.cur[seq] = next, cur
 	if len(c.hist[seq]) > next {
 		c.hist[seq] = c.hist[seq][:next]
 	}
@@ -243,7 +300,7 @@ func (m *Model) SeqKeep(seq int) error {
 	}
 	for s := range c.next {
 		if s != seq {
-			c.next[s], c.hist[s] = 0, c.hist[s][:0]
+			c.next[s], c.hist[s], c.cur[s] = 0, c.hist[s][:0], -1
 		}
 	}
 	return nil
