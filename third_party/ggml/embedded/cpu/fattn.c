@@ -176,6 +176,19 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 			}
 		}
 		for (int64_t r = 0; r < nr; r++) {
+			// A row the mask hides the whole block from is skipped before
+			// its scores: in a batch of many sequences' tokens, each
+			// query sees the blocks of its own sequence's cells only.
+			if (mrow[r] != NULL) {
+				const __m512i ninf = _mm512_set1_epi16((short)0xFC00);
+				const __mmask32 lo = nc >= 32 ? (__mmask32)0xFFFFFFFF : (__mmask32)((1u << nc) - 1);
+				const __mmask32 hi = nc >= 64 ? (__mmask32)0xFFFFFFFF : nc <= 32 ? (__mmask32)0 : (__mmask32)((1u << (nc - 32)) - 1);
+				const __m512i m0 = _mm512_mask_loadu_epi16(ninf, lo, mrow[r] + c0);
+				const __m512i m1 = _mm512_mask_loadu_epi16(ninf, hi, mrow[r] + c0 + 32);
+				if ((_mm512_cmpneq_epi16_mask(m0, ninf) | _mm512_cmpneq_epi16_mask(m1, ninf)) == 0) {
+					continue;
+				}
+			}
 			// Scores of row r: 64 cells in 4 vectors.
 			__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
 			const float *qr = b->q + r * D;
