@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-ggml/ggml/model"
 	"github.com/go-ggml/ggml/model/chat"
@@ -129,8 +131,9 @@ func parseStops(raw json.RawMessage) ([]string, error) {
 	return out, nil
 }
 
-// stopper cuts generated text at the first stop string, holding back
-// the text that may be the beginning of one until it is known not to be.
+// stopper cuts generated text at the stop string that ends first (the
+// shortest text that holds one), holding back the text that may be the
+// beginning of one until it is known not to be.
 type stopper struct {
 	stops   []string
 	pending string // text not sent yet
@@ -140,10 +143,12 @@ type stopper struct {
 // whether a stop string ended the generation.
 func (s *stopper) add(piece string) (string, bool) {
 	s.pending += piece
-	best := -1
+	// The stop string that ends first in the text (the earlier start of
+	// two that end together): where generation stops as the text grows.
+	best, bestEnd := -1, 0
 	for _, st := range s.stops {
-		if i := strings.Index(s.pending, st); i >= 0 && (best < 0 || i < best) {
-			best = i
+		if i := strings.Index(s.pending, st); i >= 0 && (best < 0 || i+len(st) < bestEnd || i+len(st) == bestEnd && i < best) {
+			best, bestEnd = i, i+len(st)
 		}
 	}
 	if best >= 0 {
@@ -223,10 +228,57 @@ func (s *Server) run(ctx context.Context, prompt []int32, o model.GenerateOption
 // sse writes server-sent events, each write bounded by the server's
 // WriteTimeout.
 type sse struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	s   *Server
-	err error
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	s        *Server
+	err      error
+	buf      []byte    // the event being written, reused
+	deadline time.Time // the write deadline last set
+	tmpl     [2][]byte // a text chunk's JSON before and after its text (setPiece)
+}
+
+// pieceMark stands for a chunk's text in the JSON setPiece cuts.
+const pieceMark = `\u0000piece\u0000`
+
+// setPiece makes v, a chunk whose text is "\x00piece\x00", the template
+// of piece: each token's event is the chunk's JSON with its text in
+// place, written without marshaling the chunk again (a streamed token's
+// cost in the server is mostly CPU that the model's threads wait for).
+func (e *sse) setPiece(v any) {
+	data, err := json.Marshal(v)
+	i := bytes.Index(data, []byte(pieceMark))
+	if err != nil || i < 0 {
+		e.tmpl = [2][]byte{}
+		return
+	}
+	e.tmpl = [2][]byte{data[:i], data[i+len(pieceMark):]}
+}
+
+// piece writes the template's chunk with text.
+func (e *sse) piece(text string) bool {
+	if e.err != nil {
+		return false
+	}
+	q, err := json.Marshal(text)
+	if err != nil || e.tmpl[0] == nil {
+		e.err = fmt.Errorf("server: no chunk template: %v", err)
+		return false
+	}
+	e.buf = append(append(append(append(e.buf[:0], "data: "...), e.tmpl[0]...), q[1:len(q)-1]...), e.tmpl[1]...)
+	e.buf = append(e.buf, "\n\n"...)
+	return e.write()
+}
+
+// write writes buf as one event and flushes it.
+func (e *sse) write() bool {
+	if now := e.s.now(); now.Sub(e.deadline) > -e.s.opts.WriteTimeout*3/4 {
+		e.deadline = now.Add(e.s.opts.WriteTimeout)
+		_ = e.rc.SetWriteDeadline(e.deadline)
+	}
+	if _, e.err = e.w.Write(e.buf); e.err == nil {
+		e.err = e.rc.Flush()
+	}
+	return e.err == nil
 }
 
 func (s *Server) newSSE(w http.ResponseWriter) *sse {
@@ -242,19 +294,19 @@ func (e *sse) send(v any) bool {
 	if e.err != nil {
 		return false
 	}
-	data := []byte("[DONE]")
-	if v != nil {
-		var err error
-		if data, err = json.Marshal(v); err != nil {
+	e.buf = append(e.buf[:0], "data: "...)
+	if v == nil {
+		e.buf = append(e.buf, "[DONE]"...)
+	} else {
+		data, err := json.Marshal(v)
+		if err != nil {
 			e.err = err
 			return false
 		}
+		e.buf = append(e.buf, data...)
 	}
-	_ = e.rc.SetWriteDeadline(e.s.now().Add(e.s.opts.WriteTimeout))
-	if _, e.err = fmt.Fprintf(e.w, "data: %s\n\n", data); e.err == nil {
-		e.err = e.rc.Flush()
-	}
-	return e.err == nil
+	e.buf = append(e.buf, "\n\n"...)
+	return e.write()
 }
 
 // usage is OpenAI's token counts.
@@ -360,9 +412,12 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool {
-		start()
-		resp.Choices = []completionChoice{{Text: t}}
-		return out.send(resp)
+		if out == nil {
+			start()
+			resp.Choices = []completionChoice{{Text: "\x00piece\x00"}}
+			out.setPiece(resp)
+		}
+		return out.piece(t)
 	})
 	if err != nil {
 		if out == nil {
@@ -514,11 +569,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		return true
 	}
 	reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool {
-		if !start() {
-			return false
+		if out == nil {
+			if !start() {
+				return false
+			}
+			mark := "\x00piece\x00"
+			resp.Choices = []chatChoice{{Delta: &chatDelta{Content: &mark}}}
+			out.setPiece(resp)
 		}
-		resp.Choices = []chatChoice{{Delta: &chatDelta{Content: &t}}}
-		return out.send(resp)
+		return out.piece(t)
 	})
 	if err != nil {
 		if out == nil {

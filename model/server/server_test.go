@@ -24,9 +24,9 @@ import (
 func TestMain(m *testing.M) { os.Exit(testutil.RunLeakChecked(m)) }
 
 // TestStopper: text cut in random pieces and passed through a stopper
-// comes out as the text up to the first occurrence of any stop string,
-// whole, and nothing that may begin a stop string goes out before it is
-// known not to.
+// comes out as the text up to where the stop string that ends first
+// begins, whatever the pieces, and nothing that may begin a stop string
+// goes out before it is known not to.
 func TestStopper(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	alphabet := []rune("abcé ")
@@ -43,10 +43,15 @@ func TestStopper(t *testing.T) {
 		for range rng.IntN(4) {
 			stops = append(stops, word(1+rng.IntN(4)))
 		}
+		// The shortest prefix of text that holds a stop string, cut
+		// where that stop string begins (the longest, of those that end
+		// there).
 		want, wantStop := text, false
-		for _, st := range stops {
-			if i := strings.Index(text, st); i >= 0 && i < len(want) {
-				want, wantStop = text[:i], true
+		for end := 1; end <= len(text) && !wantStop; end++ {
+			for _, st := range stops {
+				if strings.HasSuffix(text[:end], st) && (!wantStop || end-len(st) < len(want)) {
+					want, wantStop = text[:end-len(st)], true
+				}
 			}
 		}
 		s := &stopper{stops: stops}
@@ -144,4 +149,66 @@ func TestHostileRequests(t *testing.T) {
 	assert.Equal(t, http.StatusOK, status)
 	status, _ = do("POST", "/v1/completions", "k", `{"prompt":"x","max_tokens":2,"stop":"","seed":-7}`)
 	assert.Equal(t, http.StatusOK, status, "still serving")
+}
+
+// TestStreamMatchesWhole: a streamed completion's and chat's pieces add
+// up to the text of the same request answered whole (greedy), with
+// characters that JSON escapes in them.
+func TestStreamMatchesWhole(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := filepath.Join(t.TempDir(), "tiny.gguf")
+	require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: modeltest.Presets["tiny"], Converted: true, Seed: rng.Uint64()}))
+	m := modeltest.LoadModel(t, path, model.Options{ContextSize: 128, Sequences: 2})
+	e, err := engine.New(m, engine.Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	s, err := New(e, Options{})
+	require.NoError(t, err)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	post := func(path, body string) string {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(data)
+	}
+	type chunk struct {
+		Choices []struct {
+			Text    string `json:"text"`
+			Message struct {
+				Content string `json:"content"`
+			} `json:"message"`
+			Delta struct {
+				Content string `json:"content"`
+			} `json:"delta"`
+		} `json:"choices"`
+	}
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/completions", `{"prompt":"a \"quoted\" \\ line\n","max_tokens":24,"temperature":0,"ignore_eos":true`},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"<tab>\t"}],"max_tokens":24,"temperature":0,"ignore_eos":true`},
+	} {
+		var whole chunk
+		require.NoError(t, json.Unmarshal([]byte(post(tc.path, tc.body+"}")), &whole))
+		want := whole.Choices[0].Text + whole.Choices[0].Message.Content
+		require.NotEmpty(t, want)
+		var got strings.Builder
+		events := 0
+		for _, line := range strings.Split(post(tc.path, tc.body+`,"stream":true}`), "\n") {
+			data, ok := strings.CutPrefix(line, "data: ")
+			if !ok || data == "[DONE]" {
+				continue
+			}
+			var c chunk
+			require.NoError(t, json.Unmarshal([]byte(data), &c), data)
+			for _, ch := range c.Choices {
+				got.WriteString(ch.Text + ch.Delta.Content)
+			}
+			events++
+		}
+		assert.Equal(t, want, got.String(), tc.path)
+		assert.Greater(t, events, 3, tc.path)
+	}
 }
