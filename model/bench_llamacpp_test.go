@@ -85,7 +85,7 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	}
 	nCtx := max(512, (depth+gen+255)/256*256)
 	path := benchModelMix(b, preset, typName)
-	srv := startLlamaCpp(b, path, threads, nCtx)
+	srv := startLlamaCpp(b, path, threads, nCtx, 1)
 	defer srv.close()
 
 	ctx := context.Background()
@@ -326,9 +326,10 @@ type llamaCpp struct {
 	out *bufio.Scanner
 }
 
-// startLlamaCpp starts llama.cpp on the model at path, skipping the
-// benchmark where build/llamacpp.sh has not installed it.
-func startLlamaCpp(tb testing.TB, path string, threads, nCtx int) *llamaCpp {
+// startLlamaCpp starts llama.cpp on the model at path, with a context of
+// nCtx cells for nSeq sequences, skipping the benchmark where
+// build/llamacpp.sh has not installed it.
+func startLlamaCpp(tb testing.TB, path string, threads, nCtx, nSeq int) *llamaCpp {
 	dir := LlamaCppDir()
 	bin := filepath.Join(dir, "bin", "llamacpp_bench")
 	if _, err := os.Stat(bin); err != nil {
@@ -338,7 +339,7 @@ func startLlamaCpp(tb testing.TB, path string, threads, nCtx int) *llamaCpp {
 	if os.Getenv("GGML_BENCH_LLAMACPP_NO_AMX") == "1" {
 		lib = libsWithoutAMX(tb, lib)
 	}
-	cmd := exec.Command(bin, lib, path, strconv.Itoa(threads), strconv.Itoa(nCtx), "512")
+	cmd := exec.Command(bin, lib, path, strconv.Itoa(threads), strconv.Itoa(nCtx), "512", strconv.Itoa(nSeq))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

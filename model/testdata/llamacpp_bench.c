@@ -9,9 +9,11 @@
 // release (the source bundle node-llama-cpp ships), in a cache outside
 // the repository. Written for go-ggml.
 //
-// Usage: llamacpp_bench <lib dir> <model.gguf> <threads> <ctx> <batch>
-// Then commands on standard input, one a line; each answers with the
-// nanoseconds of llama.cpp's work:
+// Usage: llamacpp_bench <lib dir> <model.gguf> <threads> <ctx> <batch> [seqs]
+// (seqs: the context's n_seq_max, 1 by default; its cache split among
+// them, llama.cpp's default kv_unified false). Then commands on standard
+// input, one a line; each answers with the nanoseconds of llama.cpp's
+// work:
 //
 //	pp N      clear the cache, decode N prompt tokens in one batch  -> "ok <ns>"
 //	tg P N    clear, decode P prompt tokens (not timed), then N
@@ -21,6 +23,10 @@
 //	          cache from the last tgd P (decoded in batches the first
 //	          time), the rest is removed (llama_memory_seq_rm), token P
 //	          is decoded (not timed), then N tokens as tg does     -> "ok <ns>"
+//	par S P N clear, decode P prompt tokens of each of S sequences in
+//	          one batch (not timed), then N batches of S tokens, one a
+//	          sequence, each its greedy choice after its last, as
+//	          llama-batched-bench decodes                          -> "ok <ns>"
 //	quit
 //
 // Prompt tokens come from a fixed generator below the vocabulary size.
@@ -83,12 +89,60 @@ static int64_t generate(struct llama_context *ctx, int n, int n_vocab) {
 	return now_ns() - t0;
 }
 
+// parallel decodes p prompt tokens of each of s sequences in one batch,
+// then n batches of one token a sequence, each its greedy choice, and
+// returns the nanoseconds of the n batches, or -1 when a decode failed.
+static int64_t parallel(struct llama_context *ctx, int s, int p, int n, int n_vocab, llama_token *buf) {
+	llama_memory_clear(llama_get_memory(ctx), false);
+	struct llama_batch b = llama_batch_init(s * p > s ? s * p : s, 0, 1);
+	tokens(buf, s * p, n_vocab);
+	b.n_tokens = 0;
+	for (int q = 0; q < s; q++) {
+		for (int i = 0; i < p; i++) {
+			const int k = b.n_tokens++;
+			b.token[k] = buf[q * p + i];
+			b.pos[k] = i;
+			b.n_seq_id[k] = 1;
+			b.seq_id[k][0] = q;
+			b.logits[k] = i == p - 1;
+		}
+	}
+	int64_t ns = -1;
+	if (llama_decode(ctx, b) == 0) {
+		llama_synchronize(ctx);
+		const int64_t t0 = now_ns();
+		int ok = 1;
+		for (int step = 0; step < n && ok; step++) {
+			// Logits of output i are sequence i's, in the batch's order.
+			for (int q = 0; q < s; q++) {
+				buf[q] = argmax(llama_get_logits_ith(ctx, step == 0 ? (q + 1) * p - 1 : q), n_vocab);
+			}
+			b.n_tokens = s;
+			for (int q = 0; q < s; q++) {
+				b.token[q] = buf[q];
+				b.pos[q] = p + step;
+				b.n_seq_id[q] = 1;
+				b.seq_id[q][0] = q;
+				b.logits[q] = 1;
+			}
+			ok = llama_decode(ctx, b) == 0;
+		}
+		llama_synchronize(ctx);
+		if (ok) {
+			ns = now_ns() - t0;
+		}
+	}
+	llama_batch_free(b);
+	return ns;
+}
+
 int main(int argc, char **argv) {
-	if (argc != 6) {
-		fprintf(stderr, "usage: %s <lib dir> <model.gguf> <threads> <ctx> <batch>\n", argv[0]);
+	if (argc != 6 && argc != 7) {
+		fprintf(stderr, "usage: %s <lib dir> <model.gguf> <threads> <ctx> <batch> [seqs]\n", argv[0]);
 		return 2;
 	}
 	const int threads = atoi(argv[3]), n_ctx = atoi(argv[4]), n_batch = atoi(argv[5]);
+	const int n_seq = argc == 7 ? atoi(argv[6]) : 1;
 	llama_log_set(quiet, NULL);
 	ggml_backend_load_all_from_path(argv[1]);
 	llama_backend_init();
@@ -104,6 +158,7 @@ int main(int argc, char **argv) {
 	cp.n_ctx = (uint32_t)n_ctx;
 	cp.n_batch = cp.n_ubatch = (uint32_t)n_batch;
 	cp.n_threads = cp.n_threads_batch = threads;
+	cp.n_seq_max = (uint32_t)n_seq;
 	cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
 	cp.type_k = cp.type_v = GGML_TYPE_F16;
 	struct llama_context *ctx = llama_init_from_model(model, cp);
@@ -143,7 +198,7 @@ int main(int argc, char **argv) {
 	char line[256];
 	int kept = 0; // prompt tokens of tgd in the cache
 	while (fgets(line, sizeof line, stdin) != NULL) {
-		int a = 0, b = 0;
+		int a = 0, b = 0, c = 0;
 		int64_t ns = -1;
 		if (sscanf(line, "tgd %d %d", &a, &b) == 2 && a > 1 && b > 0 && a + b <= n_ctx) {
 			llama_memory_t mem = llama_get_memory(ctx);
@@ -178,6 +233,10 @@ int main(int argc, char **argv) {
 			if (llama_decode(ctx, llama_batch_get_one(buf, a)) == 0) {
 				ns = generate(ctx, b, n_vocab);
 			}
+		} else if (sscanf(line, "par %d %d %d", &a, &b, &c) == 3 && a > 0 && a <= n_seq && b > 0 && a * b <= n_batch &&
+		           a * (b + c) <= n_ctx && c > 0) {
+			kept = 0;
+			ns = parallel(ctx, a, b, c, n_vocab, buf);
 		} else if (strncmp(line, "quit", 4) == 0) {
 			break;
 		}
