@@ -54,6 +54,8 @@ func (e *env) input(ty ggml.Type, data any, ne ...int64) *ggml.Tensor {
 			return ggml.SetData(x, d)
 		case []int64:
 			return ggml.SetData(x, d)
+		case []byte: // a quantized type's blocks
+			return ggml.SetBytes(x, d)
 		}
 		return fmt.Errorf("unsupported input %T", data)
 	})

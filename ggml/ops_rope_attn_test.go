@@ -656,7 +656,10 @@ func TestLightningIndexerMisuse(t *testing.T) {
 // -Inf holes and finite values, and none. The tiled kernel keeps queries
 // and sums in f32, so its bound is tight; the provider's kernel rounds
 // queries to f16 and sums V in f16, so its bound is that of
-// TestFlashAttnExt.
+// TestFlashAttnExt. K and V of q8_0 and q4_0 (a quantized KV cache) are
+// held to the reference over their dequantized values: the tiled kernel
+// dequantizes them and keeps the queries in f32; the provider rounds the
+// queries to q8_0 and sums V in f32.
 func TestFlashAttnExtBatches(t *testing.T) {
 	rng := newRNG(t)
 	own := ggml.OwnAVX512Kernels()
@@ -664,38 +667,75 @@ func TestFlashAttnExtBatches(t *testing.T) {
 	for _, tc := range []struct {
 		D, N, KV, H, Hk, B int
 		mask               bool
+		typ                ggml.Type // of K and V
 	}{
-		{64, 40, 150, 4, 2, 1, true},
-		{64, 33, 64, 2, 1, 2, true},
-		{64, 16, 100, 2, 2, 1, false},
-		{32, 20, 70, 2, 1, 1, true},
-		{128, 12, 130, 2, 1, 1, true},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16},
+		{64, 33, 64, 2, 1, 2, true, ggml.TypeF16},
+		{64, 16, 100, 2, 2, 1, false, ggml.TypeF16},
+		{32, 20, 70, 2, 1, 1, true, ggml.TypeF16},
+		{128, 12, 130, 2, 1, 1, true, ggml.TypeF16},
 		// Generation: one query, the heads of a KV head in one block
 		// (Llama 3.2 1B's 32 over 8, a small model's 12 over 4).
-		{64, 1, 700, 32, 8, 1, true},
-		{64, 1, 4160, 32, 8, 1, true}, // at a depth of 4096
-		{64, 1, 77, 12, 4, 1, true},
-		{64, 1, 1, 4, 1, 1, true},
-		{128, 1, 200, 8, 8, 1, false},
-		{32, 1, 129, 6, 2, 2, true},
+		{64, 1, 700, 32, 8, 1, true, ggml.TypeF16},
+		{64, 1, 4160, 32, 8, 1, true, ggml.TypeF16}, // at a depth of 4096
+		{64, 1, 77, 12, 4, 1, true, ggml.TypeF16},
+		{64, 1, 1, 4, 1, 1, true, ggml.TypeF16},
+		{128, 1, 200, 8, 8, 1, false, ggml.TypeF16},
+		{32, 1, 129, 6, 2, 2, true, ggml.TypeF16},
 		// A few queries: heads and queries together (5 × 6 rows of 32).
-		{64, 5, 90, 12, 2, 1, true},
-		{64, 7, 64, 8, 1, 1, true},
+		{64, 5, 90, 12, 2, 1, true, ggml.TypeF16},
+		{64, 7, 64, 8, 1, 1, true, ggml.TypeF16},
+		// A quantized cache: prompts, generation, a few queries.
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeQ8_0},
+		{64, 1, 700, 32, 8, 1, true, ggml.TypeQ8_0},
+		{128, 5, 130, 4, 1, 1, true, ggml.TypeQ8_0},
+		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ4_0},
+		{32, 1, 129, 6, 2, 2, true, ggml.TypeQ4_0},
 	} {
-		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask), func(t *testing.T) {
+		typ := tc.typ
+		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v_%v", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask, typ), func(t *testing.T) {
 			e := newEnv(t)
 			qv := randF32(rng, tc.D*tc.N*tc.H*tc.B)
-			kv := toF16(randF32(rng, tc.D*tc.KV*tc.Hk*tc.B))
-			vv := toF16(randF32(rng, tc.D*tc.KV*tc.Hk*tc.B))
-			q := e.input(ggml.TypeF32, qv, int64(tc.D), int64(tc.N), int64(tc.H), int64(tc.B))
-			k := e.input(ggml.TypeF16, kv, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
-			v := e.input(ggml.TypeF16, vv, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
 			Q := fromF32(qv, tc.D, tc.N, tc.H, tc.B)
-			if !own {
-				Q.v = fromF16Slice(toF16(qv)) // the provider rounds q to f16
-			}
 			K, V := newND(tc.D, tc.KV, tc.Hk, tc.B), newND(tc.D, tc.KV, tc.Hk, tc.B)
-			K.v, V.v = fromF16Slice(kv), fromF16Slice(vv)
+			var k, v *ggml.Tensor
+			if typ == ggml.TypeF16 {
+				kv := toF16(randF32(rng, tc.D*tc.KV*tc.Hk*tc.B))
+				vv := toF16(randF32(rng, tc.D*tc.KV*tc.Hk*tc.B))
+				k = e.input(ggml.TypeF16, kv, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+				v = e.input(ggml.TypeF16, vv, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+				K.v, V.v = fromF16Slice(kv), fromF16Slice(vv)
+				if !own {
+					Q.v = fromF16Slice(toF16(qv)) // the provider rounds q to f16
+				}
+			} else {
+				quant := func(n int) ([]byte, []float64) {
+					x := randF32(rng, n)
+					b, err := ggml.Quantize(typ, x, int64(tc.D), nil)
+					require.NoError(t, err)
+					deq, err := ggml.Dequantize(typ, b)
+					require.NoError(t, err)
+					out := make([]float64, len(deq))
+					for i, f := range deq {
+						out[i] = float64(f)
+					}
+					return b, out
+				}
+				kb, kf := quant(tc.D * tc.KV * tc.Hk * tc.B)
+				vb, vf := quant(tc.D * tc.KV * tc.Hk * tc.B)
+				k = e.input(typ, kb, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+				v = e.input(typ, vb, int64(tc.D), int64(tc.KV), int64(tc.Hk), int64(tc.B))
+				K.v, V.v = kf, vf
+				if !own {
+					// The provider rounds q to q8_0, the keys' dot type.
+					qb, err := ggml.Quantize(ggml.TypeQ8_0, qv, int64(tc.D), nil)
+					require.NoError(t, err)
+					qd, err := ggml.Dequantize(ggml.TypeQ8_0, qb)
+					require.NoError(t, err)
+					Q = fromF32(qd, tc.D, tc.N, tc.H, tc.B)
+				}
+			}
+			q := e.input(ggml.TypeF32, qv, int64(tc.D), int64(tc.N), int64(tc.H), int64(tc.B))
 			var mask *ggml.Tensor
 			var M *nd
 			if tc.mask {
@@ -727,8 +767,11 @@ func TestFlashAttnExtBatches(t *testing.T) {
 			require.NoError(t, err)
 			ref := attnRef(Q, K, V, M, nil, float64(float32(scale)), 0, 0)
 			tol := 2e-5
-			if !own {
+			switch {
+			case !own && typ == ggml.TypeF16:
 				tol = float64(tc.KV) * 4 * math.Pow(2, -11)
+			case !own:
+				tol = 1e-4 // f32 sums over q8_0 queries
 			}
 			requireClose(t, ref, got, func(int) float64 { return tol })
 		})

@@ -427,16 +427,17 @@ func TestDecodeErrors(t *testing.T) {
 
 // TestQuantizedCache: a q8_0 or q4_0 KV cache takes 53 % or 28 % of
 // f16's memory; one sequence's logits are the float64 reference's that
-// rounds keys and values to the type and queries to q8_0, as the CPU's
-// fused attention does (at float32 precision for the best token: 8e-7 of
-// the logits' root mean square at the median; a rounding that falls the
-// other way reached 0.01), and many sequences decoded together stay
-// within the bound of the type's rounding from the f16 cache's logits.
-// On this random model, whose attention weights are sharper than a
-// trained model's, that bound is large: over ten seeds the largest
-// difference was 0.067 of the logits' rms for q8_0 and 1.0 for q4_0.
-// Without flash attention, or with heads its blocks do not divide, it is
-// refused.
+// rounds keys and values to the type (and queries to q8_0 where the
+// provider's kernel runs, not go-ggml's tiled one), as the CPU's fused
+// attention does (at float32 precision for the best token: 8e-7 of the
+// logits' root mean square at the median; a rounding that falls the other
+// way reached 0.073, which Tolerance allows q8_0 weights), and many
+// sequences decoded together stay within the bound of the type's rounding
+// from the f16 cache's logits. On this random model, whose attention
+// weights are sharper than a trained model's, that bound is large: over
+// 25 seeds with each kernel the largest difference was 0.079 of the
+// logits' rms for q8_0 and 1.23 for q4_0. Without flash attention, or
+// with heads its blocks do not divide, it is refused.
 func TestQuantizedCache(t *testing.T) {
 	rng := testutil.NewRNG(t)
 	c := Presets["tiny"]
@@ -460,7 +461,7 @@ func TestQuantizedCache(t *testing.T) {
 		ct    CacheType
 		ratio float64
 		bound float64
-	}{{CacheQ8_0, 34.0 / 64, 0.1}, {CacheQ4_0, 18.0 / 64, 1.5}} {
+	}{{CacheQ8_0, 34.0 / 64, 0.2}, {CacheQ4_0, 18.0 / 64, 2.5}} {
 		o := opts
 		o.CacheType = tc.ct
 		m := LoadModel(t, path, o)
@@ -489,7 +490,8 @@ func TestQuantizedCache(t *testing.T) {
 		one := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 8, CacheType: tc.ct})
 		ref := OpenReference(t, path)
 		ref.QuantCache = map[CacheType]ggml.Type{CacheQ8_0: ggml.TypeQ8_0, CacheQ4_0: ggml.TypeQ4_0}[tc.ct]
-		CheckAgainstReference(t, one, ref, RandomTokens(rng, 40, vocab), 20, Tol{Best: 1e-5, Worst: 0.05})
+		ref.F32Queries = ggml.CPUTiledFlashAttn()
+		CheckAgainstReference(t, one, ref, RandomTokens(rng, 40, vocab), 20, Tol{Best: 1e-5, Worst: 0.15})
 
 		o.FlashAttn = FlashAttnOff
 		_, err := Load(ctx, path, o)

@@ -32,12 +32,15 @@ type Reference struct {
 	// RoundCacheToHalf rounds keys and values to f16 as a model with an
 	// f16 cache (model.CacheF16) does.
 	RoundCacheToHalf bool
-	// QuantCache, if q8_0 or q4_0, rounds keys and values to that type
-	// and the queries to q8_0, as ggml's CPU flash attention does with a
-	// model of that cache (model.CacheQ8_0, model.CacheQ4_0): it
-	// multiplies q8_0 queries with the keys' blocks and sums the values
-	// in f32.
+	// QuantCache, if q8_0 or q4_0, rounds keys and values to that type,
+	// and the queries to q8_0 unless F32Queries is set, as ggml's CPU
+	// flash attention does with a model of that cache (model.CacheQ8_0,
+	// model.CacheQ4_0): the provider's kernel multiplies q8_0 queries
+	// with the keys' blocks, go-ggml's tiled kernel
+	// (ggml.CPUTiledFlashAttn) f32 ones with the dequantized keys; both
+	// sum the values in f32.
 	QuantCache ggml.Type
+	F32Queries bool
 	// RouterGap is the smallest gap, since Reset, between the router
 	// logits of the last expert a token used and the first it did not
 	// (mixtures of experts): where it is small, a rounding may pick the
@@ -676,7 +679,10 @@ func (r *Reference) Next(tok int32) []float64 {
 			k, v = roundTo(ggml.TypeF16, k), roundTo(ggml.TypeF16, v)
 		}
 		if r.QuantCache == ggml.TypeQ8_0 || r.QuantCache == ggml.TypeQ4_0 {
-			k, v, q = roundTo(r.QuantCache, k), roundTo(r.QuantCache, v), roundTo(ggml.TypeQ8_0, q)
+			k, v = roundTo(r.QuantCache, k), roundTo(r.QuantCache, v)
+			if !r.F32Queries {
+				q = roundTo(ggml.TypeQ8_0, q)
+			}
 		}
 		r.cacheK[il] = append(r.cacheK[il], k)
 		r.cacheV[il] = append(r.cacheV[il], v)

@@ -25,7 +25,10 @@
 // head and takes a scalar expf per cell and head.
 //
 // It takes: f32 queries, f16 K and V of the same head size (a multiple of
-// 16, at most 256), an f16 mask or none, no ALiBi, no soft-capping, no
+// 16, at most 256), or q8_0 or q4_0 ones (a quantized cache; heads of
+// whole blocks of 32), converted to f32 with their blocks' scales (where
+// the provider rounds the query to q8_0 to take its products with q8_0
+// or q4_0 keys), an f16 mask or none, no ALiBi, no soft-capping, no
 // sinks, on CPUs with AVX-512 (F, BW, VL) unless
 // GOGGML_CPU_VARIANT=x86-64-v3. Everything else goes to the provider's
 // code.
@@ -69,6 +72,41 @@ GOGGML_FA_TARGET static inline __m512 goggml_fa_exp(__m512 x) {
 	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.0000001201e-1f));
 	p = _mm512_fmadd_ps(p, _mm512_mul_ps(f, f), _mm512_add_ps(f, _mm512_set1_ps(1.0f)));
 	return _mm512_maskz_mov_ps((__mmask16)~zero, _mm512_scalef_ps(p, n));
+}
+
+// goggml_fa_load16 returns values 16c to 16c+15 of a row of K or V of
+// type t (f16, or q8_0 and q4_0 blocks of 32: a quantized cache, as
+// llama.cpp's cache-type q8_0/q4_0), as f32: a quantized block's value is
+// its f16 scale d times its 8-bit value, or its 4-bit value less 8 (the
+// low nibbles of its 16 bytes are values 0-15, the high ones 16-31), as
+// ggml's own dequantization computes them.
+GOGGML_FA_TARGET static inline __m512 goggml_fa_load16(const char *row, enum ggml_type t, int64_t c) {
+	switch (t) {
+	case GGML_TYPE_Q8_0: {
+		const char *blk = row + (c / 2) * 34;
+		ggml_fp16_t d;
+		memcpy(&d, blk, sizeof d);
+		const __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2 + (c % 2) * 16));
+		return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), _mm512_set1_ps(_cvtsh_ss(d)));
+	}
+	case GGML_TYPE_Q4_0: {
+		const char *blk = row + (c / 2) * 18;
+		ggml_fp16_t d;
+		memcpy(&d, blk, sizeof d);
+		__m512i q = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(blk + 2)));
+		q = c % 2 == 0 ? _mm512_and_si512(q, _mm512_set1_epi32(15)) : _mm512_srli_epi32(q, 4);
+		q = _mm512_sub_epi32(q, _mm512_set1_epi32(8));
+		return _mm512_mul_ps(_mm512_cvtepi32_ps(q), _mm512_set1_ps(_cvtsh_ss(d)));
+	}
+	default:
+		return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(row + 32 * c)));
+	}
+}
+
+// goggml_fa_type reports whether the kernel reads K or V of type t.
+static int goggml_fa_type(const struct ggml_tensor *t) {
+	return (t->type == GGML_TYPE_F16 && t->nb[0] == sizeof(ggml_fp16_t)) ||
+	       ((t->type == GGML_TYPE_Q8_0 || t->type == GGML_TYPE_Q4_0) && t->nb[0] == ggml_type_size(t->type) && t->ne[0] % 32 == 0);
 }
 
 // goggml_fa_buf is one thread's working memory for head size D: BQ query
@@ -167,10 +205,10 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 						_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_setzero_ps());
 						continue;
 					}
-					const ggml_fp16_t *pk = (const ggml_fp16_t *)((const char *)k->data + (c0 + j) * k->nb[1] + ik2 * k->nb[2] + ik3 * k->nb[3]);
-					const ggml_fp16_t *pv = (const ggml_fp16_t *)((const char *)v->data + (c0 + j) * v->nb[1] + iv2 * v->nb[2] + iv3 * v->nb[3]);
-					tile[j - j0] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pk + 16 * cc)));
-					_mm512_storeu_ps(b->v + j * D + 16 * cc, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(pv + 16 * cc))));
+					const char *pk = (const char *)k->data + (c0 + j) * k->nb[1] + ik2 * k->nb[2] + ik3 * k->nb[3];
+					const char *pv = (const char *)v->data + (c0 + j) * v->nb[1] + iv2 * v->nb[2] + iv3 * v->nb[3];
+					tile[j - j0] = goggml_fa_load16(pk, k->type, cc);
+					_mm512_storeu_ps(b->v + j * D + 16 * cc, goggml_fa_load16(pv, v->type, cc));
 				}
 				goggml_fa_transpose16(tile, b->kt + 16 * cc * GOGGML_FA_BK + j0);
 			}
@@ -331,9 +369,9 @@ void goggml_compute_forward_flash_attn_ext(const struct ggml_compute_params *par
 	memcpy(&max_bias, (const float *)dst->op_params + 1, sizeof(float));
 	memcpy(&softcap, (const float *)dst->op_params + 2, sizeof(float));
 	const int64_t D = k->ne[0];
-	if (goggml_own_avx512 && q->type == GGML_TYPE_F32 && k->type == GGML_TYPE_F16 && v->type == GGML_TYPE_F16 &&
+	if (goggml_own_avx512 && q->type == GGML_TYPE_F32 && goggml_fa_type(k) && goggml_fa_type(v) &&
 	    dst->type == GGML_TYPE_F32 && D % 16 == 0 && D <= GOGGML_FA_DMAX && v->ne[0] == D && q->ne[0] == D &&
-	    q->nb[0] == sizeof(float) && k->nb[0] == sizeof(ggml_fp16_t) && v->nb[0] == sizeof(ggml_fp16_t) &&
+	    q->nb[0] == sizeof(float) &&
 	    dst->nb[0] == sizeof(float) && (mask == NULL || (mask->type == GGML_TYPE_F16 && mask->nb[0] == sizeof(ggml_fp16_t))) &&
 	    dst->src[4] == NULL && max_bias == 0.0f && softcap == 0.0f && q->ne[1] >= 1 && k->ne[2] > 0 && v->ne[2] > 0 &&
 	    q->ne[2] % k->ne[2] == 0 && q->ne[2] % v->ne[2] == 0) {
