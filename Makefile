@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-batched bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -199,6 +199,21 @@ bench-llama: setup llamacpp
 # model in q4_0 on 2 threads.
 bench-archs: setup llamacpp
 	@$(MAKE) --no-print-directory bench-llama LLAMA_ARCHS="llama qwen2 qwen3 qwen3moe mixtral gemma2 gemma3 phi3" LLAMA_MODELS=1b LLAMA_TYPES=q4_0 LLAMA_THREADS=2
+
+# Many sequences at once against llama.cpp's batched decode: 1 to 32
+# sequences, one token each a step (BenchmarkLlamaCppBatched), the 1b model
+# in each of LLAMA_TYPES on 2 threads; then a q8_0 cache against f16 deep
+# in the cache (BenchmarkCacheDepth) and a streamed token through the
+# server against the library alone (model/server's BenchmarkServerStream).
+bench-batched: setup llamacpp
+	@for ty in $(LLAMA_TYPES); do \
+		GGML_BENCH_LLAMA=1b GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=2 GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+		$(GO) test -run '^$$' -bench 'LlamaCppBatched' -benchtime 1x -timeout 60m ./model | grep -v warmup || exit 1; \
+	done | $(GO) run ./bench/table
+	@GGML_BENCH_LLAMA=1b GGML_BENCH_LLAMA_TYPE=q4_0 GGML_BENCH_LLAMA_THREADS=2 GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+		$(GO) test -run '^$$' -bench 'CacheDepth' -benchtime 1x -timeout 60m ./model | grep -v warmup | $(GO) run ./bench/table
+	@for m in small 1b; do GGML_BENCH_LLAMA=$$m GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+		$(GO) test -run '^$$' -bench 'ServerStream' -benchtime 2x -timeout 60m ./model/server || exit 1; done | $(GO) run ./bench/table
 
 # The same pairs with go-ggml on the upstream install (-tags ggml_system).
 bench-llama-system: setup llamacpp
