@@ -62,6 +62,9 @@ type Stats struct {
 	// Reused is the number of prompt tokens not evaluated because the
 	// cache held them (a shared prefix).
 	Reused int
+	// Preempted counts the times a request gave its cells back to let
+	// the others go on, to decode its tokens again later.
+	Preempted int
 	// Requests counts the requests admitted to a sequence; Active and
 	// Waiting are those running and queued now.
 	Requests, Active, Waiting int
@@ -105,6 +108,7 @@ type request struct {
 
 	slot    *slot
 	fed     int   // prompt tokens in the sequence (reused or decoded)
+	started bool  // its prompt's decoding began
 	last    int32 // the last sampled token, to decode next; -1 before the first
 	emitted int
 }

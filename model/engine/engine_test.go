@@ -355,3 +355,41 @@ func TestEngineRefuses(t *testing.T) {
 	_, err = engine.New(m, engine.Options{Queue: -1})
 	require.ErrorIs(t, err, ggml.ErrInvalid)
 }
+
+// TestEngineCachePressure: requests whose prompts and replies together
+// need three times the cache's cells, each fitting alone, all complete
+// with their alone tokens: a prompt starts when the cache can hold it,
+// the others wait for cells that finished requests give back.
+func TestEngineCachePressure(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tiny(t, rng.Uint64())
+	vocab := modeltest.Presets["tiny"].VocabSize
+	ref := modeltest.LoadModel(t, path, model.Options{ContextSize: 128})
+	m := modeltest.LoadModel(t, path, model.Options{ContextSize: 128, BatchSize: 16, Sequences: 8})
+	e, err := engine.New(m, engine.Options{})
+	require.NoError(t, err)
+	defer e.Close()
+	const n = 8
+	reqs := make([]engine.Request, n)
+	wants := make([][]int32, n)
+	for i := range reqs {
+		reqs[i] = engine.Request{Prompt: modeltest.RandomTokens(rng, 40, vocab), GenerateOptions: model.GenerateOptions{MaxTokens: 8, IgnoreEOS: true}}
+		wants[i] = alone(t, ref, reqs[i])
+	}
+	got := make([][]int32, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = collect(context.Background(), e, reqs[i])
+		}()
+	}
+	wg.Wait()
+	for i := range reqs {
+		require.NoError(t, errs[i], "request %d", i)
+		assert.Equal(t, wants[i], got[i], "request %d", i)
+	}
+	t.Logf("%+v", e.Stats())
+}

@@ -112,8 +112,8 @@ func (l *state) admit() {
 
 // take admits r to a sequence: the one whose tokens share the longest
 // prefix with r's prompt (but its last token, which runs for its logits)
-// if no request uses it, else a free one that gets that prefix's cells
-// (model.Model.SeqCopy).
+// if no request uses it, else a free one, which shares that prefix's
+// cells when the prompt starts (share).
 func (l *state) take(r *request) {
 	if r.ctx.Err() != nil {
 		l.end(r, context.Cause(r.ctx))
@@ -131,17 +131,15 @@ func (l *state) take(r *request) {
 	if src != nil && src.req == nil {
 		dst = src
 	}
+	// In its own sequence the prefix stays; another's is shared when the
+	// prompt starts (plan), so that a waiting request holds no cells.
 	var err error
 	if dst == src {
 		err = l.m.SeqRemove(dst.seq, k, -1)
 		dst.toks = dst.toks[:k]
 	} else {
 		err = l.m.SeqRemove(dst.seq, -1, -1)
-		dst.toks = dst.toks[:0]
-		if err == nil && k > 0 {
-			err = l.m.SeqCopy(src.seq, dst.seq, 0, k)
-			dst.toks = append(dst.toks, src.toks[:k]...)
-		}
+		dst.toks, k = dst.toks[:0], 0
 	}
 	if err != nil {
 		l.end(r, err)
@@ -203,11 +201,14 @@ func (l *state) sweep() {
 func (l *state) paused(r *request) bool { return len(r.out) >= l.e.opts.Buffer }
 
 // plan makes the next step's batch: one token of each request that is
-// generating and whose reader keeps up, then chunks of the prompts in the
-// order the requests came, up to the model's BatchSize tokens and the
-// cache's free cells. It frees idle sequences' cells where the cache is
-// short of them, and ends the newest request where even that is not
-// enough for one token each. ok is false when there is nothing to run.
+// generating and whose reader keeps up, then chunks of the prompts, in
+// the order the requests came, up to the model's BatchSize tokens and the
+// cache's free cells (freeing idle sequences' cells where it is short of
+// them). A request the cells do not reach waits for a later step: others
+// end and give theirs back. Where no request can take a cell (every cell
+// held by a running request) and none waits for its reader, the newest
+// ends with ErrContextFull, which frees its cells. ok is false when there
+// is nothing to run.
 func (l *state) plan() (batch []model.Token, ok bool) {
 	l.batch, l.owners = l.batch[:0], l.owners[:0]
 	var gen, prompt []*request
@@ -222,24 +223,17 @@ func (l *state) plan() (batch []model.Token, ok bool) {
 	if len(gen)+len(prompt) == 0 {
 		return nil, false
 	}
-	// Cells: one per generating request and at least one for a prompt.
-	need := len(gen)
-	if len(prompt) > 0 {
-		need++
-	}
-	free := l.m.ContextSize() - l.m.CacheUsed()
-	for free < need {
-		if !l.evict() {
-			// Every cell belongs to a running request: the newest ends.
-			r := l.active[len(l.active)-1]
-			l.end(r, fmt.Errorf("%w: engine: the cache's %d cells are in use by %d requests", model.ErrContextFull, l.m.ContextSize(), len(l.active)))
-			return nil, true
+	free := func() int { return l.m.ContextSize() - l.m.CacheUsed() - len(l.batch) }
+	// room makes n cells free if it can, evicting idle sequences, and
+	// returns how many of n are.
+	room := func(n int) int {
+		for free() < n && l.evict() {
 		}
-		free = l.m.ContextSize() - l.m.CacheUsed()
+		return min(n, free())
 	}
-	budget := min(l.m.BatchSize(), free)
+	budget := l.m.BatchSize()
 	for _, r := range gen {
-		if budget == 0 {
+		if budget == 0 || room(1) == 0 {
 			break
 		}
 		l.batch = append(l.batch, model.Token{ID: r.last, Seq: r.slot.seq, Logits: true})
@@ -250,14 +244,106 @@ func (l *state) plan() (batch []model.Token, ok bool) {
 		if budget == 0 {
 			break
 		}
-		k := min(len(r.Prompt)-r.fed, budget)
+		if !r.started {
+			// A prompt starts once the cache can hold the rest of it and
+			// a token, so that cells do not go to many prompts of which
+			// none can finish; then it shares the longest prefix the
+			// cache holds (a request admitted beside the first one with
+			// the same system prompt finds it evaluated by now).
+			src, k := l.prefix(r)
+			if n := len(r.Prompt) - max(k, r.fed) + 1; room(n) < n {
+				break
+			}
+			if src != nil {
+				l.share(r, src, k)
+			}
+			r.started = true
+		}
+		k := room(min(len(r.Prompt)-r.fed, budget))
+		if k == 0 {
+			break
+		}
 		for j := range k {
 			l.batch = append(l.batch, model.Token{ID: r.Prompt[r.fed+j], Seq: r.slot.seq, Logits: r.fed+j == len(r.Prompt)-1})
 			l.owners = append(l.owners, r)
 		}
 		budget -= k
 	}
+	if len(l.batch) == 0 {
+		if len(gen)+len(prompt) < len(l.active) {
+			return nil, false // readers behind: their requests go on, and end, when they read
+		}
+		// Every cell is held by a running request and none can go on:
+		// the newest that holds cells gives them back and decodes its
+		// tokens again later (preempt); alone, a request always fits.
+		for i := len(l.active) - 1; i >= 0; i-- {
+			if r := l.active[i]; len(r.slot.toks) > 0 && i > 0 {
+				l.preempt(r)
+				return nil, true
+			}
+		}
+		r := l.active[len(l.active)-1]
+		l.end(r, fmt.Errorf("%w: engine: the cache's %d cells are held by %d running requests", model.ErrContextFull, l.m.ContextSize(), len(l.active)))
+		return nil, true
+	}
 	return l.batch, true
+}
+
+// preempt takes r's cells back, as vLLM's recompute preemption does: its
+// sequence is emptied, and what it held (its prompt and the tokens it
+// generated, and the last one sampled) becomes a prompt to decode again
+// once the cache has room, after which it goes on where it was: its
+// sampler and its stream are untouched.
+func (l *state) preempt(r *request) {
+	toks := slices.Clone(r.slot.toks)
+	if r.fed >= len(r.Prompt) && r.last >= 0 {
+		toks = append(toks, r.last) // generating: the token sampled last, not decoded yet
+	} else {
+		toks = slices.Clone(r.Prompt) // in its prompt: the prompt
+	}
+	if err := l.m.SeqRemove(r.slot.seq, -1, -1); err != nil {
+		l.end(r, err)
+		return
+	}
+	r.slot.toks = r.slot.toks[:0]
+	r.Prompt, r.fed, r.started = toks, 0, false
+	l.e.mu.Lock()
+	l.e.stats.Preempted++
+	l.e.mu.Unlock()
+}
+
+// prefix returns the sequence, other than r's, that holds the longest
+// prefix of r's prompt (but its last token) longer than what r has, and
+// its length; nil where none does.
+func (l *state) prefix(r *request) (*slot, int) {
+	want := r.Prompt[:len(r.Prompt)-1]
+	var src *slot
+	k := r.fed
+	for _, s := range l.slots {
+		if n := commonPrefix(s.toks, want); s != r.slot && n > k {
+			src, k = s, n
+		}
+	}
+	return src, k
+}
+
+// share gives r's sequence the first k tokens of src's (model's SeqCopy:
+// their cells serve both), in place of what it had.
+func (l *state) share(r *request, src *slot, k int) {
+	own := r.slot
+	if err := l.m.SeqRemove(own.seq, -1, -1); err != nil {
+		return
+	}
+	own.toks = own.toks[:0]
+	if err := l.m.SeqCopy(src.seq, own.seq, 0, k); err != nil {
+		r.fed = 0
+		return
+	}
+	own.toks = append(own.toks, src.toks[:k]...)
+	l.e.mu.Lock()
+	l.e.stats.Reused += k - r.fed
+	l.e.mu.Unlock()
+	r.fed = k
 }
 
 // evict frees the cells of the sequence idle the longest that holds any,
