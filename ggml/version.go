@@ -44,3 +44,11 @@ func goString(p *C.char) string {
 func CPUTiledFlashAttn() bool {
 	return strings.HasPrefix(Provider(), "system") || ownAVX512Kernels()
 }
+
+// OwnCPUKernels reports whether go-ggml's own CPU kernels run in the
+// provider's place (third_party/ggml/embedded/cpu: the tiled flash
+// attention of fattn.c, which also takes a q8_0 or q4_0 cache's keys and
+// values with f32 queries, where the provider's kernel rounds the queries
+// to q8_0): with the embedded provider on amd64 CPUs with AVX-512 F, BW and
+// VL unless GOGGML_CPU_VARIANT=x86-64-v3. Not a ggml call.
+func OwnCPUKernels() bool { return ownAVX512Kernels() }

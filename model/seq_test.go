@@ -100,11 +100,12 @@ type request struct {
 // waiting prompts' chunks and one token of every generating sequence,
 // requests arriving between steps and some cancelled mid-way, their cells
 // then reused), generate each the tokens it generates alone, and their
-// logits agree with the alone run's within f16 rounding (2e-3 of their
+// logits agree with the alone run's within f16 rounding (5e-3 of their
 // root mean square; an f16 cache, llama.cpp's default, whose products
-// round the queries and the attention weights to f16, which falls one way
-// or the other with the batch's shape: 1.6e-4 seen): up to 1, 2, 8 and 32
-// sequences at once, prompts of 1 to 40 tokens in random chunks,
+// round the queries and the attention weights to f16, and whose fused
+// kernel in the provider's code sums V in f16, which falls one way or the
+// other with the batch's shape: 1.6e-4 seen with go-ggml's kernels, 2.5e-3
+// with upstream's): up to 1, 2, 8 and 32 sequences at once, prompts of 1 to 40 tokens in random chunks,
 // the sequences' tokens interleaved in random order, batches cut in
 // computes of 16 tokens; with attention fused and by products (its queries
 // in chunks of 4).
@@ -225,7 +226,7 @@ func serve(t *testing.T, m *Model, rng *rand.Rand, reqs []*request, width int) {
 			k := len(r.got)
 			if !r.parted {
 				want := r.alone.logits[k]
-				require.Less(t, relDiff(l, want), 2e-3, "step %d, sequence %d, token %d", step, r.seq, k)
+				require.Less(t, relDiff(l, want), 5e-3, "step %d, sequence %d, token %d", step, r.seq, k)
 				id := argmaxOf(l)
 				if id != r.alone.tokens[k] {
 					require.Less(t, gap(want), 1e-2, "step %d, sequence %d, token %d: %d, alone %d", step, r.seq, k, id, r.alone.tokens[k])
@@ -490,7 +491,7 @@ func TestQuantizedCache(t *testing.T) {
 		one := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 8, CacheType: tc.ct})
 		ref := OpenReference(t, path)
 		ref.QuantCache = map[CacheType]ggml.Type{CacheQ8_0: ggml.TypeQ8_0, CacheQ4_0: ggml.TypeQ4_0}[tc.ct]
-		ref.F32Queries = ggml.CPUTiledFlashAttn()
+		ref.F32Queries = ggml.OwnCPUKernels()
 		CheckAgainstReference(t, one, ref, RandomTokens(rng, 40, vocab), 20, Tol{Best: 1e-5, Worst: 0.15})
 
 		o.FlashAttn = FlashAttnOff

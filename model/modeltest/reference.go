@@ -36,9 +36,8 @@ type Reference struct {
 	// and the queries to q8_0 unless F32Queries is set, as ggml's CPU
 	// flash attention does with a model of that cache (model.CacheQ8_0,
 	// model.CacheQ4_0): the provider's kernel multiplies q8_0 queries
-	// with the keys' blocks, go-ggml's tiled kernel
-	// (ggml.CPUTiledFlashAttn) f32 ones with the dequantized keys; both
-	// sum the values in f32.
+	// with the keys' blocks, go-ggml's tiled kernel (ggml.OwnCPUKernels)
+	// f32 ones with the dequantized keys; both sum the values in f32.
 	QuantCache ggml.Type
 	F32Queries bool
 	// RouterGap is the smallest gap, since Reset, between the router
