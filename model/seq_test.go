@@ -71,6 +71,28 @@ func gap(v []float32) float64 {
 	return a - b
 }
 
+// f16Bound bounds the largest difference between a sequence's logits in
+// a batch of many and alone, relative to their root mean square, with an
+// f16 cache: go-ggml's fused kernel keeps its sums in f32 (1.7e-3 seen
+// over 15 runs), the provider's and upstream's sum V in f16 (9.9e-3
+// seen), and random weights make a rounding that falls the other way
+// grow from layer to layer.
+var f16Bound = func() float64 {
+	if ggml.OwnCPUKernels() {
+		return 5e-3
+	}
+	return 3e-2
+}()
+
+// rmsOf is the root mean square of v.
+func rmsOf(v []float32) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	return math.Sqrt(s / float64(len(v)))
+}
+
 // relDiff is the largest difference between got and want relative to the
 // root mean square of want.
 func relDiff(got, want []float32) float64 {
@@ -100,12 +122,11 @@ type request struct {
 // waiting prompts' chunks and one token of every generating sequence,
 // requests arriving between steps and some cancelled mid-way, their cells
 // then reused), generate each the tokens it generates alone, and their
-// logits agree with the alone run's within f16 rounding (5e-3 of their
-// root mean square; an f16 cache, llama.cpp's default, whose products
-// round the queries and the attention weights to f16, and whose fused
-// kernel in the provider's code sums V in f16, which falls one way or the
-// other with the batch's shape: 1.6e-4 seen with go-ggml's kernels, 2.5e-3
-// with upstream's): up to 1, 2, 8 and 32 sequences at once, prompts of 1 to 40 tokens in random chunks,
+// logits agree with the alone run's within f16 rounding (f16Bound; an f16
+// cache, llama.cpp's default, whose products round the queries and the
+// attention weights to f16, and whose fused kernel in the provider's code
+// sums V in f16), tokens parting only at a near-tie: up to 1, 2, 8 and 32
+// sequences at once, prompts of 1 to 40 tokens in random chunks,
 // the sequences' tokens interleaved in random order, batches cut in
 // computes of 16 tokens; with attention fused and by products (its queries
 // in chunks of 4).
@@ -226,10 +247,10 @@ func serve(t *testing.T, m *Model, rng *rand.Rand, reqs []*request, width int) {
 			k := len(r.got)
 			if !r.parted {
 				want := r.alone.logits[k]
-				require.Less(t, relDiff(l, want), 5e-3, "step %d, sequence %d, token %d", step, r.seq, k)
+				require.Less(t, relDiff(l, want), f16Bound, "step %d, sequence %d, token %d", step, r.seq, k)
 				id := argmaxOf(l)
 				if id != r.alone.tokens[k] {
-					require.Less(t, gap(want), 1e-2, "step %d, sequence %d, token %d: %d, alone %d", step, r.seq, k, id, r.alone.tokens[k])
+					require.Less(t, gap(want), 2*f16Bound*rmsOf(want), "step %d, sequence %d, token %d: %d, alone %d", step, r.seq, k, id, r.alone.tokens[k])
 					r.parted = true
 				}
 			}
