@@ -361,15 +361,6 @@ type completionChoice struct {
 	FinishReason *string `json:"finish_reason"`
 }
 
-type completionResponse struct {
-	ID      string             `json:"id"`
-	Object  string             `json:"object"`
-	Created int64              `json:"created"`
-	Model   string             `json:"model"`
-	Choices []completionChoice `json:"choices"`
-	Usage   *usage             `json:"usage,omitempty"`
-}
-
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
 	if err := decode(r, &req); err != nil {
@@ -390,35 +381,75 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	resp := completionResponse{ID: newID("cmpl-"), Object: "text_completion", Created: s.now().Unix(), Model: s.opts.Name}
-	if !req.Stream {
+	answer(s, w, r, prompt, o, stops, &req.params, shape[completionChoice]{
+		id: "cmpl-", object: "text_completion", chunkObject: "text_completion",
+		whole: func(text string, reason *string) completionChoice {
+			return completionChoice{Text: text, FinishReason: reason}
+		},
+		piece: func(text string) completionChoice { return completionChoice{Text: text} },
+		end:   func(reason *string) completionChoice { return completionChoice{FinishReason: reason} },
+	})
+}
+
+// response is an answer of the completion endpoints, whole or a chunk of
+// a stream, with the endpoint's choices.
+type response[C any] struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Choices []C    `json:"choices"`
+	Usage   *usage `json:"usage,omitempty"`
+}
+
+// shape is how an endpoint's answers look: the id's prefix, the objects
+// of a whole answer and of a chunk, and its choice for the whole text,
+// for a streamed piece and for a stream's end; head, if set, is a
+// stream's first chunk.
+type shape[C any] struct {
+	id, object, chunkObject string
+	whole                   func(text string, reason *string) C
+	head                    func() C
+	piece                   func(text string) C
+	end                     func(reason *string) C
+}
+
+// answer generates after prompt and writes the answer in sh's shape:
+// whole, or streamed as server-sent events where p asks for it. A
+// request's error before the first piece is a JSON error; after it, an
+// error event.
+func answer[C any](s *Server, w http.ResponseWriter, r *http.Request, prompt []int32, o model.GenerateOptions, stops []string, p *params, sh shape[C]) {
+	resp := response[C]{ID: newID(sh.id), Object: sh.object, Created: s.now().Unix(), Model: s.opts.Name}
+	if !p.Stream {
 		var text strings.Builder
 		reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool { text.WriteString(t); return true })
 		if err != nil {
 			fail(w, err)
 			return
 		}
-		resp.Choices = []completionChoice{{Text: text.String(), FinishReason: &reason}}
+		resp.Choices = []C{sh.whole(text.String(), &reason)}
 		resp.Usage = newUsage(len(prompt), n)
 		writeJSON(w, http.StatusOK, resp)
 		return
 	}
-	// Streaming: the request's errors before the first token are JSON
-	// errors; after it, an error event.
+	resp.Object = sh.chunkObject
 	var out *sse
-	start := func() {
-		if out == nil {
-			out = s.newSSE(w)
+	start := func() bool {
+		if out != nil {
+			return true
 		}
+		out = s.newSSE(w)
+		if sh.head != nil {
+			resp.Choices = []C{sh.head()}
+			if !out.send(resp) {
+				return false
+			}
+		}
+		resp.Choices = []C{sh.piece("\x00piece\x00")}
+		out.setPiece(resp)
+		return true
 	}
-	reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool {
-		if out == nil {
-			start()
-			resp.Choices = []completionChoice{{Text: "\x00piece\x00"}}
-			out.setPiece(resp)
-		}
-		return out.piece(t)
-	})
+	reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool { return start() && out.piece(t) })
 	if err != nil {
 		if out == nil {
 			fail(w, err)
@@ -428,10 +459,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start()
-	resp.Choices = []completionChoice{{FinishReason: &reason}}
+	resp.Choices = []C{sh.end(&reason)}
 	out.send(resp)
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		resp.Choices, resp.Usage = []completionChoice{}, newUsage(len(prompt), n)
+	if p.StreamOptions != nil && p.StreamOptions.IncludeUsage {
+		resp.Choices, resp.Usage = []C{}, newUsage(len(prompt), n)
 		out.send(resp)
 	}
 	out.send(nil)
@@ -497,15 +528,6 @@ type chatChoice struct {
 	FinishReason *string    `json:"finish_reason"`
 }
 
-type chatResponse struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   *usage       `json:"usage,omitempty"`
-}
-
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if err := decode(r, &req); err != nil {
@@ -543,56 +565,16 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	resp := chatResponse{ID: newID("chatcmpl-"), Object: "chat.completion", Created: s.now().Unix(), Model: s.opts.Name}
-	if !req.Stream {
-		var text strings.Builder
-		reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool { text.WriteString(t); return true })
-		if err != nil {
-			fail(w, err)
-			return
-		}
-		content := text.String()
-		resp.Choices = []chatChoice{{Message: &chatDelta{Role: "assistant", Content: &content}, FinishReason: &reason}}
-		resp.Usage = newUsage(len(prompt), n)
-		writeJSON(w, http.StatusOK, resp)
-		return
-	}
-	resp.Object = "chat.completion.chunk"
-	var out *sse
-	start := func() bool {
-		if out == nil {
-			out = s.newSSE(w)
+	answer(s, w, r, prompt, o, stops, &req.params, shape[chatChoice]{
+		id: "chatcmpl-", object: "chat.completion", chunkObject: "chat.completion.chunk",
+		whole: func(text string, reason *string) chatChoice {
+			return chatChoice{Message: &chatDelta{Role: "assistant", Content: &text}, FinishReason: reason}
+		},
+		head: func() chatChoice {
 			empty := ""
-			resp.Choices = []chatChoice{{Delta: &chatDelta{Role: "assistant", Content: &empty}}}
-			return out.send(resp)
-		}
-		return true
-	}
-	reason, n, err := s.run(r.Context(), prompt, o, stops, func(t string) bool {
-		if out == nil {
-			if !start() {
-				return false
-			}
-			mark := "\x00piece\x00"
-			resp.Choices = []chatChoice{{Delta: &chatDelta{Content: &mark}}}
-			out.setPiece(resp)
-		}
-		return out.piece(t)
+			return chatChoice{Delta: &chatDelta{Role: "assistant", Content: &empty}}
+		},
+		piece: func(text string) chatChoice { return chatChoice{Delta: &chatDelta{Content: &text}} },
+		end:   func(reason *string) chatChoice { return chatChoice{Delta: &chatDelta{}, FinishReason: reason} },
 	})
-	if err != nil {
-		if out == nil {
-			fail(w, err)
-		} else {
-			s.streamError(out, err)
-		}
-		return
-	}
-	start()
-	resp.Choices = []chatChoice{{Delta: &chatDelta{}, FinishReason: &reason}}
-	out.send(resp)
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		resp.Choices, resp.Usage = []chatChoice{}, newUsage(len(prompt), n)
-		out.send(resp)
-	}
-	out.send(nil)
 }
