@@ -659,7 +659,8 @@ func TestLightningIndexerMisuse(t *testing.T) {
 // TestFlashAttnExt. K and V of q8_0 and q4_0 (a quantized KV cache) are
 // held to the reference over their dequantized values: the tiled kernel
 // dequantizes them and keeps the queries in f32; the provider rounds the
-// queries to q8_0 and sums V in f32.
+// queries to q8_0 and sums V in f32. Gemma 2's soft cap on the scores
+// too.
 func TestFlashAttnExtBatches(t *testing.T) {
 	rng := newRNG(t)
 	own := ggml.OwnAVX512Kernels()
@@ -668,32 +669,39 @@ func TestFlashAttnExtBatches(t *testing.T) {
 		D, N, KV, H, Hk, B int
 		mask               bool
 		typ                ggml.Type // of K and V
+		cap                float64   // the soft cap, or 0
 	}{
-		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16},
-		{64, 33, 64, 2, 1, 2, true, ggml.TypeF16},
-		{64, 16, 100, 2, 2, 1, false, ggml.TypeF16},
-		{32, 20, 70, 2, 1, 1, true, ggml.TypeF16},
-		{128, 12, 130, 2, 1, 1, true, ggml.TypeF16},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 0},
+		{64, 33, 64, 2, 1, 2, true, ggml.TypeF16, 0},
+		{64, 16, 100, 2, 2, 1, false, ggml.TypeF16, 0},
+		{32, 20, 70, 2, 1, 1, true, ggml.TypeF16, 0},
+		{128, 12, 130, 2, 1, 1, true, ggml.TypeF16, 0},
 		// Generation: one query, the heads of a KV head in one block
 		// (Llama 3.2 1B's 32 over 8, a small model's 12 over 4).
-		{64, 1, 700, 32, 8, 1, true, ggml.TypeF16},
-		{64, 1, 4160, 32, 8, 1, true, ggml.TypeF16}, // at a depth of 4096
-		{64, 1, 77, 12, 4, 1, true, ggml.TypeF16},
-		{64, 1, 1, 4, 1, 1, true, ggml.TypeF16},
-		{128, 1, 200, 8, 8, 1, false, ggml.TypeF16},
-		{32, 1, 129, 6, 2, 2, true, ggml.TypeF16},
+		{64, 1, 700, 32, 8, 1, true, ggml.TypeF16, 0},
+		{64, 1, 4160, 32, 8, 1, true, ggml.TypeF16, 0}, // at a depth of 4096
+		{64, 1, 77, 12, 4, 1, true, ggml.TypeF16, 0},
+		{64, 1, 1, 4, 1, 1, true, ggml.TypeF16, 0},
+		{128, 1, 200, 8, 8, 1, false, ggml.TypeF16, 0},
+		{32, 1, 129, 6, 2, 2, true, ggml.TypeF16, 0},
 		// A few queries: heads and queries together (5 × 6 rows of 32).
-		{64, 5, 90, 12, 2, 1, true, ggml.TypeF16},
-		{64, 7, 64, 8, 1, 1, true, ggml.TypeF16},
+		{64, 5, 90, 12, 2, 1, true, ggml.TypeF16, 0},
+		{64, 7, 64, 8, 1, 1, true, ggml.TypeF16, 0},
 		// A quantized cache: prompts, generation, a few queries.
-		{64, 40, 150, 4, 2, 1, true, ggml.TypeQ8_0},
-		{64, 1, 700, 32, 8, 1, true, ggml.TypeQ8_0},
-		{128, 5, 130, 4, 1, 1, true, ggml.TypeQ8_0},
-		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ4_0},
-		{32, 1, 129, 6, 2, 2, true, ggml.TypeQ4_0},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeQ8_0, 0},
+		{64, 1, 700, 32, 8, 1, true, ggml.TypeQ8_0, 0},
+		{128, 5, 130, 4, 1, 1, true, ggml.TypeQ8_0, 0},
+		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ4_0, 0},
+		{32, 1, 129, 6, 2, 2, true, ggml.TypeQ4_0, 0},
+		// Gemma 2's soft cap (50, over scores of up to about 5 here; 0.5
+		// makes it bite), a prompt and generation.
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 50},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 0.5},
+		{128, 1, 300, 8, 4, 1, true, ggml.TypeF16, 0.5},
+		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ8_0, 0.5},
 	} {
 		typ := tc.typ
-		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v_%v", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask, typ), func(t *testing.T) {
+		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v_%v_cap%g", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask, typ, tc.cap), func(t *testing.T) {
 			e := newEnv(t)
 			qv := randF32(rng, tc.D*tc.N*tc.H*tc.B)
 			Q := fromF32(qv, tc.D, tc.N, tc.H, tc.B)
@@ -761,11 +769,11 @@ func TestFlashAttnExtBatches(t *testing.T) {
 				M = &m
 			}
 			scale := 1 / math.Sqrt(float64(tc.D))
-			out := e.ctx.FlashAttnExt(q, k, v, mask, ggml.FlashAttnParams{Scale: float32(scale), Precision: ggml.PrecF32})
+			out := e.ctx.FlashAttnExt(q, k, v, mask, ggml.FlashAttnParams{Scale: float32(scale), LogitSoftcap: float32(tc.cap), Precision: ggml.PrecF32})
 			e.compute(out)
 			got, err := ggml.Data[float32](out)
 			require.NoError(t, err)
-			ref := attnRef(Q, K, V, M, nil, float64(float32(scale)), 0, 0)
+			ref := attnRef(Q, K, V, M, nil, float64(float32(scale)), 0, float64(float32(tc.cap)))
 			tol := 2e-5
 			switch {
 			case !own && typ == ggml.TypeF16:

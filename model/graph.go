@@ -50,21 +50,29 @@ var fusedMaxBatch = func() int {
 // fusedBatch reports whether a batch of n tokens attends by the fused
 // kernel: with flash attention, up to fusedMaxBatch tokens, and up to
 // untiledFusedMaxBatch where the network caps its attention's scores
-// (SoftCapper), which go-ggml's tiled kernel does not take.
+// (SoftCapper) and go-ggml's tiled kernel, which takes the cap, does not
+// run (cappedSlow).
 func (m *Model) fusedBatch(n int) bool {
 	if m.quantCache() {
 		return true // the products cannot read a quantized cache's V (and m.flash holds)
 	}
-	if m.capped {
+	if m.capped && cappedSlow {
 		return m.flash && n <= min(fusedMaxBatch, untiledFusedMaxBatch)
 	}
 	return m.flash && n <= fusedMaxBatch
 }
 
 // untiledFusedMaxBatch is fusedMaxBatch where the fused kernel is not
-// tiled, and for attention with a soft cap, which go-ggml's tiled kernel
-// does not take.
+// tiled, and for attention with a soft cap where go-ggml's own tiled
+// kernel does not run (cappedSlow).
 const untiledFusedMaxBatch = 32
+
+// cappedSlow: the fused kernel goes query by query for attention with a
+// soft cap (Gemma 2's), so a capped prompt attends by products: where
+// go-ggml's own kernels do not run (ggml.OwnCPUKernels). Upstream's tiled
+// kernel (the system provider) is not used with a cap here either, as
+// before its speed with one was measured.
+var cappedSlow = !ggml.OwnCPUKernels()
 
 // attnChunk is the most queries one attention product takes in batches
 // that attend by matrix products: a prompt of 512 tokens attends in 4
@@ -239,11 +247,11 @@ func (b *Batch) Attention(il int, q, k, v *ggml.Tensor, p AttentionParams) *ggml
 		window = nonCausal
 	}
 	fullMask := b.mask(window)
-	// go-ggml's tiled kernel takes no soft cap: a capped prompt's batch
-	// would fall to the provider's kernel, which goes query by query
+	// Where go-ggml's tiled kernel does not run (cappedSlow), a capped
+	// prompt's batch would go to the provider's kernel, query by query
 	// (Gemma 2's 512-token prompts took 1.25 of llama.cpp's time): it
 	// attends by products, over the same cache and the f16 mask.
-	if s.fused && (m.quantCache() || !(p.Softcap > 0 && n > untiledFusedMaxBatch)) {
+	if s.fused && (m.quantCache() || !(cappedSlow && p.Softcap > 0 && n > untiledFusedMaxBatch)) {
 		vView := ctx.View3D(l.v, hd, int64(nKV), nhkv, row, head, 0) // [hd, nKV, kv heads]
 		fa := ctx.FlashAttnExt(ctx.Permute(q, 0, 2, 1, 3), kView, vView, fullMask,
 			ggml.FlashAttnParams{Scale: scale, LogitSoftcap: p.Softcap, Precision: ggml.PrecF32}) // [hd, heads, n]

@@ -28,7 +28,7 @@
 // 16, at most 256), or q8_0 or q4_0 ones (a quantized cache; heads of
 // whole blocks of 32), converted to f32 with their blocks' scales (where
 // the provider rounds the query to q8_0 to take its products with q8_0
-// or q4_0 keys), an f16 mask or none, no ALiBi, no soft-capping, no
+// or q4_0 keys), an f16 mask or none, a soft cap or none, no ALiBi, no
 // sinks, on CPUs with AVX-512 (F, BW, VL) unless
 // GOGGML_CPU_VARIANT=x86-64-v3. Everything else goes to the provider's
 // code.
@@ -72,6 +72,16 @@ GOGGML_FA_TARGET static inline __m512 goggml_fa_exp(__m512 x) {
 	p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.0000001201e-1f));
 	p = _mm512_fmadd_ps(p, _mm512_mul_ps(f, f), _mm512_add_ps(f, _mm512_set1_ps(1.0f)));
 	return _mm512_maskz_mov_ps((__mmask16)~zero, _mm512_scalef_ps(p, n));
+}
+
+// goggml_fa_cap is c·tanh(x) for 16 floats, tanh(x) = 1 - 2/(e^2x + 1)
+// (e^2x by goggml_fa_exp, which is 0 below -87 and finite up to 88: 1
+// and -1 at the ends).
+GOGGML_FA_TARGET static inline __m512 goggml_fa_cap(__m512 x, float c) {
+	const __m512 one = _mm512_set1_ps(1.0f);
+	const __m512 e = goggml_fa_exp(_mm512_add_ps(x, x));
+	const __m512 t = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+	return _mm512_mul_ps(t, _mm512_set1_ps(c));
 }
 
 // goggml_fa_load16 returns values 16c to 16c+15 of a row of K or V of
@@ -156,12 +166,15 @@ GOGGML_FA_TARGET static inline void goggml_fa_transpose16(__m512 r[16], float *k
 // being query q0 + r % nq of head h0 + r / nq. The heads share their K
 // and V heads.
 GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const struct ggml_tensor *dst, int64_t q0,
-                                             int64_t nq, int64_t h0, int64_t nh, int64_t iq3, float scale) {
+                                             int64_t nq, int64_t h0, int64_t nh, int64_t iq3, float scale, float softcap) {
 	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
 	const int64_t D = k->ne[0], nkv = k->ne[1], DC = D / 16, nr = nq * nh;
 	const int64_t ik2 = h0 / (q->ne[2] / k->ne[2]), ik3 = iq3 / (q->ne[3] / k->ne[3]);
 	const int64_t iv2 = h0 / (q->ne[2] / v->ne[2]), iv3 = iq3 / (q->ne[3] / v->ne[3]);
-	const __m512 vscale = _mm512_set1_ps(scale);
+	// With a soft cap (Gemma 2's), a score is softcap·tanh(scale·q·k /
+	// softcap), as ggml's kernels take it: the queries are scaled by
+	// scale/softcap and each block's scores capped (goggml_fa_cap).
+	const __m512 vscale = _mm512_set1_ps(softcap > 0.0f ? scale / softcap : scale);
 	const ggml_fp16_t *mrow[GOGGML_FA_BQ];
 	for (int64_t r = 0; r < nr; r++) {
 		const int64_t iq1 = q0 + r % nq, iq2 = h0 + r / nq;
@@ -239,6 +252,11 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 				s3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(kd + 48), s3);
 			}
 			__m512 sv[4] = {s0, s1, s2, s3};
+			if (softcap > 0.0f) {
+				for (int c = 0; c < 4; c++) {
+					sv[c] = goggml_fa_cap(sv[c], softcap);
+				}
+			}
 			__m512 vmax = _mm512_set1_ps(-INFINITY);
 			for (int c = 0; c < 4; c++) {
 				const int64_t j0 = 16 * c;
@@ -321,7 +339,7 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 // (later blocks of a causal mask see more cells). From BQ/4 queries on, a
 // block is BQ queries of one head; under that, it is all the queries of
 // the heads that share a KV head (as many of them as fit in BQ rows).
-static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggml_tensor *dst, float scale) {
+static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggml_tensor *dst, float scale, float softcap) {
 	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
 	const int64_t nq = q->ne[1];
 	int64_t bq = GOGGML_FA_BQ, bh = 1; // queries and heads of a block
@@ -352,7 +370,7 @@ static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggm
 		const int64_t qb = t % nqb, hb = (t / nqb) % nhb, iq3 = t / (nqb * nhb);
 		const int64_t q0 = qb * bq;
 		const int64_t n = nq - q0 < bq ? nq - q0 : bq;
-		goggml_fa_block(&b, dst, q0, n, hb * bh, bh, iq3, scale);
+		goggml_fa_block(&b, dst, q0, n, hb * bh, bh, iq3, scale, softcap);
 	}
 	free(mem);
 }
@@ -373,9 +391,9 @@ void goggml_compute_forward_flash_attn_ext(const struct ggml_compute_params *par
 	    dst->type == GGML_TYPE_F32 && D % 16 == 0 && D <= GOGGML_FA_DMAX && v->ne[0] == D && q->ne[0] == D &&
 	    q->nb[0] == sizeof(float) &&
 	    dst->nb[0] == sizeof(float) && (mask == NULL || (mask->type == GGML_TYPE_F16 && mask->nb[0] == sizeof(ggml_fp16_t))) &&
-	    dst->src[4] == NULL && max_bias == 0.0f && softcap == 0.0f && q->ne[1] >= 1 && k->ne[2] > 0 && v->ne[2] > 0 &&
+	    dst->src[4] == NULL && max_bias == 0.0f && softcap >= 0.0f && q->ne[1] >= 1 && k->ne[2] > 0 && v->ne[2] > 0 &&
 	    q->ne[2] % k->ne[2] == 0 && q->ne[2] % v->ne[2] == 0) {
-		goggml_fa_batch(params, dst, scale);
+		goggml_fa_batch(params, dst, scale, softcap);
 		return;
 	}
 #endif
