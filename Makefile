@@ -188,7 +188,7 @@ bench-tokenizer: setup llamacpp
 # go test's flags $(1), and prints the table.
 llama_pairs = for a in $(LLAMA_ARCHS); do for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
 		GGML_BENCH_LLAMA_ARCH=$$a GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
-		$(GO) test $(1) -run '^$$' -bench 'LlamaCpp' -benchtime 2x -timeout 60m ./model | grep -v warmup || exit 1; \
+		$(GO) test $(1) -run '^$$' -bench '^BenchmarkLlamaCpp$$' -benchtime 2x -timeout 60m ./model | grep -v warmup || exit 1; \
 	done; done; done; done | $(GO) run ./bench/table
 
 bench-llama: setup llamacpp
