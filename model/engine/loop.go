@@ -169,10 +169,6 @@ func commonPrefix(a, b []int32) int {
 // its sequence keeps its cells for a later prompt that begins the same
 // way until another request needs it.
 func (l *state) end(r *request, err error) {
-	if err != nil {
-		r.out <- event{tok: -1, err: err} // out keeps room for it
-	}
-	close(r.out)
 	r.stopWake()
 	if s := r.slot; s != nil {
 		s.req, s.used = nil, l.steps
@@ -184,6 +180,12 @@ func (l *state) end(r *request, err error) {
 	l.e.mu.Lock()
 	l.e.stats.Active = len(l.active)
 	l.e.mu.Unlock()
+	// The stream ends last: its reader sees the engine's counts without
+	// this request.
+	if err != nil {
+		r.out <- event{tok: -1, err: err} // out keeps room for it
+	}
+	close(r.out)
 }
 
 // sweep ends the requests whose context is done, with its error after
