@@ -4,11 +4,14 @@
 // requests from any number of goroutines, and in each step runs one
 // model.Model.Decode of the waiting prompts' chunks and one token of every
 // sequence that is generating, so that one read of each weight serves
-// them all. It admits requests between steps, frees a finished or
-// cancelled request's cells at once, and gives a prompt the cells of the
-// longest prefix it shares with what the cache holds (a system prompt
-// shared by many requests is evaluated once). Its queue is bounded: a full
-// one is an ErrQueueFull error, never unbounded memory.
+// them all. It admits requests between steps and gives a prompt the cells
+// of the longest prefix it shares with what the cache holds (a system
+// prompt shared by many requests is evaluated once); a finished request's
+// cells stay for such a prompt until they are needed, a cancelled one's
+// are freed at the next step. Where the cache is short of cells, prompts
+// wait for room, and if no request can go on, the newest gives its cells
+// back to decode its tokens again later. Its queue is bounded: a full one
+// is an ErrQueueFull error, never unbounded memory.
 //
 // The engine is the model's one user while it runs: the model's own
 // methods are ggml.ErrBusy errors during a step. Nothing here depends on
