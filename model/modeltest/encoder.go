@@ -1,7 +1,6 @@
 package modeltest
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -38,19 +37,8 @@ func ReadEncoderReference(f *gguf.File) (*EncoderReference, error) {
 	if c.Arch != "bert" {
 		return nil, fmt.Errorf("modeltest: the encoder reference runs bert, not %s", c.Arch)
 	}
-	var errs []error
-	must := func(name string) matrix {
-		m, err := readMatrix(f, name)
-		errs = append(errs, err)
-		return m
-	}
-	vec := func(name string) []float64 { return must(name).w }
-	opt := func(name string) []float64 {
-		if _, ok := f.Tensor(name); !ok {
-			return nil
-		}
-		return vec(name)
-	}
+	tr := &tensorReader{f: f}
+	must, vec, opt := tr.must, tr.vec, tr.opt
 	r := &EncoderReference{c: c, emb: must("token_embd.weight"), pos: must("position_embd.weight"),
 		types: opt("token_types.weight"), normW: vec("token_embd_norm.weight"), normB: vec("token_embd_norm.bias")}
 	for i := range c.BlockCount {
@@ -63,8 +51,8 @@ func ReadEncoderReference(f *gguf.File) (*EncoderReference, error) {
 			outW: vec(p + "layer_output_norm.weight"), outB: vec(p + "layer_output_norm.bias"),
 		})
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if tr.err != nil {
+		return nil, tr.err
 	}
 	return r, nil
 }

@@ -252,28 +252,14 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 	if err != nil {
 		return nil, err
 	}
-	get := func(name string) (matrix, error) { return readMatrix(f, name) }
 	r := &Reference{c: c, neox: c.Arch != "llama"}
 	if c.Arch == "gemma2" || c.Arch == "gemma3" {
 		if r.gemma, err = readGemma(f, c); err != nil {
 			return nil, err
 		}
 	}
-	var errs []error
-	must := func(name string) matrix {
-		v, err := get(name)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		return v
-	}
-	vec := func(name string) []float64 { return must(name).w }
-	opt := func(name string) []float64 {
-		if _, ok := f.Tensor(name); !ok {
-			return nil
-		}
-		return vec(name)
-	}
+	tr := &tensorReader{f: f}
+	must, vec, opt := tr.must, tr.vec, tr.opt
 	r.emb = must("token_embd.weight")
 	r.outN = vec("output_norm.weight")
 	r.out = r.emb
@@ -326,11 +312,38 @@ func ReadReference(f *gguf.File) (*Reference, error) {
 		}
 		r.layers = append(r.layers, l)
 	}
-	if len(errs) > 0 {
-		return nil, errs[0]
+	if tr.err != nil {
+		return nil, tr.err
 	}
 	r.Reset()
 	return r, nil
+}
+
+// tensorReader reads a file's tensors for a reference, keeping the first
+// error.
+type tensorReader struct {
+	f   *gguf.File
+	err error
+}
+
+// must reads tensor name (readMatrix).
+func (t *tensorReader) must(name string) matrix {
+	m, err := readMatrix(t.f, name)
+	if err != nil && t.err == nil {
+		t.err = err
+	}
+	return m
+}
+
+// vec reads tensor name's values.
+func (t *tensorReader) vec(name string) []float64 { return t.must(name).w }
+
+// opt reads tensor name's values, or returns nil where the file has none.
+func (t *tensorReader) opt(name string) []float64 {
+	if _, ok := t.f.Tensor(name); !ok {
+		return nil
+	}
+	return t.vec(name)
 }
 
 // readMatrix reads tensor name of f as a matrix: its values as float64,
