@@ -30,7 +30,13 @@ version=v0.0.0-$(date -u +%Y%m%d%H%M%S)-$(cd "$repo" && git rev-parse --short=12
 # A file proxy holding go-ggml at HEAD (committed files only).
 proxy=$work/proxy/github.com/go-ggml/ggml/@v
 mkdir -p "$proxy"
-(cd "$repo" && git archive --format=zip --prefix="github.com/go-ggml/ggml@$version/" -o "$proxy/$version.zip" HEAD)
+# A folder with a go.mod of its own is another module (model/server/openaitest):
+# a module zip leaves it out, as the Go proxy's zips do.
+nested=()
+while IFS= read -r mod; do
+  [ "$mod" = go.mod ] || nested+=(":(exclude)$(dirname "$mod")")
+done < <(cd "$repo" && git ls-files -- '*go.mod')
+(cd "$repo" && git archive --format=zip --prefix="github.com/go-ggml/ggml@$version/" -o "$proxy/$version.zip" HEAD -- . "${nested[@]}")
 cp "$repo/go.mod" "$proxy/$version.mod"
 echo "{\"Version\":\"$version\"}" >"$proxy/$version.info"
 echo "$version" >"$proxy/list"
@@ -52,7 +58,7 @@ export GOPROXY="file://$work/proxy,file://$cache/cache/download,$("$go" env GOPR
 export GONOSUMDB=github.com/go-ggml/ggml GOFLAGS=-modcacherw=false
 unset CGO_CFLAGS CGO_CXXFLAGS CGO_CPPFLAGS CGO_LDFLAGS
 "$go" mod init example.com/app >/dev/null 2>&1
-"$go" get "github.com/go-ggml/ggml@$version" >/dev/null 2>&1
+"$go" get "github.com/go-ggml/ggml@$version" >"$work/get.log" 2>&1 || { cat "$work/get.log" >&2; exit 1; }
 "$go" mod tidy
 echo "outside: building the quick start against github.com/go-ggml/ggml@$version, no environment"
 "$go" build -o app .
@@ -70,7 +76,7 @@ fi
 
 # The bench package's tests, compiled from the module cache as they are
 # there: -t adds what they import (testify) to the user's go.sum.
-"$go" get -t "github.com/go-ggml/ggml/bench@$version" >/dev/null 2>&1
+"$go" get -t "github.com/go-ggml/ggml/bench@$version" >"$work/get.log" 2>&1 || { cat "$work/get.log" >&2; exit 1; }
 "$go" test -c -o bench-default.test github.com/go-ggml/ggml/bench
 "$go" test -c -tags ggml_native -o bench-native.test github.com/go-ggml/ggml/bench
 dir=$("$go" list -f '{{.Dir}}' github.com/go-ggml/ggml/bench)
