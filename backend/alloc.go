@@ -173,6 +173,9 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 
 	defer runtime.KeepAlive(a.buf)
 	defer runtime.KeepAlive(t)
+	// An RPC buffer asks its server for the size: an abort there (a
+	// failed exchange) is an error.
+	defer bridge.Catch(&err)
 	size := uint64(C.ggml_backend_buffer_get_alloc_size(a.buf.c, tc))
 	align := uint64(a.c.alignment)
 	size = (size + align - 1) / align * align
@@ -180,7 +183,6 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if off := uint64(a.c.offset); off > total || size > total-off {
 		return fmt.Errorf("%w: Tallocr.Alloc: tensor %v needs %d bytes, the buffer has %d left", ggml.ErrNoMemory, t, size, total-min(off, total))
 	}
-	defer bridge.Catch(&err)
 	if err := statusErr(C.ggml_tallocr_alloc(&a.c, tc)); err != nil {
 		return err
 	}

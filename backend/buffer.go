@@ -476,10 +476,15 @@ func AllocContextTensorsFromType(ctx *ggml.Context, bt *BufferType) (*Buffer, er
 
 // ContextTensorsSize returns the bytes AllocContextTensorsFromType would
 // allocate (ggml_backend_alloc_ctx_tensors_from_buft_size).
-func ContextTensorsSize(ctx *ggml.Context, bt *BufferType) (uint64, error) {
+func ContextTensorsSize(ctx *ggml.Context, bt *BufferType) (n uint64, err error) {
 	if err := bt.usable(); err != nil {
 		return 0, err
 	}
+	releaseBT, err := bt.link().Hold()
+	if err != nil {
+		return 0, err
+	}
+	defer releaseBT()
 	cc, err := contextPtr(ctx)
 	if err != nil {
 		return 0, err
@@ -488,6 +493,7 @@ func ContextTensorsSize(ctx *ggml.Context, bt *BufferType) (uint64, error) {
 		return 0, fmt.Errorf("%w: a context that keeps data in its own memory has nothing to allocate in a buffer", ggml.ErrInvalid)
 	}
 	defer runtime.KeepAlive(ctx)
+	defer bridge.Catch(&err) // an RPC type asks its server for sizes
 	return uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c)), nil
 }
 
@@ -536,7 +542,14 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 			bridge.TensorOf(t).ResetStorage()
 		}
 	}
-	size := uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c))
+	// An RPC type asks its server for sizes: an abort there is an error.
+	size, err := func() (n uint64, err error) {
+		defer bridge.Catch(&err)
+		return uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c)), nil
+	}()
+	if err != nil {
+		return nil, err
+	}
 	if len(pending) == 0 || size == 0 {
 		return nil, fmt.Errorf("%w: the context has no tensor left to allocate", ggml.ErrInvalid)
 	}
