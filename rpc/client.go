@@ -50,6 +50,12 @@ var (
 	// while Connect runs, Options.IOTimeout after). It comes with
 	// ErrConnect or ErrBroken.
 	ErrTimeout = errors.New("no answer in time")
+	// ErrBadAnswer: the server sent a number ggml's client cannot take
+	// (more than MaxDevices devices, an alignment that is not a power of
+	// two, a buffer smaller than asked for, ...). The relay checks every
+	// number ggml's client sizes, aligns or places memory by before it
+	// gets there. It comes with ErrConnect or ErrBroken.
+	ErrBadAnswer = errors.New("invalid answer")
 )
 
 // Error is an error about one server: Endpoint names it, Err wraps the
@@ -63,6 +69,10 @@ func unsupported(call string) error {
 	return fmt.Errorf("%w: %s, built with -DGGML_RPC=ON", backend.ErrUnsupported, bridge.NeedsUpstream("rpc."+call+" (ggml's RPC backend)"))
 }
 
+// DefaultIOTimeout is Options.IOTimeout's value when it is 0: a server
+// connected but silent for this long is taken for dead.
+const DefaultIOTimeout = 2 * time.Minute
+
 // Options configure Connect.
 type Options struct {
 	// Timeout bounds Connect: the connection, the handshakes, and every
@@ -71,9 +81,11 @@ type Options struct {
 	// IOTimeout bounds each wait for the server after Connect: for the
 	// answer to a request (ggml's client waits for a compute at the
 	// next request that has an answer, so set it above the longest
-	// compute) and for the server to take a request. A server silent for
-	// longer breaks the connection (ErrBroken with ErrTimeout). 0 is no
-	// limit.
+	// compute) and for the server to take a request. A wait is for a
+	// whole answer of up to 256 bytes, or for each 4 MiB of a larger one
+	// or of a request: a server that trickles bytes does not renew it. A
+	// server silent for longer breaks the connection (ErrBroken with
+	// ErrTimeout). 0 is DefaultIOTimeout; a negative value is no limit.
 	IOTimeout time.Duration
 }
 
@@ -142,15 +154,20 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	}
 	ep := net.JoinHostPort(host, strconv.Itoa(port))
 	timeout := 10 * time.Second
-	var ioTimeout time.Duration
+	ioTimeout := DefaultIOTimeout
 	if opts != nil {
-		if opts.Timeout < 0 || opts.IOTimeout < 0 {
-			return nil, &Error{Endpoint: ep, Err: fmt.Errorf("%w: negative timeout (Timeout %v, IOTimeout %v)", ggml.ErrInvalid, opts.Timeout, opts.IOTimeout)}
+		if opts.Timeout < 0 {
+			return nil, &Error{Endpoint: ep, Err: fmt.Errorf("%w: negative Timeout %v", ggml.ErrInvalid, opts.Timeout)}
 		}
 		if opts.Timeout > 0 {
 			timeout = opts.Timeout
 		}
-		ioTimeout = opts.IOTimeout
+		switch {
+		case opts.IOTimeout < 0:
+			ioTimeout = 0 // none
+		case opts.IOTimeout > 0:
+			ioTimeout = opts.IOTimeout
+		}
 	}
 	deadline := time.Now().Add(timeout)
 	mu.Lock()
@@ -180,7 +197,7 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, &Error{Endpoint: ep, Err: err}
 	}
-	r, err := newRelay(addr.String(), deadline, ioTimeout)
+	r, err := newRelay(addr.String(), deadline, ioTimeout, info.devices)
 	if err != nil {
 		return nil, &Error{Endpoint: ep, Err: err}
 	}

@@ -42,9 +42,18 @@
 //     never lets anyone use), so that nothing aborts, and Connect fails
 //     (ErrConnect, ErrTimeout or ErrVersion). No behaviour of one server
 //     disables RPC for the others.
-//   - After Connect, Options.IOTimeout (none by default) bounds each wait
-//     for the server. A server that goes silent for longer, hangs up, or
-//     answers with a size its request does not have is seen by the relay
+//   - Numbers ggml's client trusts: a device count, an alignment, the
+//     largest buffer, a buffer's size and base address, a tensor's size.
+//     ggml's client sizes, aligns and places memory by them (a count of
+//     2^32-1 ran it out of memory, an alignment of 0 divided by zero).
+//     The relay holds each to what the client can take before passing it
+//     on (at most MaxDevices devices, alignments a power of two, buffers
+//     no smaller than asked for and not wrapping the address space); a
+//     number outside is ErrBadAnswer, with ErrConnect or ErrBroken.
+//   - After Connect, Options.IOTimeout (DefaultIOTimeout, 2 minutes,
+//     unless set) bounds each wait for the server. A server that goes
+//     silent for longer, hangs up, answers with a size its request does
+//     not have or with a number it cannot have is seen by the relay
 //     before ggml's client: the relay breaks that connection and hangs up
 //     on ggml's client, which aborts on the calling goroutine, holding no
 //     lock; the call returns the *Error (ErrBroken, with ErrTimeout for a

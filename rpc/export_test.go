@@ -1,8 +1,14 @@
 package rpc
 
+import "time"
+
 // RelayPort returns the port of the relay that ggml's client of c connects
 // to.
 func RelayPort(c *Client) int { return c.relay.port }
 
 // Key returns the endpoint string ggml knows c's connection by.
 func Key(c *Client) string { return c.key }
+
+// WaitLimit returns the bound of each wait for c's server after Connect
+// (0: none).
+func WaitLimit(c *Client) time.Duration { return c.relay.timeout }

@@ -106,10 +106,14 @@ func handshake(addr string, client Version, timeout time.Duration) (serverInfo, 
 	if binary.LittleEndian.Uint64(ans[:8]) != 4 {
 		return info, fmt.Errorf("%w: malformed answer to DEVICE_COUNT", ErrVersion)
 	}
-	info.devices = int(binary.LittleEndian.Uint32(ans[8:]))
-	if info.devices == 0 {
+	count := binary.LittleEndian.Uint32(ans[8:])
+	if count == 0 {
 		return info, fmt.Errorf("%w: the server offers no device", ErrConnect)
 	}
+	if count > MaxDevices {
+		return info, fmt.Errorf("%w: %w: the server claims %d devices (at most %d)", ErrConnect, ErrBadAnswer, count, MaxDevices)
+	}
+	info.devices = int(count)
 	return info, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,7 @@ type relay struct {
 	ln      net.Listener
 	port    int           // the listener's port on 127.0.0.1
 	timeout time.Duration // Options.IOTimeout after Connect (0: none)
+	devices int           // the device count the handshake was told
 	onFail  func(error)   // the first failure, after Connect (breaks the link)
 
 	mu         sync.Mutex
@@ -52,6 +54,7 @@ type relay struct {
 	deadline   time.Time // Connect's deadline
 	err        error     // the first failure; the relay passes nothing after it
 	sessions   map[*session]bool
+	buffers    map[uint64]uint64 // the server's buffers: remote_ptr -> size
 	closed     bool
 	reported   atomic.Bool // onAssert returned this failure once
 	wg         sync.WaitGroup
@@ -65,21 +68,40 @@ type session struct {
 	pending chan expect
 }
 
-// expect is an answer ggml's client waits for: to request cmd, size bytes.
+// expect is an answer ggml's client waits for: to request cmd, size
+// bytes. arg is what the relay checks the answer against: the size asked
+// for (ALLOC_BUFFER), the buffer (BUFFER_GET_BASE).
 type expect struct {
 	cmd  byte
 	size uint64
+	arg  uint64
 }
 
 // The commands of protocol 5.1.0 (rpc_cmd) that the relay tells apart,
 // and the size of the answer to each (-1: no answer; GET_TENSOR's is the
 // size it asks for).
 const (
-	cmdAllocBuffer  = 0
-	cmdGetAlignment = 1
-	cmdGetMaxSize   = 2
-	cmdGetTensor    = 8
-	cmdCount        = 18
+	cmdAllocBuffer   = 0
+	cmdGetAlignment  = 1
+	cmdGetMaxSize    = 2
+	cmdBufferGetBase = 3
+	cmdFreeBuffer    = 4
+	cmdGetTensor     = 8
+	cmdGetAllocSize  = 13
+	cmdCount         = 18
+)
+
+// The bounds the relay holds a server's numbers to (see check).
+const (
+	// MaxDevices is the most devices a server may offer: ggml's client
+	// makes a device object for each one the server counts.
+	MaxDevices = 256
+	// maxAlignment is the largest buffer alignment taken (GPUs ask for
+	// 256 bytes at most).
+	maxAlignment = 1 << 20
+	// maxBytes bounds every size a server names (buffers, tensors): 1
+	// PiB, far from where ggml's size arithmetic would wrap.
+	maxBytes = 1 << 50
 )
 
 var (
@@ -103,13 +125,13 @@ const chunk = 4 << 20
 // newRelay listens on 127.0.0.1 for ggml's client, for a server at
 // target, in Connect's mode until serve, with deadline bounding every wait
 // meanwhile.
-func newRelay(target string, deadline time.Time, timeout time.Duration) (*relay, error) {
+func newRelay(target string, deadline time.Time, timeout time.Duration, devices int) (*relay, error) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("%w: the relay for ggml's client cannot listen on 127.0.0.1: %v", ErrConnect, err)
 	}
-	r := &relay{target: target, ln: ln, port: ln.Addr().(*net.TCPAddr).Port, timeout: timeout,
-		connecting: true, deadline: deadline, sessions: map[*session]bool{}}
+	r := &relay{target: target, ln: ln, port: ln.Addr().(*net.TCPAddr).Port, timeout: timeout, devices: devices,
+		connecting: true, deadline: deadline, sessions: map[*session]bool{}, buffers: map[uint64]uint64{}}
 	r.wg.Add(1)
 	go r.accept()
 	return r, nil
@@ -316,17 +338,26 @@ func (s *session) requests() {
 		if cmd == cmdHello && n == connCapsSize {
 			clear(payload) // plain TCP: no transport upgrade past the relay
 		}
+		if cmd == cmdFreeBuffer && n == 8 {
+			r.mu.Lock()
+			delete(r.buffers, binary.LittleEndian.Uint64(payload))
+			r.mu.Unlock()
+		}
 		if want := answerSize[cmd]; want >= 0 {
-			size := uint64(want)
-			if cmd == cmdGetTensor {
-				if payload == nil || n < 16 {
-					r.fail(fmt.Errorf("%w: ggml's client sent a malformed GET_TENSOR", ErrBroken))
-					s.client.Close()
-					return
-				}
-				size = binary.LittleEndian.Uint64(payload[n-8:])
+			e := expect{cmd: cmd, size: uint64(want)}
+			switch {
+			case cmd == cmdGetTensor && payload != nil && n >= 16:
+				e.size = binary.LittleEndian.Uint64(payload[n-8:])
+			case cmd == cmdAllocBuffer && n == 12: // | device (4) | size (8) |, packed
+				e.arg = binary.LittleEndian.Uint64(payload[4:])
+			case cmd == cmdBufferGetBase && n == 8: // | remote_ptr (8) |
+				e.arg = binary.LittleEndian.Uint64(payload)
+			case cmd == cmdGetTensor, cmd == cmdAllocBuffer, cmd == cmdBufferGetBase:
+				r.fail(fmt.Errorf("%w: ggml's client sent a malformed %s", ErrBroken, cmdNames[cmd]))
+				s.client.Close()
+				return
 			}
-			s.pending <- expect{cmd: cmd, size: size}
+			s.pending <- e
 		}
 		if r.Err() != nil || s.server == nil {
 			// Not passed on: answers() answers or hangs up.
@@ -433,8 +464,11 @@ func (s *session) drain() {
 // pass copies one answer from the server to ggml's client; partial: part
 // of it reached ggml's client before err.
 func (s *session) pass(e expect) (partial bool, err error) {
+	// One deadline for the header and a small answer: a server that
+	// trickles bytes does not renew it.
+	deadline := s.r.deadlineNow()
 	var hdr [8]byte
-	if err := s.recv(hdr[:]); err != nil {
+	if err := s.recv(hdr[:], deadline); err != nil {
 		return false, s.serverErr(err, "answering "+cmdNames[e.cmd])
 	}
 	if got := binary.LittleEndian.Uint64(hdr[:]); got != e.size {
@@ -449,8 +483,11 @@ func (s *session) pass(e expect) (partial bool, err error) {
 		// answered for (while Connect runs).
 		var buf [256 + 8]byte
 		copy(buf[:], hdr[:])
-		if err := s.recv(buf[8 : 8+e.size]); err != nil {
+		if err := s.recv(buf[8:8+e.size], deadline); err != nil {
 			return false, s.serverErr(err, "answering "+cmdNames[e.cmd])
+		}
+		if err := s.r.check(e, buf[8:8+e.size]); err != nil {
+			return false, err
 		}
 		if _, err := s.client.Write(buf[:8+e.size]); err != nil {
 			return false, errClientGone
@@ -476,12 +513,12 @@ func (s *session) pass(e expect) (partial bool, err error) {
 	return false, nil
 }
 
-// recv reads len(b) bytes from the server within the wait's deadline.
-func (s *session) recv(b []byte) error {
+// recv reads len(b) bytes from the server by deadline (zero: none).
+func (s *session) recv(b []byte, deadline time.Time) error {
+	if err := s.server.SetReadDeadline(deadline); err != nil {
+		return err
+	}
 	for len(b) > 0 {
-		if err := s.server.SetReadDeadline(s.r.deadlineNow()); err != nil {
-			return err
-		}
 		n, err := s.server.Read(b)
 		b = b[n:]
 		if err != nil && len(b) > 0 {
@@ -539,4 +576,60 @@ func (s *session) standIn(e expect) error {
 	// rest: zeros.
 	_, err := s.client.Write(buf)
 	return err
+}
+
+// check holds a server's answer to request e to what ggml's client can
+// take: every number in it that ggml uses to size, align or place memory.
+// ggml's client trusts them (a device count of 2^32-1 ran it out of
+// memory; an alignment of 0 divided by zero in ggml-alloc).
+func (r *relay) check(e expect, ans []byte) error {
+	u64 := func() uint64 { return binary.LittleEndian.Uint64(ans) }
+	var bad string
+	switch e.cmd {
+	case cmdDeviceCount:
+		n := binary.LittleEndian.Uint32(ans)
+		if n == 0 || n > MaxDevices || (r.devices > 0 && int(n) != r.devices) {
+			bad = fmt.Sprintf("a device count of %d (the handshake was told %d; at most %d)", n, r.devices, MaxDevices)
+		}
+	case cmdGetAlignment:
+		if a := u64(); a == 0 || a > maxAlignment || a&(a-1) != 0 {
+			bad = fmt.Sprintf("an alignment of %d (want a power of two up to %d)", a, maxAlignment)
+		}
+	case cmdGetMaxSize:
+		if m := u64(); m == 0 {
+			bad = "a largest buffer of 0 bytes"
+		}
+	case cmdGetAllocSize:
+		if m := u64(); m > maxBytes {
+			bad = fmt.Sprintf("a tensor size of %d bytes (at most %d)", m, uint64(maxBytes))
+		}
+	case cmdAllocBuffer:
+		ptr, size := u64(), binary.LittleEndian.Uint64(ans[8:])
+		if ptr == 0 {
+			break // no buffer: ggml's client returns NULL, an error in Go
+		}
+		if size < e.arg || size > max(e.arg, maxBytes) {
+			bad = fmt.Sprintf("a buffer of %d bytes for %d asked", size, e.arg)
+			break
+		}
+		r.mu.Lock()
+		r.buffers[ptr] = size
+		r.mu.Unlock()
+	case cmdBufferGetBase:
+		base := u64()
+		r.mu.Lock()
+		size := r.buffers[e.arg]
+		r.mu.Unlock()
+		if base == 0 || base > math.MaxUint64-size {
+			bad = fmt.Sprintf("a buffer of %d bytes at 0x%x", size, base)
+		}
+	}
+	if bad == "" {
+		return nil
+	}
+	kind := ErrBroken
+	if r.isConnecting() {
+		kind = ErrConnect
+	}
+	return fmt.Errorf("%w: %w: the server answered %s with %s", kind, ErrBadAnswer, cmdNames[e.cmd], bad)
 }
