@@ -88,11 +88,21 @@ func (j *mulMatJob) run(rng *rand.Rand, compute func(*ggml.Graph) error) error {
 // goroutine (one by Compute, one through a plan, one through a scheduler),
 // while another goroutine pauses and resumes the pool: ggml's pool runs one
 // graph at a time, so go-ggml serializes them. Before, two backends alone
-// deadlocked in 1 of 3 to 8 runs or computed wrong results.
+// deadlocked in 1 of 3 to 8 runs or computed wrong results. With poll 0
+// the pool's threads sleep between graphs and wake by ggml's condition
+// variable; with 50 they spin first: both wake-ups are raced.
 func TestSharedThreadPoolConcurrentCompute(t *testing.T) {
+	for _, poll := range []int{0, 50} {
+		t.Run(fmt.Sprintf("poll %d", poll), func(t *testing.T) { sharedPoolCompute(t, poll) })
+	}
+}
+
+func sharedPoolCompute(t *testing.T, poll int) {
 	const iters = 200
 	seed := testutil.Seed(t)
-	tp, err := cpu.NewThreadPool(cpu.DefaultThreadPoolParams(2))
+	pp := cpu.DefaultThreadPoolParams(2)
+	pp.Poll = poll
+	tp, err := cpu.NewThreadPool(pp)
 	require.NoError(t, err)
 	var bes [3]*backend.Backend
 	var jobs [3]*mulMatJob
