@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-batched bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build outside outside-flags outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-batched bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -106,6 +106,11 @@ bench-system:
 # from a fresh module cache, no environment (see build/outside.sh).
 outside:
 	@bash build/outside.sh
+
+# The quick start from a module of one's own, built with a user's own
+# CGO_CFLAGS and CGO_CXXFLAGS (see build/outside.sh).
+outside-flags:
+	@bash build/outside.sh flags
 
 # A GPU from a module of one's own: the quick start built outside this
 # module with -tags vulkan, by the README's instructions, run on lavapipe.

@@ -7,6 +7,9 @@
 # go build gets ggml's SIMD code (the program prints ggml's CPU features).
 #
 #   build/outside.sh            uses a temporary directory, removed after
+#   build/outside.sh flags      also builds and runs it with three sets of
+#                               a user's CGO_CFLAGS/CGO_CXXFLAGS (AMX turned
+#                               off after -march=native, x86-64-v2, -O0 -g)
 #   build/outside.sh vulkan     also builds the quick start with -tags vulkan
 #                               as the README says a module of its own does
 #                               (the library from go run .../build/gpulib
@@ -63,6 +66,16 @@ unset CGO_CFLAGS CGO_CXXFLAGS CGO_CPPFLAGS CGO_LDFLAGS
 echo "outside: building the quick start against github.com/go-ggml/ggml@$version, no environment"
 "$go" build -o app .
 ./app
+if [ "$mode" = flags ]; then
+  # A user's own compiler flags come before go-ggml's #cgo flags on the
+  # command line: each set must build, and the program run right.
+  for flags in "-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16" "-march=x86-64-v2" "-O0 -g"; do
+    echo "outside: the quick start with CGO_CFLAGS=CGO_CXXFLAGS=\"$flags\""
+    CGO_CFLAGS="$flags" CGO_CXXFLAGS="$flags" "$go" build -o app-flags .
+    ./app-flags | tail -1
+  done
+  exit 0
+fi
 if [ "$mode" = vulkan ]; then
   echo "outside: the quick start with -tags vulkan, the library from build/gpulib"
   libdir=$("$go" run github.com/go-ggml/ggml/build/gpulib vulkan)

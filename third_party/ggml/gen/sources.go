@@ -33,6 +33,9 @@ type srcGroup struct {
 	// when it is built with GOGGML_CPU_VARIANTS, in a variant package
 	// always. "" for none.
 	Rename string
+	// Prelude is a line each forwarding source of the package has before
+	// its include, or "".
+	Prelude string
 }
 
 // The CPU variants. Two provider files keep every function of theirs
@@ -92,6 +95,8 @@ var srcGroups = []srcGroup{
 		Globs:   []string{"ggml-cpu/amx/amx.cpp"},
 		Include: []string{"include", "src", "src/ggml-cpu", "src/ggml-cpu/amx"},
 		Build:   variantBuild,
+		// The instruction sets, whatever a user's CGO_CFLAGS say.
+		Prelude: `#include "amx_target.h"`,
 	},
 }
 
@@ -271,18 +276,19 @@ func forwardSources(files map[string][]byte, version string) error {
 		}
 		sort.Strings(rels)
 		for _, rel := range rels {
-			prelude := ""
+			prelude := g.Prelude
 			if g.Rename != "" && slices.Contains(variantSources, rel) {
 				eps, err := entryPoints(src, rel)
 				if err != nil {
 					return err
 				}
-				prelude = renames(eps, g.Rename)
+				r := renames(eps, g.Rename)
 				if g.Build == "" {
 					// The base copy is renamed only where variants exist.
-					prelude = "#if defined(GOGGML_CPU_VARIANTS)\n" + prelude + "\n#endif"
+					r = "#if defined(GOGGML_CPU_VARIANTS)\n" + r + "\n#endif"
 					all = append(all, eps...)
 				}
+				prelude = strings.TrimPrefix(prelude+"\n"+r, "\n")
 			}
 			if h, ok := hooks[rel]; ok {
 				if prelude != "" {

@@ -5,6 +5,7 @@
 // Forwarding source: go-ggml carries no ggml source. This file compiles
 // the embedded provider's src/ggml-cpu/amx/amx.cpp (github.com/ollama/ollama@v0.17.4)
 // with the flags of this package.
+#include "amx_target.h"
 #if __has_include("../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/amx/amx.cpp")
 #include "../../../../../../ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/amx/amx.cpp"
 #elif __has_include("../../provider-ggml/src/ggml-cpu/amx/amx.cpp")

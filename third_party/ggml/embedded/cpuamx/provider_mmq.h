@@ -12,6 +12,8 @@
 // puts it. (llama.cpp's copy of mmq.cpp has alignas(64) on the same
 // arrays today.) The standard headers that mmq.cpp includes come first, so
 // that the macro reaches mmq.cpp alone.
+#include "amx_target.h" // first: the instruction sets, whatever CGO_CXXFLAGS say
+
 #include <algorithm>
 #include <memory>
 #include <type_traits>
