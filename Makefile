@@ -97,7 +97,7 @@ vet-system-cuda:
 	@$(SYSTEM_ENV) && \
 	$(GO) vet -tags "ggml_system cuda" ./...
 
-# make bench against the upstream install (bench/README.md has a table for each provider).
+# make bench against the upstream install (bench/README.md says what it measures there).
 bench-system:
 	@$(SYSTEM_ENV) && \
 	GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
