@@ -99,7 +99,8 @@ func TestAddCastQuantized(t *testing.T) {
 	b := e.input(ggml.TypeF32, bv, 64, 2)
 	sum := e.ctx.AddCast(a, b, ggml.TypeF32)
 	e.compute(sum)
-	got, _ := ggml.Data[float32](sum)
+	got, err := ggml.Data[float32](sum)
+	require.NoError(t, err)
 	for i := range got {
 		require.InDelta(t, float64(deq[i])+float64(bv[i]), float64(got[i]), 1e-6, "element %d", i)
 	}
@@ -212,25 +213,30 @@ func TestAccAddCastRepeatBackDiagTriFill(t *testing.T) {
 		}
 		return out
 	}
-	got, _ := ggml.Data[float32](acc)
+	got, err := ggml.Data[float32](acc)
+	require.NoError(t, err)
 	require.Equal(t, accRef(nb[1], nb[2], 4), got)
-	got, _ = ggml.Data[float32](accIn)
+	got, err = ggml.Data[float32](accIn)
+	require.NoError(t, err)
 	require.Equal(t, accRef(2*nb[1], nb[2], 0), got)
 
-	got, _ = ggml.Data[float32](cast)
+	got, err = ggml.Data[float32](cast)
+	require.NoError(t, err)
 	require.Equal(t, []int64{n0, n1, n2}, cast.Shape())
 	for i := range got {
 		want := float32(f16ToF64(ah[i])) + bv[i%n0]
 		require.Equal(t, want, got[i], "add_cast element %d", i)
 	}
 
-	got, _ = ggml.Data[float32](rb)
+	got, err = ggml.Data[float32](rb)
+	require.NoError(t, err)
 	A := fromF32(av, n0, n1, n2)
 	RB := newND(3, 2)
 	A.each(func(i0, i1, i2, _ int) { RB.v[RB.idx(i0%3, i1%2, 0, 0)] += A.at(i0, i1, i2, 0) })
 	requireClose(t, RB, got, func(int) float64 { return 1e-5 })
 
-	got, _ = ggml.Data[float32](d)
+	got, err = ggml.Data[float32](d)
+	require.NoError(t, err)
 	for i := range 4 {
 		for j := range 4 {
 			want := float32(0)
@@ -245,7 +251,8 @@ func TestAccAddCastRepeatBackDiagTriFill(t *testing.T) {
 		ggml.TriUpper: func(i0, i1 int) bool { return i0 > i1 }, ggml.TriUpperDiag: func(i0, i1 int) bool { return i0 >= i1 },
 	}
 	for k, x := range tris {
-		got, _ = ggml.Data[float32](x)
+		got, err = ggml.Data[float32](x)
+		require.NoError(t, err)
 		for i2 := range n2 {
 			for i1 := range n1 {
 				for i0 := range n1 {
@@ -259,15 +266,18 @@ func TestAccAddCastRepeatBackDiagTriFill(t *testing.T) {
 			}
 		}
 	}
-	got, _ = ggml.Data[float32](fill)
+	got, err = ggml.Data[float32](fill)
+	require.NoError(t, err)
 	for _, v := range got {
 		require.Equal(t, float32(2.5), v)
 	}
-	got, _ = ggml.Data[float32](fillIn)
+	got, err = ggml.Data[float32](fillIn)
+	require.NoError(t, err)
 	for _, v := range got {
 		require.Equal(t, float32(-1), v)
 	}
-	got, _ = ggml.Data[float32](cont)
+	got, err = ggml.Data[float32](cont)
+	require.NoError(t, err)
 	require.Equal(t, []int64{n0 * n1 * n2}, cont.Shape())
 	for r := range n1 * n2 {
 		for i0 := range n0 {
@@ -333,11 +343,16 @@ func TestClampTopKRepeat4D(t *testing.T) {
 
 	A := fromF32(av, n0, n1, n2)
 	clamp := func(x, lo, hi float64) float64 { return math.Max(math.Min(x, hi), lo) }
-	gotCl, _ := ggml.Data[float32](cl)
-	gotCl16, _ := ggml.Data[uint16](cl16)
-	gotIn, _ := ggml.Data[float32](clIn)
-	gotB, _ := ggml.Data[float32](b)
-	gotA, _ := ggml.Data[float32](a)
+	gotCl, err := ggml.Data[float32](cl)
+	require.NoError(t, err)
+	gotCl16, err := ggml.Data[uint16](cl16)
+	require.NoError(t, err)
+	gotIn, err := ggml.Data[float32](clIn)
+	require.NoError(t, err)
+	gotB, err := ggml.Data[float32](b)
+	require.NoError(t, err)
+	gotA, err := ggml.Data[float32](a)
+	require.NoError(t, err)
 	for i, x := range A.v {
 		require.Equal(t, float32(clamp(x, -0.5, 0.75)), gotCl[i])
 		require.Equal(t, clamp(f16ToF64(ah[i]), -0.5, 0.75), f16ToF64(gotCl16[i]))
@@ -369,7 +384,8 @@ func TestClampTopKRepeat4D(t *testing.T) {
 		require.Equal(t, want, got, "top_k row %d (any order)", r)
 	}
 
-	gotRep, _ := ggml.Data[float32](rep)
+	gotRep, err := ggml.Data[float32](rep)
+	require.NoError(t, err)
 	R := newND(2*n0, n1, 2*n2, 3)
 	R.each(func(i0, i1, i2, i3 int) { R.v[R.idx(i0, i1, i2, i3)] = A.at(i0%n0, i1, i2%n2, 0) })
 	requireClose(t, R, gotRep, func(int) float64 { return 0 })

@@ -64,8 +64,10 @@ func TestMulMatPrec(t *testing.T) {
 	plain := e.ctx.MulMat(a, b)
 	prec := e.ctx.MulMatPrec(a, b, ggml.PrecF32)
 	e.compute(plain, prec)
-	g1, _ := ggml.Data[float32](plain)
-	g2, _ := ggml.Data[float32](prec)
+	g1, err := ggml.Data[float32](plain)
+	require.NoError(t, err)
+	g2, err := ggml.Data[float32](prec)
+	require.NoError(t, err)
 	A, B := fromF32(av, 16, 3), fromF32(bv, 16, 5)
 	ref := newND(3, 5)
 	ref.each(func(i, j, _, _ int) {

@@ -131,7 +131,8 @@ func TestGroupNorm(t *testing.T) {
 				}
 			}
 		}
-		got, _ := ggml.Data[float32](g)
+		got, err := ggml.Data[float32](g)
+		require.NoError(t, err)
 		requireClose(t, R, got, relTol(R, 1e-5))
 	}
 }

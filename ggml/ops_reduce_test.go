@@ -108,9 +108,12 @@ func TestMasksSortsAndScans(t *testing.T) {
 	e.compute(inf, zero, leaky, asc, desc, cum, pad, eq)
 
 	A := fromF32(av, n0, n1, n2)
-	gotInf, _ := ggml.Data[float32](inf)
-	gotZero, _ := ggml.Data[float32](zero)
-	gotLeaky, _ := ggml.Data[float32](leaky)
+	gotInf, err := ggml.Data[float32](inf)
+	require.NoError(t, err)
+	gotZero, err := ggml.Data[float32](zero)
+	require.NoError(t, err)
+	gotLeaky, err := ggml.Data[float32](leaky)
+	require.NoError(t, err)
 	A.each(func(i0, i1, i2, _ int) {
 		k := A.idx(i0, i1, i2, 0)
 		x := A.v[k]
@@ -128,9 +131,12 @@ func TestMasksSortsAndScans(t *testing.T) {
 		require.InDelta(t, l, float64(gotLeaky[k]), 1e-7)
 	})
 
-	gotAsc, _ := ggml.Data[int32](asc)
-	gotDesc, _ := ggml.Data[int32](desc)
-	gotCum, _ := ggml.Data[float32](cum)
+	gotAsc, err := ggml.Data[int32](asc)
+	require.NoError(t, err)
+	gotDesc, err := ggml.Data[int32](desc)
+	require.NoError(t, err)
+	gotCum, err := ggml.Data[float32](cum)
+	require.NoError(t, err)
 	for r := range n1 * n2 {
 		row := A.v[r*n0 : (r+1)*n0]
 		idx := make([]int, n0)
@@ -150,7 +156,8 @@ func TestMasksSortsAndScans(t *testing.T) {
 		}
 	}
 
-	gotPad, _ := ggml.Data[float32](pad)
+	gotPad, err := ggml.Data[float32](pad)
+	require.NoError(t, err)
 	require.Equal(t, [4]int64{n0 + 2, n1 + 1, n2, 2}, pad.Ne())
 	P := newND(n0+2, n1+1, n2, 2)
 	P.each(func(i0, i1, i2, i3 int) {

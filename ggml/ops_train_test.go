@@ -41,7 +41,8 @@ func TestBackwardOps(t *testing.T) {
 
 	X := fromF32(xv, n0, n1, n2)
 	DY := fromF32(dyv, n0, n1, n2)
-	yv, _ := ggml.Data[float32](y)
+	yv, err := ggml.Data[float32](y)
+	require.NoError(t, err)
 	ref := newND(n0, n1, n2)
 	for r := range n1 * n2 {
 		dot := 0.0
@@ -52,16 +53,19 @@ func TestBackwardOps(t *testing.T) {
 			ref.v[r*n0+i] = 0.5 * float64(yv[r*n0+i]) * (DY.v[r*n0+i] - dot)
 		}
 	}
-	got, _ := ggml.Data[float32](smb)
+	got, err := ggml.Data[float32](smb)
+	require.NoError(t, err)
 	requireClose(t, ref, got, func(int) float64 { return 1e-6 })
-	got, _ = ggml.Data[float32](smbIn)
+	got, err = ggml.Data[float32](smbIn)
+	require.NoError(t, err)
 	requireClose(t, ref, got, func(int) float64 { return 1e-6 })
 
 	for i, xi := range X.v {
 		s := 1 / (1 + math.Exp(-xi))
 		ref.v[i] = DY.v[i] * s * (1 + xi*(1-s))
 	}
-	got, _ = ggml.Data[float32](sib)
+	got, err = ggml.Data[float32](sib)
+	require.NoError(t, err)
 	requireClose(t, ref, got, relTol(ref, 1e-5))
 
 	for r := range n1 * n2 {
@@ -75,10 +79,12 @@ func TestBackwardOps(t *testing.T) {
 			ref.v[r*n0+i] = (DY.v[r*n0+i] - X.v[r*n0+i]*sxd/(n0*r2)) / math.Sqrt(r2)
 		}
 	}
-	got, _ = ggml.Data[float32](rnb)
+	got, err = ggml.Data[float32](rnb)
+	require.NoError(t, err)
 	requireClose(t, ref, got, relTol(ref, 1e-5))
 
-	got, _ = ggml.Data[float32](grb)
+	got, err = ggml.Data[float32](grb)
+	require.NoError(t, err)
 	G := newND(n0, 6)
 	for i, r := range idx {
 		for j := range n0 {
@@ -87,7 +93,8 @@ func TestBackwardOps(t *testing.T) {
 	}
 	requireClose(t, G, got, func(int) float64 { return 1e-6 })
 
-	got, _ = ggml.Data[float32](roundTrip)
+	got, err = ggml.Data[float32](roundTrip)
+	require.NoError(t, err)
 	requireClose(t, X, got, func(int) float64 { return 1e-5 })
 }
 
@@ -300,10 +307,14 @@ func TestOptimizerSteps(t *testing.T) {
 	adam := e.ctx.OptStepAdamW(w, g, m, v, adamParams)
 	sgd := e.ctx.OptStepSGD(w2, g, sgdParams)
 	e.compute(adam, sgd)
-	gotW, _ := ggml.Data[float32](w)
-	gotM, _ := ggml.Data[float32](m)
-	gotV, _ := ggml.Data[float32](v)
-	gotS, _ := ggml.Data[float32](w2)
+	gotW, err := ggml.Data[float32](w)
+	require.NoError(t, err)
+	gotM, err := ggml.Data[float32](m)
+	require.NoError(t, err)
+	gotV, err := ggml.Data[float32](v)
+	require.NoError(t, err)
+	gotS, err := ggml.Data[float32](w2)
+	require.NoError(t, err)
 	for i := range n {
 		mi := float64(mv[i])*float64(ap[1]) + float64(gv[i])*(1-float64(ap[1]))
 		vi := float64(vv[i])*float64(ap[2]) + float64(gv[i])*float64(gv[i])*(1-float64(ap[2]))

@@ -208,7 +208,8 @@ func TestXIELU(t *testing.T) {
 	const an, ap, beta, eps = 0.8, 0.8, 0.5, -1e-6
 	out := e.ctx.XIELU(a, an, ap, beta, eps)
 	e.compute(out)
-	got, _ := ggml.Data[float32](out)
+	got, err := ggml.Data[float32](out)
+	require.NoError(t, err)
 	softplus := func(x float64) float64 { return math.Log1p(math.Exp(x)) }
 	ref := newND(64)
 	for i, x32 := range av {
@@ -301,7 +302,8 @@ func TestSwigluOAIAndSinks(t *testing.T) {
 	sinks := e.input(ggml.TypeF32, sv, n2)
 	sm := e.ctx.SoftMaxExtSinks(a, nil, sinks, 0.7, 0)
 	e.compute(oai, sm)
-	got, _ := ggml.Data[float32](oai)
+	got, err := ggml.Data[float32](oai)
+	require.NoError(t, err)
 	ref := newND(n0, n1, n2)
 	for i := range av {
 		x := math.Min(float64(av[i]), limit)
@@ -310,7 +312,8 @@ func TestSwigluOAIAndSinks(t *testing.T) {
 	}
 	requireClose(t, ref, got, relTol(ref, 2e-6))
 
-	got, _ = ggml.Data[float32](sm)
+	got, err = ggml.Data[float32](sm)
+	require.NoError(t, err)
 	for r := range n1 * n2 {
 		h := r / n1
 		m := float64(sv[h])

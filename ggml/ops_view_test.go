@@ -155,17 +155,23 @@ func TestSet(t *testing.T) {
 		}
 		return out
 	}
-	got, _ := ggml.Data[float32](set)
+	got, err := ggml.Data[float32](set)
+	require.NoError(t, err)
 	require.Equal(t, ref(nb[1], nb[2], nb[3], 4*(2+n0), [3]int{3, 2, 2}, bv), got)
-	got, _ = ggml.Data[float32](set1)
+	got, err = ggml.Data[float32](set1)
+	require.NoError(t, err)
 	require.Equal(t, ref(nb[1], nb[2], nb[3], 4*27, [3]int{5, 1, 1}, bv[:5]), got)
-	got, _ = ggml.Data[float32](set2)
+	got, err = ggml.Data[float32](set2)
+	require.NoError(t, err)
 	require.Equal(t, ref(2*nb[1], nb[2], nb[3], 4, [3]int{3, 2, 2}, bv), got)
-	got, _ = ggml.Data[float32](inPlace)
+	got, err = ggml.Data[float32](inPlace)
+	require.NoError(t, err)
 	require.Equal(t, ref(nb[1], nb[2], nb[3], 0, [3]int{5, 1, 1}, bv[:5]), got)
-	gotA, _ := ggml.Data[float32](a)
+	gotA, err := ggml.Data[float32](a)
+	require.NoError(t, err)
 	require.Equal(t, av, gotA, "Set leaves a alone")
-	gotI, _ := ggml.Data[int32](seti)
+	gotI, err := ggml.Data[int32](seti)
+	require.NoError(t, err)
 	require.Equal(t, []int32{1, 2, 3, 4, 5, -1, -2, 8}, gotI)
 }
 
@@ -205,15 +211,18 @@ func TestCastDup(t *testing.T) {
 	fromInt := e.ctx.Cast(e.input(ggml.TypeI32, iv, n0), ggml.TypeF32)
 	halfToQ := e.ctx.Cast(e.ctx.Cast(a16, ggml.TypeQ8_0), ggml.TypeF32)
 	e.compute(toHalf, toFloat, toQ, back, dup, toInt, fromInt, halfToQ)
-	gotInt, _ := ggml.Data[int32](toInt)
+	gotInt, err := ggml.Data[int32](toInt)
+	require.NoError(t, err)
 	for i, x := range av {
 		require.Equal(t, int32(x), gotInt[i], "f32 -> i32 truncates toward zero")
 	}
-	gotFromInt, _ := ggml.Data[float32](fromInt)
+	gotFromInt, err := ggml.Data[float32](fromInt)
+	require.NoError(t, err)
 	for i, x := range iv {
 		require.Equal(t, float32(x), gotFromInt[i])
 	}
-	gotHQ, _ := ggml.Data[float32](halfToQ)
+	gotHQ, err := ggml.Data[float32](halfToQ)
+	require.NoError(t, err)
 	for b := range n0 * n1 / 32 {
 		amax := 0.0
 		for i := b * 32; i < (b+1)*32; i++ {
@@ -225,8 +234,10 @@ func TestCastDup(t *testing.T) {
 		}
 	}
 
-	gotH, _ := ggml.Data[uint16](toHalf)
-	gotF, _ := ggml.Data[float32](toFloat)
+	gotH, err := ggml.Data[uint16](toHalf)
+	require.NoError(t, err)
+	gotF, err := ggml.Data[float32](toFloat)
+	require.NoError(t, err)
 	require.Equal(t, ah, gotH, "f32 -> f16 rounds to nearest even")
 	for i := range ah {
 		require.Equal(t, float32(f16ToF64(ah[i])), gotF[i])
@@ -247,7 +258,8 @@ func TestCastDup(t *testing.T) {
 			require.InDelta(t, float64(av[i]), float64(deq[i]), amax/254+amax/2048+1e-7, "q8_0 element %d", i)
 		}
 	}
-	gotBack, _ := ggml.Data[float32](back)
+	gotBack, err := ggml.Data[float32](back)
+	require.NoError(t, err)
 	for b := range n0 * n1 / 32 {
 		amax := 0.0
 		for i := b * 32; i < (b+1)*32; i++ {
@@ -257,7 +269,8 @@ func TestCastDup(t *testing.T) {
 			require.InDelta(t, float64(av[i]), float64(gotBack[i]), amax/8*1.01, "q4_0 element %d", i)
 		}
 	}
-	gotDup, _ := ggml.Data[float32](dup)
+	gotDup, err := ggml.Data[float32](dup)
+	require.NoError(t, err)
 	require.Equal(t, []int64{n1, n0}, dup.Shape())
 	for i0 := range n0 {
 		for i1 := range n1 {
@@ -326,11 +339,14 @@ func TestSetRows(t *testing.T) {
 			}
 		}
 	}
-	got, _ := ggml.Data[float32](s)
+	got, err := ggml.Data[float32](s)
+	require.NoError(t, err)
 	require.Equal(t, want, got)
-	gotA, _ := ggml.Data[float32](a)
+	gotA, err := ggml.Data[float32](a)
+	require.NoError(t, err)
 	require.Equal(t, want, gotA, "set_rows writes into a")
-	got16, _ := ggml.Data[uint16](s16)
+	got16, err := ggml.Data[uint16](s16)
+	require.NoError(t, err)
 	require.Equal(t, want16, fromF16Slice(got16))
 	// The quantized destination: the rows written dequantize to b's rows
 	// within q8_0's half step and its f16 scale's rounding.
@@ -401,7 +417,8 @@ func TestPadExtRoll(t *testing.T) {
 			P.v[P.idx(i0, i1, i2, i3)] = A.at(j0, j1, j2, 0)
 		}
 	})
-	got, _ := ggml.Data[float32](pe)
+	got, err := ggml.Data[float32](pe)
+	require.NoError(t, err)
 	requireClose(t, P, got, func(int) float64 { return 0 })
 
 	mod := func(i, n int) int { return ((i % n) + n) % n }
@@ -409,21 +426,24 @@ func TestPadExtRoll(t *testing.T) {
 	PC.each(func(i0, i1, i2, _ int) {
 		PC.v[PC.idx(i0, i1, i2, 0)] = A.at(mod(i0-2, n0), mod(i1-1, n1), mod(i2, n2), 0)
 	})
-	got, _ = ggml.Data[float32](pc)
+	got, err = ggml.Data[float32](pc)
+	require.NoError(t, err)
 	requireClose(t, PC, got, func(int) float64 { return 0 })
 
 	RO := newND(n0, n1, n2)
 	RO.each(func(i0, i1, i2, _ int) {
 		RO.v[RO.idx(i0, i1, i2, 0)] = A.at(mod(i0-2, n0), mod(i1+1, n1), mod(i2-1, n2), 0)
 	})
-	got, _ = ggml.Data[float32](ro)
+	got, err = ggml.Data[float32](ro)
+	require.NoError(t, err)
 	requireClose(t, RO, got, func(int) float64 { return 0 })
 
 	RS := newND(n0, 2, n2)
 	RS.each(func(i0, i1, i2, _ int) {
 		RS.v[RS.idx(i0, i1, i2, 0)] = A.at(mod(i0+4, n0), 2*mod(i1-1, 2), mod(i2+2, n2), 0)
 	})
-	got, _ = ggml.Data[float32](roSub)
+	got, err = ggml.Data[float32](roSub)
+	require.NoError(t, err)
 	requireClose(t, RS, got, func(int) float64 { return 0 })
 }
 

@@ -68,7 +68,10 @@ func Example() {
 			panic(err)
 		}
 	}
-	out, _ := ggml.Data[float32](y)
+	out, err := ggml.Data[float32](y)
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println("y =", out)
 
 	// New inputs: a new graph, reset, allocate, set the inputs, compute.
@@ -82,7 +85,10 @@ func Example() {
 	if err := s.Compute(context.Background(), g2); err != nil {
 		panic(err)
 	}
-	out2, _ := ggml.Data[float32](y2)
+	out2, err := ggml.Data[float32](y2)
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println("y =", out2)
 	_, err = ggml.Data[float32](y)
 	fmt.Println("the first graph's output after the reset:", err)

@@ -70,7 +70,12 @@ func TestConcurrentSchedulers(t *testing.T) {
 				if err := s.Compute(context.Background(), g); err != nil {
 					t.Error(err)
 				}
-				got, _ := ggml.Data[float32](y)
+				got, err := ggml.Data[float32](y)
+				if err != nil {
+					t.Error(err)
+					c.Close()
+					return
+				}
 				for i := range xv {
 					if got[i] != 2*xv[i] {
 						t.Errorf("worker %d: got %g want %g", w, got[i], 2*xv[i])
