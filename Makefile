@@ -8,7 +8,7 @@ GO ?= go
 PROVIDER_INCLUDE := third_party/ggml/provider-include
 PROVIDER_GGML := third_party/ggml/provider-ggml
 
-.PHONY: all setup build outside outside-flags outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-batched bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build lint outside outside-flags outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-batched bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
@@ -104,6 +104,13 @@ bench-system:
 
 # The quick start built as a user builds it: a module of its own, go-ggml
 # from a fresh module cache, no environment (see build/outside.sh).
+# go vet and staticcheck (fetched through the module proxy at a pinned
+# version; go run caches it): CI's first stage.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint: setup
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
 outside:
 	@bash build/outside.sh
 

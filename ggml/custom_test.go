@@ -151,6 +151,7 @@ func TestCustomOpPanicIsAnError(t *testing.T) {
 	out := ctx.MapCustom1(a, func(dst ggml.CustomView, src []ggml.CustomView, ith, nth int) {
 		if fail.Load() && ith == 0 {
 			var m map[string]int
+			//lint:ignore SA5000 the panic is the point
 			m["boom"]++ // a nil map write: a runtime panic
 		}
 		copy(dst.Float32s(), src[0].Float32s())

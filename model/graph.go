@@ -116,11 +116,10 @@ type step struct {
 	logits *ggml.Tensor // f32 [VocabSize, nTokens or 1]
 
 	// Host copies of the inputs, reused.
-	hTokens, hPos []int32
-	hKIdx, hVIdx  []int64
-	hOut          []int32
-	hMask         []float32
-	hMask16       []uint16
+	hKIdx, hVIdx []int64
+	hOut         []int32
+	hMask        []float32
+	hMask16      []uint16
 }
 
 // graphSize is the most nodes and leafs one graph has: a batch of nBatch

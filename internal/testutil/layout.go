@@ -49,7 +49,7 @@ func sameType(h, v reflect.Type) error {
 	}
 	if isC(h) || isC(v) {
 		if h.Name() != v.Name() {
-			return fmt.Errorf("C types %v and %v differ", h, v)
+			return fmt.Errorf("the C types %v and %v differ", h, v)
 		}
 		return nil
 	}

@@ -826,7 +826,7 @@ func (p *parser) member(obj node) (node, error) {
 			switch prop.(type) {
 			case *ident, *intLit:
 			default:
-				return nil, errors.New("expected an identifier or an integer after .")
+				return nil, errors.New("expected an identifier or an integer after a dot")
 			}
 		}
 		obj = &member{obj, prop, computed}

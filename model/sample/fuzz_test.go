@@ -27,7 +27,7 @@ func FuzzSample(f *testing.F) {
 	f.Add(float32(0), 0, float32(0), float32(0), float32(0), float32(0), float32(0), 0, uint64(0), []byte{}, le(nan, 1, inf, inf))
 	f.Add(nan, 0, float32(0), float32(0), float32(0), float32(0), float32(0), 0, uint64(0), []byte{}, le(1, 2))
 	f.Add(float32(1), 1, float32(1), float32(1), float32(2), float32(1), float32(-1), 3, uint64(7), []byte{0, 0, 1}, le(nan, -inf))
-	f.Add(float32(1e-45), 2, float32(0.5), float32(0.01), float32(1e30), float32(3e38), float32(-3e38), 5, uint64(3), []byte{0, 1, 2, 255}, le(3e38, -3e38, 0, -0.0))
+	f.Add(float32(1e-45), 2, float32(0.5), float32(0.01), float32(1e30), float32(3e38), float32(-3e38), 5, uint64(3), []byte{0, 1, 2, 255}, le(3e38, -3e38, 0, float32(math.Copysign(0, -1))))
 	f.Add(float32(3e38), -1, float32(2), float32(-1), float32(-1), inf, nan, -1, uint64(0), []byte{}, le(0))
 	f.Fuzz(func(t *testing.T, temp float32, topK int, topP, minP, rep, freq, pres float32, lastN int, seed uint64, hist, raw []byte) {
 		p := Params{Temperature: temp, TopK: topK, TopP: topP, MinP: minP, RepeatPenalty: rep,
