@@ -41,6 +41,9 @@ type Life struct {
 	// while another goroutine's work holds the Life) and hears of each
 	// Release and Leave.
 	own *owner
+	// link, in a chain over several connections (Links.Parent), is the
+	// connection's own Life, whose closing Err reports.
+	link *Life
 }
 
 const (
@@ -84,13 +87,23 @@ func NewGuard(closedErr error) *Life {
 // be placed anew.
 func (l *Life) Ended() bool { return l != nil && l.placement && l.Err() != nil }
 
-// Err returns nil while the Life (and its parent) is open, else why not.
+// Err returns nil while the Life (and its parent) is open, else why not:
+// the parent's error first, as Acquire meets it (a closed buffer on a
+// broken connection reports the connection). A Life of a chain over
+// several connections (Links.Parent) reports its connection's too.
 func (l *Life) Err() error {
+	if l.parent != nil {
+		if err := l.parent.Err(); err != nil {
+			return err
+		}
+	}
+	if l.link != nil {
+		if err := l.link.Err(); err != nil {
+			return err
+		}
+	}
 	if l.state.Load()&lifeClosed != 0 {
 		return l.closedErr
-	}
-	if l.parent != nil {
-		return l.parent.Err()
 	}
 	return nil
 }

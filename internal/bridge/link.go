@@ -289,7 +289,7 @@ func (ls Links) Parent() *Life {
 		case p == nil:
 			p = k.life
 		default:
-			p = &Life{parent: p, probe: k.life.probe, own: k.life.own, closedErr: k.life.closedErr}
+			p = &Life{parent: p, probe: k.life.probe, own: k.life.own, closedErr: k.life.closedErr, link: k.life}
 		}
 	}
 	return p
