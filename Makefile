@@ -59,10 +59,10 @@ test-upstream-mnist:
 # examples/mnist's training against upstream's mnist-train, whole 30-epoch
 # runs in interleaved pairs (BENCH_COUNT of them; MNIST_ARCH=cnn for the
 # CNN, about 14 minutes a side): the table's go/c ratio is the epochs'.
-# GGML_BENCH_MNIST_EPOCHS=1 in the environment times single epochs.
+# GOGGML_BENCH_MNIST_EPOCHS=1 in the environment times single epochs.
 bench-mnist:
 	@dir=$$(bash build/upstream-mnist.sh) && \
-	GOGGML_UPSTREAM_MNIST=$$dir GGML_BENCH_PAIRS=$(BENCH_COUNT) GGML_BENCH_MNIST_ARCH=$(MNIST_ARCH) \
+	GOGGML_UPSTREAM_MNIST=$$dir GOGGML_BENCH_PAIRS=$(BENCH_COUNT) GOGGML_BENCH_MNIST_ARCH=$(MNIST_ARCH) \
 	$(GO) test -run '^$$' -bench 'MNIST' -benchtime 1x -timeout 6h ./examples/mnist/mnist | $(GO) run ./bench/table
 
 # SYSTEM_ENV: the environment of a build against the upstream install
@@ -100,7 +100,7 @@ vet-system-cuda:
 # make bench against the upstream install (bench/README.md says what it measures there).
 bench-system:
 	@$(SYSTEM_ENV) && \
-	GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
+	GOGGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -tags ggml_system -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
 
 # The quick start built as a user builds it: a module of its own, go-ggml
 # from a fresh module cache, no environment (see build/outside.sh).
@@ -152,7 +152,7 @@ fuzz: setup
 	done
 
 bench: setup
-	GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
+	GOGGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench . -benchtime $(BENCH_TIME) -timeout 60m ./bench | $(GO) run ./bench/table
 
 # The Llama example against llama.cpp on the same generated file: prompt
 # (pp64, pp512) and generation (tg64) in tokens/s, as pairs of samples
@@ -161,7 +161,7 @@ bench: setup
 # installs into a cache outside the checkout). LLAMA_MODELS and
 # LLAMA_TYPES and LLAMA_THREADS say which rows; BENCH_COUNT pairs each.
 # Then the example's own rows: tokens/s and go-%, the share of the time
-# outside ggml's compute (BenchmarkLlama). GGML_BENCH_LLAMA_DEPTH=P in the
+# outside ggml's compute (BenchmarkLlama). GOGGML_BENCH_LLAMA_DEPTH=P in the
 # environment times generation alone, after P tokens in the cache.
 LLAMA_MODELS ?= small 1b
 LLAMA_TYPES ?= q4_0 q8_0 q4_K_M
@@ -194,12 +194,12 @@ test-openai: setup
 # The tokenizer's speed against llama.cpp's llama_tokenize: a megabyte of
 # War and Peace on each real vocabulary, BENCH_COUNT pairs (MB/s).
 bench-tokenizer: setup llamacpp
-	GOGGML_REQUIRE_LLAMACPP=1 GGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench 'EncodeLlamaCpp' -benchtime 3x ./tokenizer | $(GO) run ./bench/table
+	GOGGML_REQUIRE_LLAMACPP=1 GOGGML_BENCH_PAIRS=$(BENCH_COUNT) $(GO) test -run '^$$' -bench 'EncodeLlamaCpp' -benchtime 3x ./tokenizer | $(GO) run ./bench/table
 
 # llama_pairs runs the pairs of every model, type and thread count, with
 # go test's flags $(1), and prints the table.
 llama_pairs = for a in $(LLAMA_ARCHS); do for m in $(LLAMA_MODELS); do for ty in $(LLAMA_TYPES); do for th in $(LLAMA_THREADS); do \
-		GGML_BENCH_LLAMA_ARCH=$$a GGML_BENCH_LLAMA=$$m GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=$$th GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+		GOGGML_BENCH_LLAMA_ARCH=$$a GOGGML_BENCH_LLAMA=$$m GOGGML_BENCH_LLAMA_TYPE=$$ty GOGGML_BENCH_LLAMA_THREADS=$$th GOGGML_BENCH_PAIRS=$(BENCH_COUNT) \
 		$(GO) test $(1) -run '^$$' -bench '^BenchmarkLlamaCpp$$' -benchtime 2x -timeout 60m ./model | grep -v warmup || exit 1; \
 	done; done; done; done | $(GO) run ./bench/table
 
@@ -219,12 +219,12 @@ bench-archs: setup llamacpp
 # server against the library alone (model/server's BenchmarkServerStream).
 bench-batched: setup llamacpp
 	@for ty in $(LLAMA_TYPES); do \
-		GGML_BENCH_LLAMA=1b GGML_BENCH_LLAMA_TYPE=$$ty GGML_BENCH_LLAMA_THREADS=2 GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+		GOGGML_BENCH_LLAMA=1b GOGGML_BENCH_LLAMA_TYPE=$$ty GOGGML_BENCH_LLAMA_THREADS=2 GOGGML_BENCH_PAIRS=$(BENCH_COUNT) \
 		$(GO) test -run '^$$' -bench 'LlamaCppBatched' -benchtime 1x -timeout 60m ./model | grep -v warmup || exit 1; \
 	done | $(GO) run ./bench/table
-	@GGML_BENCH_LLAMA=1b GGML_BENCH_LLAMA_TYPE=q4_0 GGML_BENCH_LLAMA_THREADS=2 GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+	@GOGGML_BENCH_LLAMA=1b GOGGML_BENCH_LLAMA_TYPE=q4_0 GOGGML_BENCH_LLAMA_THREADS=2 GOGGML_BENCH_PAIRS=$(BENCH_COUNT) \
 		$(GO) test -run '^$$' -bench 'CacheDepth' -benchtime 1x -timeout 60m ./model | grep -v warmup | $(GO) run ./bench/table
-	@for m in small 1b; do GGML_BENCH_LLAMA=$$m GGML_BENCH_PAIRS=$(BENCH_COUNT) \
+	@for m in small 1b; do GOGGML_BENCH_LLAMA=$$m GOGGML_BENCH_PAIRS=$(BENCH_COUNT) \
 		$(GO) test -run '^$$' -bench 'ServerStream' -benchtime 2x -timeout 60m ./model/server || exit 1; done | $(GO) run ./bench/table
 
 # The same pairs with go-ggml on the upstream install (-tags ggml_system).
@@ -232,7 +232,7 @@ bench-llama-system: setup llamacpp
 	@$(SYSTEM_ENV) && $(call llama_pairs,-tags ggml_system)
 
 # The model's own rows: generation covers positions 16 to 511 with 496
-# tokens per sample (GGML_BENCH_LLAMA=small by default, 1b for the
+# tokens per sample (GOGGML_BENCH_LLAMA=small by default, 1b for the
 # issue's size; see model/bench_test.go).
 bench-llama-go: setup
 	{ $(GO) test -run '^$$' -bench '^Llama$$/pp' -benchtime $(BENCH_TIME) -count $(BENCH_COUNT) ./model && \

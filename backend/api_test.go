@@ -18,7 +18,7 @@ import (
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
-// newRNG is the shared replayable generator (GGML_TEST_SEED).
+// newRNG is the shared replayable generator (GOGGML_SEED).
 func newRNG(t *testing.T) *rand.Rand { return testutil.NewRNG(t) }
 
 func randBytes(rng *rand.Rand, n int) []byte {

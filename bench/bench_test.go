@@ -25,7 +25,7 @@ var sink int64
 
 // pair runs the Go and the C side of one figure back to back, as
 // sub-benchmarks name/go and name/c (just go and c for name ""),
-// GGML_BENCH_PAIRS times (make bench sets it to BENCH_COUNT), the C side
+// GOGGML_BENCH_PAIRS times (make bench sets it to BENCH_COUNT), the C side
 // first in every other pair (testutil.RunPair): bench/table divides each
 // Go sample by the C sample of its pair. The pairs are made here, not
 // with go test's -count, which repeats each sub-benchmark in a row and

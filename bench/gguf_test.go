@@ -20,16 +20,16 @@ import (
 
 // ---- 7. GGUF loading ------------------------------------------------------
 
-// ggufMiB is the size of the generated file: GGML_BENCH_GGUF_MIB, 1024
+// ggufMiB is the size of the generated file: GOGGML_BENCH_GGUF_MIB, 1024
 // (1 GiB) unless set.
 func ggufMiB(tb testing.TB) int64 {
-	s := os.Getenv("GGML_BENCH_GGUF_MIB")
+	s := os.Getenv("GOGGML_BENCH_GGUF_MIB")
 	if s == "" {
 		return 1024
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 16 {
-		tb.Fatalf("GGML_BENCH_GGUF_MIB=%q: want a number of MiB >= 16", s)
+		tb.Fatalf("GOGGML_BENCH_GGUF_MIB=%q: want a number of MiB >= 16", s)
 	}
 	return n
 }
@@ -127,7 +127,7 @@ func touch(m *gguf.Model) int64 {
 }
 
 // BenchmarkGGUF opens and loads a generated file (1 GiB;
-// GGML_BENCH_GGUF_MIB) into CPU buffers, the page cache warm, against plain
+// GOGGML_BENCH_GGUF_MIB) into CPU buffers, the page cache warm, against plain
 // reads of the same file into fresh memory in C where the work is the same
 // (one reader, every byte copied); the other ways of loading are Go rows
 // without a ratio. Each Go iteration opens

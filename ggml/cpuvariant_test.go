@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/testkit"
+	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/cpu"
 )
@@ -66,12 +67,7 @@ func TestCPUKernelVariantChoice(t *testing.T) {
 // those must agree between the two copies (both sum the same integer
 // blocks, so closely).
 func TestMulMatKernelVariants(t *testing.T) {
-	seed := newRNG(t).Uint64()
-	if s := os.Getenv("GOGGML_TEST_VARIANT_SEED"); s != "" { // the child
-		var err error
-		seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-	}
+	seed := newRNG(t).Uint64() // the child gets the run's seed: the same
 	got := variantProducts(t, seed)
 	if path := os.Getenv("GOGGML_TEST_VARIANT_OUT"); path != "" {
 		data, err := json.Marshal(got)
@@ -85,7 +81,7 @@ func TestMulMatKernelVariants(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "base.json")
 	cmd := exec.Command(os.Args[0], "-test.run", "^(TestMulMatKernelVariants|TestCPUKernelVariantChoice)$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), "GOGGML_CPU_VARIANT=x86-64-v3",
-		"GOGGML_TEST_VARIANT_OUT="+path, "GOGGML_TEST_VARIANT_SEED="+strconv.FormatUint(seed, 10))
+		"GOGGML_TEST_VARIANT_OUT="+path, "GOGGML_SEED="+strconv.FormatUint(testutil.RunSeed(t), 10))
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "kernels: x86-64-v3 (")

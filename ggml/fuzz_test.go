@@ -203,4 +203,4 @@ func (r *byteReader) n(k int) int {
 // signed returns a number in [-k/2, k-k/2) from the next byte.
 func (r *byteReader) signed(k int) float32 { return float32(r.n(k)) - float32(k/2) }
 
-var debugFuzz = os.Getenv("GGML_FUZZ_DEBUG") != ""
+var debugFuzz = os.Getenv("GOGGML_FUZZ_DEBUG") != ""

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// newRNG is the shared replayable generator (GGML_TEST_SEED).
+// newRNG is the shared replayable generator (GOGGML_SEED).
 func newRNG(t testing.TB) *rand.Rand { return testutil.NewRNG(t) }
 
 func randF32(rng *rand.Rand, n int) []float32 { return testutil.RandF32(rng, n) }

@@ -25,7 +25,7 @@ import (
 // (ValidateRowData), and on random floats quantized to the type (random
 // blocks of moderate values for the types ggml's CPU cannot write); where
 // a float64 reference is cheap (the inputs dequantized in Go) the values
-// are compared. GGML_TYPES_TRACE=1 prints each case to stderr before it
+// are compared. GOGGML_TYPES_TRACE=1 prints each case to stderr before it
 // computes, to name a case that crashes the process.
 
 // row is the length of dimension 0 of the typed inputs: a multiple of every
@@ -60,7 +60,7 @@ type matrix struct {
 }
 
 func newMatrix(t *testing.T) *matrix {
-	m := &matrix{be: cpuBackend(t), rng: newRNG(t), trace: os.Getenv("GGML_TYPES_TRACE") != "", written: map[ggml.Type]bool{}}
+	m := &matrix{be: cpuBackend(t), rng: newRNG(t), trace: os.Getenv("GOGGML_TYPES_TRACE") != "", written: map[ggml.Type]bool{}}
 	for _, ty := range ggml.Types() {
 		probe, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, NoAlloc: true})
 		require.NoError(t, err)

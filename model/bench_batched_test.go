@@ -22,9 +22,9 @@ import (
 // then 64 batches of S tokens, one a sequence, its greedy choice after its
 // last (Model.Decode; llama_decode on the C side). The figure tg64xS is
 // the aggregate: S·64 tokens over the time of the 64 batches, in
-// tokens/s. The model is GGML_BENCH_LLAMA's (default small) with
-// GGML_BENCH_LLAMA_TYPE's weights, as for BenchmarkLlamaCpp;
-// GGML_BENCH_BATCHED_WIDTHS lists the widths (default 1,2,4,8,16,32).
+// tokens/s. The model is GOGGML_BENCH_LLAMA's (default small) with
+// GOGGML_BENCH_LLAMA_TYPE's weights, as for BenchmarkLlamaCpp;
+// GOGGML_BENCH_BATCHED_WIDTHS lists the widths (default 1,2,4,8,16,32).
 // Both sides hold 32 sequences of 128 cells in an f16 cache: go-ggml one
 // cache of 4096 cells the sequences share (Options.Sequences), llama.cpp
 // its default of a cache split among them (kv_unified false).
@@ -35,12 +35,12 @@ func BenchmarkLlamaCppBatched(b *testing.B) {
 		threads = runtime.NumCPU()
 	}
 	widths := []int{1, 2, 4, 8, 16, 32}
-	if s := os.Getenv("GGML_BENCH_BATCHED_WIDTHS"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_BATCHED_WIDTHS"); s != "" {
 		widths = nil
 		for _, f := range strings.Split(s, ",") {
 			w, err := strconv.Atoi(f)
 			if err != nil || w < 1 || w > 32 {
-				b.Fatalf("GGML_BENCH_BATCHED_WIDTHS=%q: want widths of 1 to 32", s)
+				b.Fatalf("GOGGML_BENCH_BATCHED_WIDTHS=%q: want widths of 1 to 32", s)
 			}
 			widths = append(widths, w)
 		}
@@ -131,11 +131,11 @@ func BenchmarkLlamaCppBatched(b *testing.B) {
 
 // BenchmarkCacheDepth compares a quantized KV cache with f16 where the
 // cache is deep, as bench/table pairs of go-ggml against itself: the side
-// "go" runs a q8_0 cache (GGML_BENCH_CACHE names another: q4_0), the side
+// "go" runs a q8_0 cache (GOGGML_BENCH_CACHE names another: q4_0), the side
 // "c" the f16 cache, both generating 64 tokens (greedy, one at a time)
-// after GGML_BENCH_LLAMA_DEPTH tokens (default 1024) that stay in the
-// cache, on GGML_BENCH_LLAMA's preset (default small) with
-// GGML_BENCH_LLAMA_TYPE's weights. The table's Go/C is the quantized
+// after GOGGML_BENCH_LLAMA_DEPTH tokens (default 1024) that stay in the
+// cache, on GOGGML_BENCH_LLAMA's preset (default small) with
+// GOGGML_BENCH_LLAMA_TYPE's weights. The table's Go/C is the quantized
 // cache's time over f16's.
 func BenchmarkCacheDepth(b *testing.B) {
 	pairs := testutil.BenchPairs(b)
@@ -144,14 +144,14 @@ func BenchmarkCacheDepth(b *testing.B) {
 		threads = runtime.NumCPU()
 	}
 	depth := 1024
-	if s := os.Getenv("GGML_BENCH_LLAMA_DEPTH"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA_DEPTH"); s != "" {
 		var err error
 		if depth, err = strconv.Atoi(s); err != nil || depth < 1 {
-			b.Fatalf("GGML_BENCH_LLAMA_DEPTH=%q: want a depth", s)
+			b.Fatalf("GOGGML_BENCH_LLAMA_DEPTH=%q: want a depth", s)
 		}
 	}
 	ctName := "q8_0"
-	if s := os.Getenv("GGML_BENCH_CACHE"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_CACHE"); s != "" {
 		ctName = s
 	}
 	ct, err := ParseCacheType(ctName)

@@ -19,7 +19,7 @@ import (
 	"github.com/go-ggml/ggml/internal/testutil"
 
 	. "github.com/go-ggml/ggml/model"
-	_ "github.com/go-ggml/ggml/model/gemma" // the architectures of GGML_BENCH_LLAMA_ARCH
+	_ "github.com/go-ggml/ggml/model/gemma" // the architectures of GOGGML_BENCH_LLAMA_ARCH
 	_ "github.com/go-ggml/ggml/model/llama"
 	. "github.com/go-ggml/ggml/model/modeltest"
 	_ "github.com/go-ggml/ggml/model/phi3"
@@ -54,18 +54,18 @@ import (
 // which on this project's 2-vCPU machines made the small model's tokens
 // take 3.4 or 14 ms from run to run, inside llama_decode.)
 //
-// GGML_BENCH_LLAMA names the preset (small, 1b), GGML_BENCH_LLAMA_TYPE
+// GOGGML_BENCH_LLAMA names the preset (small, 1b), GOGGML_BENCH_LLAMA_TYPE
 // the weights (q4_0, q8_0, q4_K_M, or another ggml type),
-// GGML_BENCH_LLAMA_THREADS the threads (default: one per core) and
-// GGML_BENCH_PAIRS the pairs (default 1). GGML_BENCH_LLAMACPP_NO_AMX=1
+// GOGGML_BENCH_LLAMA_THREADS the threads (default: one per core) and
+// GOGGML_BENCH_PAIRS the pairs (default 1). GOGGML_BENCH_LLAMACPP_NO_AMX=1
 // keeps llama.cpp from its AMX kernels (libsWithoutAMX).
-// GGML_BENCH_LLAMA_SMALL_PAGES=1 keeps go-ggml's copied weights in small
+// GOGGML_BENCH_LLAMA_SMALL_PAGES=1 keeps go-ggml's copied weights in small
 // pages (Options.SmallPages), as llama.cpp keeps its own: the huge pages
 // are go-ggml's, and most of its lead in generation.
-// GGML_BENCH_LLAMA_POLL sets go-ggml's Options.Poll (default 50, as
-// llama-bench's threads poll; 0 sleeps at once). GGML_BENCH_LLAMA_TIED=1
+// GOGGML_BENCH_LLAMA_POLL sets go-ggml's Options.Poll (default 50, as
+// llama-bench's threads poll; 0 sleeps at once). GOGGML_BENCH_LLAMA_TIED=1
 // writes the model with its output tied to token_embd, as Llama 3.2's
-// files are (the figures' names get "-tied"). GGML_BENCH_LLAMA_DEPTH=P
+// files are (the figures' names get "-tied"). GOGGML_BENCH_LLAMA_DEPTH=P
 // times generation alone at depth P instead (as llama-bench's -d): 64
 // tokens after P in the cache, which stay there from one sample to the
 // next (the figure "tg64@dP").
@@ -77,10 +77,10 @@ func BenchmarkLlamaCpp(b *testing.B) {
 	}
 	const gen = 64
 	depth := 0
-	if v := os.Getenv("GGML_BENCH_LLAMA_DEPTH"); v != "" {
+	if v := os.Getenv("GOGGML_BENCH_LLAMA_DEPTH"); v != "" {
 		var err error
 		if depth, err = strconv.Atoi(v); err != nil || depth < 2 {
-			b.Fatalf("GGML_BENCH_LLAMA_DEPTH=%q: want a depth of 2 tokens or more", v)
+			b.Fatalf("GOGGML_BENCH_LLAMA_DEPTH=%q: want a depth of 2 tokens or more", v)
 		}
 	}
 	nCtx := max(512, (depth+gen+255)/256*256)
@@ -90,18 +90,18 @@ func BenchmarkLlamaCpp(b *testing.B) {
 
 	ctx := context.Background()
 	// The go side's threads poll for work as llama.cpp's do (50, as
-	// llama-bench sets it; GGML_BENCH_LLAMA_POLL to change), and each of
+	// llama-bench sets it; GOGGML_BENCH_LLAMA_POLL to change), and each of
 	// its samples ends with Rest, so that their spinning never reaches
 	// llama.cpp's samples (settle does the same the other way).
 	poll := 50
-	if s := os.Getenv("GGML_BENCH_LLAMA_POLL"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA_POLL"); s != "" {
 		var err error
 		if poll, err = strconv.Atoi(s); err != nil {
-			b.Fatalf("GGML_BENCH_LLAMA_POLL=%q: %v", s, err)
+			b.Fatalf("GOGGML_BENCH_LLAMA_POLL=%q: %v", s, err)
 		}
 	}
 	m, err := Load(ctx, path, Options{CPUOnly: true, ContextSize: nCtx, BatchSize: 512, Threads: threads, Poll: poll, CacheType: CacheF16,
-		SmallPages: os.Getenv("GGML_BENCH_LLAMA_SMALL_PAGES") == "1"})
+		SmallPages: os.Getenv("GOGGML_BENCH_LLAMA_SMALL_PAGES") == "1"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -249,19 +249,19 @@ func BenchmarkLlamaCpp(b *testing.B) {
 // BenchmarkLlamaCpp).
 func benchLlamaCppSettings(tb testing.TB) (preset, typ string, threads int) {
 	preset, typ = "small", "q4_0"
-	if s := os.Getenv("GGML_BENCH_LLAMA"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA"); s != "" {
 		preset = s
 	}
 	if _, ok := Presets[preset]; !ok {
-		tb.Fatalf("GGML_BENCH_LLAMA=%q: want one of %v", preset, PresetNames())
+		tb.Fatalf("GOGGML_BENCH_LLAMA=%q: want one of %v", preset, PresetNames())
 	}
-	if s := os.Getenv("GGML_BENCH_LLAMA_TYPE"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA_TYPE"); s != "" {
 		typ = s
 	}
-	if s := os.Getenv("GGML_BENCH_LLAMA_THREADS"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA_THREADS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 0 {
-			tb.Fatalf("GGML_BENCH_LLAMA_THREADS=%q: want a count", s)
+			tb.Fatalf("GOGGML_BENCH_LLAMA_THREADS=%q: want a count", s)
 		}
 		threads = n
 	}
@@ -285,7 +285,7 @@ func benchModelMix(tb testing.TB, preset, typ string) string {
 			r.Arch, r.FeedForward, r.ExpertFF = "llama", r.FeedForward/4, 0
 		}
 	default:
-		tb.Fatalf("GGML_BENCH_LLAMA_ARCH=%q: want llama, qwen2, qwen3, qwen3moe, mixtral, gemma2, gemma3 or phi3", r.Arch)
+		tb.Fatalf("GOGGML_BENCH_LLAMA_ARCH=%q: want llama, qwen2, qwen3, qwen3moe, mixtral, gemma2, gemma3 or phi3", r.Arch)
 	}
 	if typ == "q4_K_M" {
 		r.Types = MixQ4KM(r.Config.BlockCount, r.Tied)
@@ -297,7 +297,7 @@ func benchModelMix(tb testing.TB, preset, typ string) string {
 			}
 		}
 		if r.Type < 0 {
-			tb.Fatalf("GGML_BENCH_LLAMA_TYPE=%q: want q4_K_M or a ggml type", typ)
+			tb.Fatalf("GOGGML_BENCH_LLAMA_TYPE=%q: want q4_K_M or a ggml type", typ)
 		}
 	}
 	name := benchArch() + "-" + preset + "-" + typ + "-converted"
@@ -307,17 +307,17 @@ func benchModelMix(tb testing.TB, preset, typ string) string {
 	return benchFile(tb, name, r)
 }
 
-// benchArch is GGML_BENCH_LLAMA_ARCH, the architecture of the model
+// benchArch is GOGGML_BENCH_LLAMA_ARCH, the architecture of the model
 // (llama by default; mixtral is llama with experts).
 func benchArch() string {
-	if s := os.Getenv("GGML_BENCH_LLAMA_ARCH"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA_ARCH"); s != "" {
 		return s
 	}
 	return "llama"
 }
 
-// benchTied reports GGML_BENCH_LLAMA_TIED=1.
-func benchTied() bool { return os.Getenv("GGML_BENCH_LLAMA_TIED") == "1" }
+// benchTied reports GOGGML_BENCH_LLAMA_TIED=1.
+func benchTied() bool { return os.Getenv("GOGGML_BENCH_LLAMA_TIED") == "1" }
 
 // llamaCpp is a running llamacpp_bench.
 type llamaCpp struct {
@@ -336,7 +336,7 @@ func startLlamaCpp(tb testing.TB, path string, threads, nCtx, nSeq int) *llamaCp
 		tb.Skipf("llama.cpp is not installed in %s (make llamacpp installs it; GOGGML_LLAMACPP names another place)", dir)
 	}
 	lib := filepath.Join(dir, "node_modules", "@node-llama-cpp", "linux-x64", "bins", "linux-x64")
-	if os.Getenv("GGML_BENCH_LLAMACPP_NO_AMX") == "1" {
+	if os.Getenv("GOGGML_BENCH_LLAMACPP_NO_AMX") == "1" {
 		lib = libsWithoutAMX(tb, lib)
 	}
 	cmd := exec.Command(bin, lib, path, strconv.Itoa(threads), strconv.Itoa(nCtx), "512", strconv.Itoa(nSeq))
@@ -365,7 +365,7 @@ func startLlamaCpp(tb testing.TB, path string, threads, nCtx, nSeq int) *llamaCp
 // lib, less its CPU variant for Sapphire Rapids, the one with AMX, so that
 // llama.cpp picks its best variant without AMX: the other side for a
 // go-ggml without AMX (the system provider here, whose AMX code gcc 12
-// breaks: docs/providers.md). GGML_BENCH_LLAMACPP_NO_AMX=1 asks for it.
+// breaks: docs/providers.md). GOGGML_BENCH_LLAMACPP_NO_AMX=1 asks for it.
 func libsWithoutAMX(tb testing.TB, lib string) string {
 	entries, err := os.ReadDir(lib)
 	if err != nil {

@@ -20,21 +20,21 @@ import (
 	"github.com/go-ggml/ggml/model/sample"
 )
 
-// The benchmark model: GGML_BENCH_LLAMA names a preset (default "small",
+// The benchmark model: GOGGML_BENCH_LLAMA names a preset (default "small",
 // ~125M weights, which a shared 2-core machine writes in seconds; "1b" is
-// the size, ~1.24G weights, 0.7 GB in q4_0), GGML_BENCH_LLAMA_TYPE
-// the weight type (default q4_0), GGML_BENCH_LLAMA_THREADS the CPU threads
-// (default: one per core) and GGML_BENCH_LLAMA_GPU_LAYERS the blocks on a
+// the size, ~1.24G weights, 0.7 GB in q4_0), GOGGML_BENCH_LLAMA_TYPE
+// the weight type (default q4_0), GOGGML_BENCH_LLAMA_THREADS the CPU threads
+// (default: one per core) and GOGGML_BENCH_LLAMA_GPU_LAYERS the blocks on a
 // GPU when there is one (default all).
 func benchSettings(tb testing.TB) (preset string, typ ggml.Type, threads, gpuLayers int) {
 	preset, typ, threads, gpuLayers = "small", ggml.TypeQ4_0, 0, -1
-	if s := os.Getenv("GGML_BENCH_LLAMA"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA"); s != "" {
 		preset = s
 	}
 	if _, ok := Presets[preset]; !ok {
-		tb.Fatalf("GGML_BENCH_LLAMA=%q: want one of %v", preset, PresetNames())
+		tb.Fatalf("GOGGML_BENCH_LLAMA=%q: want one of %v", preset, PresetNames())
 	}
-	if s := os.Getenv("GGML_BENCH_LLAMA_TYPE"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA_TYPE"); s != "" {
 		typ = -1
 		for _, t := range ggml.Types() {
 			if t.String() == s {
@@ -42,13 +42,13 @@ func benchSettings(tb testing.TB) (preset string, typ ggml.Type, threads, gpuLay
 			}
 		}
 		if typ < 0 {
-			tb.Fatalf("GGML_BENCH_LLAMA_TYPE=%q: not a ggml type", s)
+			tb.Fatalf("GOGGML_BENCH_LLAMA_TYPE=%q: not a ggml type", s)
 		}
 	}
 	for _, v := range []struct {
 		env string
 		n   *int
-	}{{"GGML_BENCH_LLAMA_THREADS", &threads}, {"GGML_BENCH_LLAMA_GPU_LAYERS", &gpuLayers}} {
+	}{{"GOGGML_BENCH_LLAMA_THREADS", &threads}, {"GOGGML_BENCH_LLAMA_GPU_LAYERS", &gpuLayers}} {
 		if s := os.Getenv(v.env); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil {

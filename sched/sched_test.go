@@ -22,7 +22,7 @@ func cpu(t *testing.T) *backend.Backend {
 	return testkit.CPU(t)
 }
 
-// newRNG is the shared replayable generator (GGML_TEST_SEED).
+// newRNG is the shared replayable generator (GOGGML_SEED).
 func newRNG(t *testing.T) *rand.Rand { return testutil.NewRNG(t) }
 
 func randF32(rng *rand.Rand, n int) []float32 { return testutil.RandF32(rng, n) }

@@ -19,7 +19,7 @@ import (
 // timed inside llamacpp_tokenize, so the pipe that carries the text is not
 // counted), on the same GGUF file of each real vocabulary, in pairs that
 // bench/table reads (make bench-tokenizer). Both sides write the same
-// tokens (checked before the pairs). GGML_BENCH_PAIRS sets the pairs (1
+// tokens (checked before the pairs). GOGGML_BENCH_PAIRS sets the pairs (1
 // by default); it skips without llama.cpp (make llamacpp).
 func BenchmarkEncodeLlamaCpp(b *testing.B) {
 	data, err := os.ReadFile(testdata(b, "war-and-peace.txt"))

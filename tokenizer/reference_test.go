@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/gguf"
+	"github.com/go-ggml/ggml/internal/testutil"
 )
 
 // The reference is llama.cpp: the prebuilt libraries of node-llama-cpp
@@ -385,18 +386,9 @@ func TestReferenceWarAndPeace(t *testing.T) {
 	}
 }
 
-// randomSeed returns the seed of the random tests: GOGGML_TOKENIZER_SEED
-// if set (to replay a failure), else a fresh one, logged.
-func randomSeed(t *testing.T) uint64 {
-	if s := os.Getenv("GOGGML_TOKENIZER_SEED"); s != "" {
-		seed, err := strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err, "GOGGML_TOKENIZER_SEED")
-		return seed
-	}
-	seed := rand.Uint64()
-	t.Logf("seed %d (GOGGML_TOKENIZER_SEED=%d replays it)", seed, seed)
-	return seed
-}
+// randomSeed returns the seed of the random tests: the run's, as every
+// package's tests take it (GOGGML_SEED replays it).
+func randomSeed(t *testing.T) uint64 { return testutil.Seed(t) }
 
 // randomPieces are what random texts are made of.
 var randomPieces = []string{

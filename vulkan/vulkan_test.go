@@ -66,7 +66,7 @@ func TestOpsMatchCPU(t *testing.T) {
 	cpu, err := backend.InitByName("CPU", "")
 	require.NoError(t, err)
 	defer cpu.Close()
-	rng := testutil.NewRNG(t) // GGML_TEST_SEED replays a run
+	rng := testutil.NewRNG(t) // GOGGML_SEED replays a run
 	type build func(c *ggml.Context, a, b *ggml.Tensor) *ggml.Tensor
 	ops := []struct {
 		name   string

@@ -5,7 +5,7 @@
 // when too wide to trust, and the figure's own unit (GFLOPS, GB/s,
 // ns/node) where the benchmark reports one.
 //
-//	GGML_BENCH_PAIRS=5 go test -run '^$' -bench . ./bench | go run ./bench/table
+//	GOGGML_BENCH_PAIRS=5 go test -run '^$' -bench . ./bench | go run ./bench/table
 //
 // The k-th sample of one side is paired with the k-th of the other. A pair
 // whose two samples were not measured one right after the other (among

@@ -9,21 +9,21 @@ import (
 
 // BenchPairs returns the number of pairs a benchmark of two sides (go-ggml
 // and the same work from C, or from another program) runs:
-// GGML_BENCH_PAIRS, 1 when unset. It fails tb on a bad value, and under go
+// GOGGML_BENCH_PAIRS, 1 when unset. It fails tb on a bad value, and under go
 // test's -count above 1, which repeats each side in a row (go, go, go, c,
 // c, c) and so makes no pairs: bench/table divides each Go sample by the C
 // sample taken beside it.
 func BenchPairs(tb testing.TB) int {
 	if f := flag.Lookup("test.count"); f != nil && f.Value.String() != "1" {
-		tb.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GGML_BENCH_PAIRS=%s instead", f.Value, f.Value)
+		tb.Fatalf("-count %s repeats each side in a row, which makes no pairs; set GOGGML_BENCH_PAIRS=%s instead", f.Value, f.Value)
 	}
-	v := os.Getenv("GGML_BENCH_PAIRS")
+	v := os.Getenv("GOGGML_BENCH_PAIRS")
 	if v == "" {
 		return 1
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 {
-		tb.Fatalf("GGML_BENCH_PAIRS=%q: want a count of pairs, 1 or more", v)
+		tb.Fatalf("GOGGML_BENCH_PAIRS=%q: want a count of pairs, 1 or more", v)
 	}
 	return n
 }

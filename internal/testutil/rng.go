@@ -11,9 +11,9 @@ import (
 )
 
 // NewRNG returns a generator for test t, seeded afresh each run: from the
-// run's seed (GGML_TEST_SEED when set, else the clock, one number for the
+// run's seed (GOGGML_SEED when set, else the clock, one number for the
 // whole test binary), t's name, and how many generators t took before this
-// one. The run's seed is logged, and GGML_TEST_SEED=<seed> replays every
+// one. The run's seed is logged, and GOGGML_SEED=<seed> replays every
 // generator of the run: a subtest's as well as its parent's, a test's
 // second as well as its first. (One seed for every generator could not:
 // a subtest seeded from the clock apart from its parent was replayed with
@@ -23,6 +23,17 @@ func NewRNG(t testing.TB) *rand.Rand {
 	t.Helper()
 	seed := Seed(t)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// RunSeed returns the run's seed (GOGGML_SEED, or the clock): a child
+// process of a test given GOGGML_SEED=RunSeed(t) draws the same numbers.
+func RunSeed(t testing.TB) uint64 {
+	t.Helper()
+	run, err := runSeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
 }
 
 // Seed returns the seed of t's next generator (see NewRNG) and logs the
@@ -37,7 +48,7 @@ func Seed(t testing.TB) uint64 {
 	k := draws.n[t.Name()]
 	draws.n[t.Name()]++
 	draws.Unlock()
-	t.Logf("seed %d (GGML_TEST_SEED=%d replays it)", run, run)
+	t.Logf("seed %d (GOGGML_SEED=%d replays it)", run, run)
 	// FNV-1a of the name, then a SplitMix64 finish of the three.
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(t.Name()); i++ {
@@ -51,10 +62,10 @@ func Seed(t testing.TB) uint64 {
 
 var (
 	runSeed = sync.OnceValues(func() (uint64, error) {
-		if s := os.Getenv("GGML_TEST_SEED"); s != "" {
+		if s := os.Getenv("GOGGML_SEED"); s != "" {
 			v, err := strconv.ParseUint(s, 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("GGML_TEST_SEED=%q: %v", s, err)
+				return 0, fmt.Errorf("GOGGML_SEED=%q: %v", s, err)
 			}
 			return v, nil
 		}

@@ -177,7 +177,7 @@ func checkWorst(t testing.TB, e float64, ref *Reference, tl Tol, what string, ar
 }
 
 // RandomTokens draws n tokens from rng: the test's generator, so that the
-// one seed it logs (GGML_TEST_SEED) replays the model and the tokens alike.
+// one seed it logs (GOGGML_SEED) replays the model and the tokens alike.
 // (A generator of their own, seeded apart, could not be replayed together
 // with the model's.)
 func RandomTokens(rng *rand.Rand, n, vocab int) []int32 {

@@ -23,7 +23,7 @@ import (
 type LlamaCppTol struct{ Max, RMS, Tie float64 }
 
 // LlamaCppTolerance is LlamaCppTol by weight type. Seen over 40 Llama
-// models of each type (GGML_TEST_SEED 1 to 5; logits of every token of
+// models of each type (GOGGML_SEED 1 to 5; logits of every token of
 // prompts of 16 and 80): largest differences f32 0.0054, f16 0.0066, q8_0
 // 0.093, q4_0 0.10 (logits up to about 4); RMS f32 8.4e-4, f16 1.2e-3,
 // q8_0 and q4_0 0.021; greedy tokens that parted did so where llama.cpp's

@@ -25,8 +25,8 @@ import (
 // a plain HTTP client), the side "c" through the library alone
 // (model.Model.GenerateText on a model of its own), the same greedy 64
 // tokens after the same prompt, on the small preset in q4_0
-// (GGML_BENCH_LLAMA and GGML_BENCH_LLAMA_TYPE choose others) with 2
-// threads (GGML_BENCH_LLAMA_THREADS). GGML_BENCH_ENGINE=1 times the
+// (GOGGML_BENCH_LLAMA and GOGGML_BENCH_LLAMA_TYPE choose others) with 2
+// threads (GOGGML_BENCH_LLAMA_THREADS). GOGGML_BENCH_ENGINE=1 times the
 // engine's Generate in the server's place. ns/op is a token, from the
 // request to the last piece; the
 // table's Go/C is the server's time over the library's. Both sides reuse
@@ -34,10 +34,10 @@ import (
 func BenchmarkServerStream(b *testing.B) {
 	pairs := testutil.BenchPairs(b)
 	preset, typName := "small", "q4_0"
-	if s := os.Getenv("GGML_BENCH_LLAMA"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA"); s != "" {
 		preset = s
 	}
-	if s := os.Getenv("GGML_BENCH_LLAMA_TYPE"); s != "" {
+	if s := os.Getenv("GOGGML_BENCH_LLAMA_TYPE"); s != "" {
 		typName = s
 	}
 	var typ ggml.Type = -1
@@ -48,7 +48,7 @@ func BenchmarkServerStream(b *testing.B) {
 	}
 	cfg, ok := modeltest.Presets[preset]
 	if !ok || typ < 0 {
-		b.Fatalf("GGML_BENCH_LLAMA=%q, GGML_BENCH_LLAMA_TYPE=%q: want a preset and a ggml type", preset, typName)
+		b.Fatalf("GOGGML_BENCH_LLAMA=%q, GOGGML_BENCH_LLAMA_TYPE=%q: want a preset and a ggml type", preset, typName)
 	}
 	path := filepath.Join(b.TempDir(), "bench.gguf")
 	if err := modeltest.WriteRandom(path, modeltest.RandomModel{Config: cfg, Type: typ, Converted: true, Seed: 1}); err != nil {
@@ -56,9 +56,9 @@ func BenchmarkServerStream(b *testing.B) {
 	}
 	ctx := context.Background()
 	threads := 2
-	if v := os.Getenv("GGML_BENCH_LLAMA_THREADS"); v != "" {
+	if v := os.Getenv("GOGGML_BENCH_LLAMA_THREADS"); v != "" {
 		if _, err := fmt.Sscan(v, &threads); err != nil || threads < 1 {
-			b.Fatalf("GGML_BENCH_LLAMA_THREADS=%q: want a count", v)
+			b.Fatalf("GOGGML_BENCH_LLAMA_THREADS=%q: want a count", v)
 		}
 	}
 	opts := model.Options{CPUOnly: true, ContextSize: 256, Threads: threads}
@@ -135,7 +135,7 @@ func BenchmarkServerStream(b *testing.B) {
 	}
 	name := fmt.Sprintf("stream%d-%s-%s-t%d", gen, preset, typName, threads)
 	for i := range pairs {
-		if os.Getenv("GGML_BENCH_ENGINE") == "1" {
+		if os.Getenv("GOGGML_BENCH_ENGINE") == "1" {
 			testutil.RunPair(b, i, "engine-"+name, side(viaEngine), side(viaLibrary))
 			continue
 		}

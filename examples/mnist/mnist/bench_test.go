@@ -23,28 +23,28 @@ import (
 // BenchmarkMNIST times go-ggml's training against upstream's mnist-train
 // on the same data, threads (the count mnist-train picks, min(cores,
 // (cores+4)/2), on both sides) and batch sizes, in interleaved pairs
-// (GGML_BENCH_PAIRS, the side that goes first alternating): a sample is
+// (GOGGML_BENCH_PAIRS, the side that goes first alternating): a sample is
 // one whole training of mnist-train's fixed 30 epochs, go-ggml's side the
 // same Fit, with the model's initialization and save, but not the reading
 // of the files, which the C side does (a fraction of a second). The
-// s/epoch metric is the sample over 30. GGML_BENCH_MNIST_ARCH picks the
+// s/epoch metric is the sample over 30. GOGGML_BENCH_MNIST_ARCH picks the
 // network: fc (the default, about 35 s a side on 2 cores) or cnn (about 14
-// minutes a side). GGML_BENCH_MNIST_EPOCHS=1 times one epoch instead (the
+// minutes a side). GOGGML_BENCH_MNIST_EPOCHS=1 times one epoch instead (the
 // only other value): go-ggml's side one epoch's Fit (the model made
 // outside the timer), upstream's the time between mnist-train's lines
 // "epoch 0001/0030" and "epoch 0002/0030" (ggml_opt_fit prints each as
 // its epoch starts), after which the process is killed. Needs
 // GOGGML_UPSTREAM_MNIST (build/upstream-mnist.sh); run with -benchtime 1x:
 //
-//	GOGGML_UPSTREAM_MNIST=$(bash build/upstream-mnist.sh) GGML_BENCH_PAIRS=3 \
+//	GOGGML_UPSTREAM_MNIST=$(bash build/upstream-mnist.sh) GOGGML_BENCH_PAIRS=3 \
 //	  go test -run '^$' -bench MNIST -benchtime 1x -timeout 2h ./examples/mnist/mnist | go run ./bench/table
 func BenchmarkMNIST(b *testing.B) {
 	bin := os.Getenv("GOGGML_UPSTREAM_MNIST")
 	if bin == "" {
 		b.Skip("GOGGML_UPSTREAM_MNIST is not set (build/upstream-mnist.sh prints the folder of upstream's programs)")
 	}
-	arch := map[string]string{"": mnist.ArchFC, "fc": mnist.ArchFC, "cnn": mnist.ArchCNN}[os.Getenv("GGML_BENCH_MNIST_ARCH")]
-	require.NotEmpty(b, arch, "GGML_BENCH_MNIST_ARCH is fc or cnn")
+	arch := map[string]string{"": mnist.ArchFC, "fc": mnist.ArchFC, "cnn": mnist.ArchCNN}[os.Getenv("GOGGML_BENCH_MNIST_ARCH")]
+	require.NotEmpty(b, arch, "GOGGML_BENCH_MNIST_ARCH is fc or cnn")
 	pairs := testutil.BenchPairs(b)
 	raw := rawFiles(b)
 	train, _ := sets(b)
@@ -53,7 +53,7 @@ func BenchmarkMNIST(b *testing.B) {
 	require.NoError(b, cpu.SetThreads(threads))
 	out := filepath.Join(b.TempDir(), "model.gguf")
 	const epochs = mnist.Epochs
-	if os.Getenv("GGML_BENCH_MNIST_EPOCHS") == "1" {
+	if os.Getenv("GOGGML_BENCH_MNIST_EPOCHS") == "1" {
 		oneEpoch(b, arch, bin, raw, train, cpu, s, pairs)
 		return
 	}
@@ -85,7 +85,7 @@ func BenchmarkMNIST(b *testing.B) {
 }
 
 // oneEpoch is BenchmarkMNIST's pairs of single epochs
-// (GGML_BENCH_MNIST_EPOCHS=1).
+// (GOGGML_BENCH_MNIST_EPOCHS=1).
 func oneEpoch(b *testing.B, arch, bin, raw string, train *mnist.Set, cpu *backend.Backend, s *sched.Scheduler, pairs int) {
 	goSide := func(b *testing.B) {
 		for range b.N {
