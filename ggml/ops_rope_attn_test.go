@@ -670,38 +670,47 @@ func TestFlashAttnExtBatches(t *testing.T) {
 		mask               bool
 		typ                ggml.Type // of K and V
 		cap                float64   // the soft cap, or 0
+		// seqs > 0: the queries are tokens of that many sequences (query
+		// i of sequence i % seqs), the cells pages of 64 taken in turn
+		// (cell j of sequence j/64 % seqs), as model's cache lays out a
+		// batch of many sequences: a query sees its own sequence's cells.
+		seqs int
 	}{
-		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 0},
-		{64, 33, 64, 2, 1, 2, true, ggml.TypeF16, 0},
-		{64, 16, 100, 2, 2, 1, false, ggml.TypeF16, 0},
-		{32, 20, 70, 2, 1, 1, true, ggml.TypeF16, 0},
-		{128, 12, 130, 2, 1, 1, true, ggml.TypeF16, 0},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 0, 0},
+		{64, 33, 64, 2, 1, 2, true, ggml.TypeF16, 0, 0},
+		{64, 16, 100, 2, 2, 1, false, ggml.TypeF16, 0, 0},
+		{32, 20, 70, 2, 1, 1, true, ggml.TypeF16, 0, 0},
+		{128, 12, 130, 2, 1, 1, true, ggml.TypeF16, 0, 0},
 		// Generation: one query, the heads of a KV head in one block
 		// (Llama 3.2 1B's 32 over 8, a small model's 12 over 4).
-		{64, 1, 700, 32, 8, 1, true, ggml.TypeF16, 0},
-		{64, 1, 4160, 32, 8, 1, true, ggml.TypeF16, 0}, // at a depth of 4096
-		{64, 1, 77, 12, 4, 1, true, ggml.TypeF16, 0},
-		{64, 1, 1, 4, 1, 1, true, ggml.TypeF16, 0},
-		{128, 1, 200, 8, 8, 1, false, ggml.TypeF16, 0},
-		{32, 1, 129, 6, 2, 2, true, ggml.TypeF16, 0},
+		{64, 1, 700, 32, 8, 1, true, ggml.TypeF16, 0, 0},
+		{64, 1, 4160, 32, 8, 1, true, ggml.TypeF16, 0, 0}, // at a depth of 4096
+		{64, 1, 77, 12, 4, 1, true, ggml.TypeF16, 0, 0},
+		{64, 1, 1, 4, 1, 1, true, ggml.TypeF16, 0, 0},
+		{128, 1, 200, 8, 8, 1, false, ggml.TypeF16, 0, 0},
+		{32, 1, 129, 6, 2, 2, true, ggml.TypeF16, 0, 0},
 		// A few queries: heads and queries together (5 × 6 rows of 32).
-		{64, 5, 90, 12, 2, 1, true, ggml.TypeF16, 0},
-		{64, 7, 64, 8, 1, 1, true, ggml.TypeF16, 0},
+		{64, 5, 90, 12, 2, 1, true, ggml.TypeF16, 0, 0},
+		{64, 7, 64, 8, 1, 1, true, ggml.TypeF16, 0, 0},
 		// A quantized cache: prompts, generation, a few queries.
-		{64, 40, 150, 4, 2, 1, true, ggml.TypeQ8_0, 0},
-		{64, 1, 700, 32, 8, 1, true, ggml.TypeQ8_0, 0},
-		{128, 5, 130, 4, 1, 1, true, ggml.TypeQ8_0, 0},
-		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ4_0, 0},
-		{32, 1, 129, 6, 2, 2, true, ggml.TypeQ4_0, 0},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeQ8_0, 0, 0},
+		{64, 1, 700, 32, 8, 1, true, ggml.TypeQ8_0, 0, 0},
+		{128, 5, 130, 4, 1, 1, true, ggml.TypeQ8_0, 0, 0},
+		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ4_0, 0, 0},
+		{32, 1, 129, 6, 2, 2, true, ggml.TypeQ4_0, 0, 0},
 		// Gemma 2's soft cap (50, over scores of up to about 5 here; 0.5
 		// makes it bite), a prompt and generation.
-		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 50},
-		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 0.5},
-		{128, 1, 300, 8, 4, 1, true, ggml.TypeF16, 0.5},
-		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ8_0, 0.5},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 50, 0},
+		{64, 40, 150, 4, 2, 1, true, ggml.TypeF16, 0.5, 0},
+		{128, 1, 300, 8, 4, 1, true, ggml.TypeF16, 0.5, 0},
+		{64, 33, 100, 2, 1, 2, true, ggml.TypeQ8_0, 0.5, 0},
+		// Many sequences' tokens in one batch.
+		{64, 32, 2048, 32, 8, 1, true, ggml.TypeF16, 0, 32},
+		{64, 24, 700, 12, 4, 1, true, ggml.TypeQ8_0, 0, 5},
+		{64, 9, 300, 6, 2, 1, true, ggml.TypeF16, 0, 3},
 	} {
 		typ := tc.typ
-		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v_%v_cap%g", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask, typ, tc.cap), func(t *testing.T) {
+		t.Run(fmt.Sprintf("D%d_N%d_KV%d_H%d_Hk%d_B%d_mask%v_%v_cap%g_seqs%d", tc.D, tc.N, tc.KV, tc.H, tc.Hk, tc.B, tc.mask, typ, tc.cap, tc.seqs), func(t *testing.T) {
 			e := newEnv(t)
 			qv := randF32(rng, tc.D*tc.N*tc.H*tc.B)
 			Q := fromF32(qv, tc.D, tc.N, tc.H, tc.B)
@@ -755,7 +764,14 @@ func TestFlashAttnExtBatches(t *testing.T) {
 					for i := range mr {
 						for j := range tc.KV {
 							x := float32(0.5 * rng.NormFloat64())
-							if j > tc.KV-tc.N+i || (j > 0 && rng.IntN(5) == 0) {
+							hide := j > tc.KV-tc.N+i || (j > 0 && rng.IntN(5) == 0)
+							if tc.seqs > 0 {
+								// Its own sequence's cells, less holes
+								// (never the first of its first page).
+								own := (j/64)%tc.seqs == i%tc.seqs
+								hide = !own || (j >= 64 && rng.IntN(5) == 0)
+							}
+							if hide {
 								x = float32(math.Inf(-1))
 							}
 							mv[(b*mr+i)*tc.KV+j] = x

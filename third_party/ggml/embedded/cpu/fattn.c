@@ -161,6 +161,18 @@ GOGGML_FA_TARGET static inline void goggml_fa_transpose16(__m512 r[16], float *k
 	}
 }
 
+// goggml_fa_sees reports whether a mask row leaves any of the block's nc
+// cells from c0 on visible (-Inf in f16 is 0xFC00; cells past nc count as
+// hidden).
+GOGGML_FA_TARGET static inline int goggml_fa_sees(const ggml_fp16_t *mrow, int64_t c0, int64_t nc) {
+	const __m512i ninf = _mm512_set1_epi16((short)0xFC00);
+	const __mmask32 lo = nc >= 32 ? (__mmask32)0xFFFFFFFF : (__mmask32)((1u << nc) - 1);
+	const __mmask32 hi = nc >= 64 ? (__mmask32)0xFFFFFFFF : nc <= 32 ? (__mmask32)0 : (__mmask32)((1u << (nc - 32)) - 1);
+	const __m512i m0 = _mm512_mask_loadu_epi16(ninf, lo, mrow + c0);
+	const __m512i m1 = _mm512_mask_loadu_epi16(ninf, hi, mrow + c0 + 32);
+	return (_mm512_cmpneq_epi16_mask(m0, ninf) | _mm512_cmpneq_epi16_mask(m1, ninf)) != 0;
+}
+
 // goggml_fa_block does one block of rows over the whole cache: queries q0
 // to q0+nq-1 of heads h0 to h0+nh-1 (and iq3), at most BQ rows, row r
 // being query q0 + r % nq of head h0 + r / nq. The heads share their K
@@ -191,19 +203,23 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 	}
 	for (int64_t c0 = 0; c0 < nkv; c0 += GOGGML_FA_BK) {
 		const int64_t nc = nkv - c0 < GOGGML_FA_BK ? nkv - c0 : GOGGML_FA_BK;
-		// A block the mask hides from every query is skipped (-Inf in f16
-		// is 0xFC00).
+		// vis: bit r says row r sees a cell of the block. A block the mask
+		// hides from every row is skipped, and so is a row it hides the
+		// block from: in a batch of many sequences' tokens, each query
+		// sees its own sequence's cells only. The heads of a block share
+		// their mask rows (a mask broadcast over heads): each row is
+		// looked at once.
+		uint32_t vis = 0xFFFFFFFFu;
 		if (mask) {
-			int seen = 0;
-			for (int64_t r = 0; r < nr && !seen; r++) {
-				for (int64_t j = 0; j < nc; j++) {
-					if (mrow[r][c0 + j] != 0xFC00) {
-						seen = 1;
-						break;
-					}
+			vis = 0;
+			for (int64_t r = 0; r < nr; r++) {
+				if (r >= nq && mrow[r] == mrow[r - nq]) {
+					vis |= ((vis >> (r - nq)) & 1u) << r;
+				} else if (goggml_fa_sees(mrow[r], c0, nc)) {
+					vis |= 1u << r;
 				}
 			}
-			if (!seen) {
+			if (vis == 0) {
 				continue;
 			}
 		}
@@ -227,18 +243,8 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 			}
 		}
 		for (int64_t r = 0; r < nr; r++) {
-			// A row the mask hides the whole block from is skipped before
-			// its scores: in a batch of many sequences' tokens, each
-			// query sees the blocks of its own sequence's cells only.
-			if (mrow[r] != NULL) {
-				const __m512i ninf = _mm512_set1_epi16((short)0xFC00);
-				const __mmask32 lo = nc >= 32 ? (__mmask32)0xFFFFFFFF : (__mmask32)((1u << nc) - 1);
-				const __mmask32 hi = nc >= 64 ? (__mmask32)0xFFFFFFFF : nc <= 32 ? (__mmask32)0 : (__mmask32)((1u << (nc - 32)) - 1);
-				const __m512i m0 = _mm512_mask_loadu_epi16(ninf, lo, mrow[r] + c0);
-				const __m512i m1 = _mm512_mask_loadu_epi16(ninf, hi, mrow[r] + c0 + 32);
-				if ((_mm512_cmpneq_epi16_mask(m0, ninf) | _mm512_cmpneq_epi16_mask(m1, ninf)) == 0) {
-					continue;
-				}
+			if (((vis >> r) & 1u) == 0) {
+				continue;
 			}
 			// Scores of row r: 64 cells in 4 vectors.
 			__m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
@@ -336,21 +342,24 @@ GOGGML_FA_TARGET static void goggml_fa_block(struct goggml_fa_buf *b, const stru
 }
 
 // goggml_fa_batch splits the blocks between the threads, interleaved
-// (later blocks of a causal mask see more cells). From BQ/4 queries on, a
-// block is BQ queries of one head; under that, it is all the queries of
-// the heads that share a KV head (as many of them as fit in BQ rows).
+// (later blocks of a causal mask see more cells). A block holds the heads
+// that share a KV head (grouped-query attention: as many of them as fit
+// in BQ rows) and as many queries as then fit: each block of K and V is
+// converted once for all the rows that read it. A batch of many
+// sequences' tokens gains most: a block of the cache belongs to one
+// sequence, and its conversion serves that token's heads.
 static void goggml_fa_batch(const struct ggml_compute_params *params, struct ggml_tensor *dst, float scale, float softcap) {
 	const struct ggml_tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
 	const int64_t nq = q->ne[1];
-	int64_t bq = GOGGML_FA_BQ, bh = 1; // queries and heads of a block
-	if (nq < GOGGML_FA_BQ / 4) {
-		// The heads of one group: those that read the same K and V head.
-		const int64_t gk = q->ne[2] / k->ne[2], gv = q->ne[2] / v->ne[2];
+	// The heads of one group: those that read the same K and V head.
+	const int64_t gk = q->ne[2] / k->ne[2], gv = q->ne[2] / v->ne[2];
+	int64_t bh = gk < GOGGML_FA_BQ ? gk : GOGGML_FA_BQ; // heads of a block
+	while (gk % bh != 0 || gv % bh != 0) {
+		bh--; // a block never straddles two groups (of K's or V's)
+	}
+	int64_t bq = GOGGML_FA_BQ / bh; // queries of a block
+	if (nq < bq) {
 		bq = nq;
-		bh = GOGGML_FA_BQ / nq < gk ? GOGGML_FA_BQ / nq : gk;
-		while (gk % bh != 0 || gv % bh != 0) {
-			bh--; // a block never straddles two groups (of K's or V's)
-		}
 	}
 	const int64_t nqb = (nq + bq - 1) / bq, nhb = q->ne[2] / bh;
 	const int64_t tasks = nqb * nhb * q->ne[3];
