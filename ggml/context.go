@@ -76,6 +76,10 @@ type Context struct {
 	noAlloc   bool
 	memSize   uint64
 	graphSize int
+	// maxTensors and dataBytes are ContextParams.MaxTensors and MemSize,
+	// for the error that says which to raise.
+	maxTensors int
+	dataBytes  uint64
 	// graphRoom is the part of the pool ContextParams.Graph reserved for
 	// the first graph: tensors cannot take it (their error then names
 	// MaxTensors, not the graph); 0 once a graph took it.
@@ -169,6 +173,7 @@ func NewContext(p ContextParams) (*Context, error) {
 		return nil, err
 	}
 	ctx := &Context{c: c, pool: buf, noAlloc: p.NoAlloc, memSize: size, graphSize: graphSize, life: newContextLife(),
+		maxTensors: p.MaxTensors, dataBytes: p.MemSize,
 		tensors: make([]*Tensor, 0, min(p.MaxTensors, 1<<14))}
 	ctx.graphRoom.Store(reserved)
 	ctx.cleanup = runtime.AddCleanup(ctx, collectContext, contextRes{c: c, pool: buf})

@@ -82,7 +82,10 @@ func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.H
 	if ty := t.Type(); ty != a && ty != b {
 		var z T
 		hint := ""
-		if ty.IsQuantized() {
+		switch {
+		case ty.IsQuantized() && (op == "SetData" || op == "SetBytes"):
+			hint = "; quantize the values with Quantize and write the blocks with SetBytes"
+		case ty.IsQuantized():
 			hint = "; read quantized data with Bytes and convert it with Dequantize"
 		}
 		return 0, fmt.Errorf("%w: %s: tensor %s is %v; %T elements fit %v%s", ErrType, op, t.describe(), ty, z, a, hint)

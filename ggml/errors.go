@@ -68,9 +68,10 @@ type OpError struct {
 	Err    error    // the kind (ErrShape, ErrType, ...) or an earlier error
 }
 
-// Error returns "ggml: op(inputs): rule".
+// Error returns "ggml: op(inputs): rule" (a rule that is another error's
+// text loses its own "ggml: ").
 func (e *OpError) Error() string {
-	return fmt.Sprintf("ggml: %s(%s): %s", e.Op, strings.Join(e.Inputs, ", "), e.Rule)
+	return fmt.Sprintf("ggml: %s(%s): %s", e.Op, strings.Join(e.Inputs, ", "), strings.TrimPrefix(e.Rule, "ggml: "))
 }
 
 // Unwrap returns the kind of the error.

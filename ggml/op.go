@@ -341,12 +341,23 @@ func findIn(inputs []*Tensor, q *C.struct_ggml_tensor) *Tensor {
 // room checks that the pool has space for one more object of the given
 // payload, as ggml_new_object would (it returns NULL, and ggml asserts).
 func (c *Context) room(payload uint64) error {
-	used := c.used.Load()
-	if need := used + pad(payload, memAlign) + objectSize; need > c.tensorSpace() {
-		return fmt.Errorf("%w: the context's pool is full (%d of %d bytes used, %d more needed, the rest kept for its graph); raise ContextParams.MaxTensors (it has %d tensors) or MemSize",
-			ErrNoMemory, used, c.tensorSpace(), pad(payload, memAlign)+objectSize, len(c.tensors))
+	used, space := c.used.Load(), c.tensorSpace()
+	need := pad(payload, memAlign) + objectSize
+	if used+need <= space {
+		return nil
 	}
-	return nil
+	// What to raise: MemSize when the tensor's data is what does not fit,
+	// else MaxTensors (each tensor's metadata takes its share).
+	data := uint64(0)
+	if payload > uint64(C.sizeof_struct_ggml_tensor) {
+		data = payload - uint64(C.sizeof_struct_ggml_tensor)
+	}
+	fix := fmt.Sprintf("raise ContextParams.MaxTensors (%d; the context holds %d tensors)", c.maxTensors, len(c.tensors))
+	if data > 0 && len(c.tensors) < c.maxTensors {
+		fix = fmt.Sprintf("raise ContextParams.MemSize (%d bytes for the tensors' data; this one's is %d)", c.dataBytes, data)
+	}
+	return fmt.Errorf("%w: the context's pool is full: %d of its %d bytes for tensors are used, and this tensor needs %d more; %s",
+		ErrNoMemory, min(used, space), space, need, fix)
 }
 
 // tensorSpace is the part of the pool tensors may take: all of it but the

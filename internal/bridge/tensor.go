@@ -165,10 +165,24 @@ func (t *Tensor) HoldAs(what string, h *Holds) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrClosed):
-		return fmt.Errorf("ggml: graph %s: %w", what, err)
+		return &prefixedErr{"graph " + what, err}
 	}
-	return fmt.Errorf("ggml: graph %s %s: %w", what, t.describe(), err)
+	return &prefixedErr{"graph " + what + " " + t.describe(), err}
 }
+
+// prefixedErr is err with what it is about before it, under one "ggml: "
+// (err's own is dropped): "ggml: graph input x f32[4]: tensor not
+// allocated: ...".
+type prefixedErr struct {
+	what string
+	err  error
+}
+
+func (e *prefixedErr) Error() string {
+	return "ggml: " + e.what + ": " + strings.TrimPrefix(e.err.Error(), "ggml: ")
+}
+
+func (e *prefixedErr) Unwrap() error { return e.err }
 
 // SetLease gives t (not a view) the lifetime l of the memory it was placed
 // in (a buffer, or one allocation of a scheduler or graph allocator), and
