@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		batch     = flags.Int("batch", 512, "most tokens per compute in prompt processing")
 		threads   = flags.Int("threads", 0, "CPU threads; 0: one per core")
 		poll      = flags.Int("poll", 50, "how long the CPU threads look for the next token's work before they sleep, 0 to 100 (llama.cpp's 50); 0: at once")
-		cacheType = flags.String("cache-type", "f16", "KV cache type: f16 or f32")
+		cacheType = flags.String("cache-type", "f16", "KV cache type: f16, f32, q8_0 or q4_0 (the quantized ones need flash attention)")
 		ignoreEOS = flags.Bool("ignore-eos", false, "go on after the end-of-sequence token")
 		fa        = flags.String("fa", "auto", "flash attention (attention as one fused op): auto (where every backend has it), on or off")
 		dotFile   = flags.String("dot", "", "write the graph of the last token (Graphviz's dot language: dot -Tsvg) to this file")
@@ -116,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		size    = flags.String("size", "tiny", "with -gen: the model size, one of "+strings.Join(modeltest.PresetNames(), ", "))
 		genType = flags.String("type", "q4_0", "with -gen: the weight type (f32, f16, q8_0, q4_0, q4_K, ...), or q4_K_M for llama.cpp's mix of q4_K and q6_K")
 		genArch = flags.String("arch", "llama", "with -gen: the architecture, one of "+strings.Join(modeltest.RandomArchitectures, ", "))
-		vocab   = flags.String("vocab", "llama", "with -gen: the tokenizer, llama (SentencePiece, Llama 2) or gpt2 (byte-level BPE, Llama 3)")
+		vocab   = flags.String("vocab", "llama", "with -gen: the tokenizer, llama (SentencePiece, Llama 2) or gpt2 (byte-level BPE, Llama 3; a preset vocabulary under 261 tokens grows to fit it)")
 		tied    = flags.Bool("tied", false, "with -gen: no output.weight, the output uses token_embd")
 		genSeed = flags.Uint64("gen-seed", 1, "with -gen: the seed of the weights")
 	)
@@ -186,9 +186,9 @@ flags:
 		}
 		text = string(b)
 	}
-	ct, ok := map[string]model.CacheType{"f16": model.CacheF16, "f32": model.CacheF32}[*cacheType]
-	if !ok {
-		return fmt.Errorf("-cache-type %q: want f16 or f32", *cacheType)
+	ct, err := model.ParseCacheType(*cacheType)
+	if err != nil {
+		return fmt.Errorf("-cache-type %q: want f16, f32, q8_0 or q4_0", *cacheType)
 	}
 	faMode, ok := map[string]model.FlashAttnMode{"auto": model.FlashAttnAuto, "on": model.FlashAttnOn, "off": model.FlashAttnOff}[*fa]
 	if !ok {
@@ -483,6 +483,11 @@ func generate(stderr io.Writer, path, arch, size, typ, vocab string, tied bool, 
 		return fmt.Errorf("-size %q: want one of %s", size, strings.Join(modeltest.PresetNames(), ", "))
 	}
 	cfg.Arch = arch
+	if vocab == "gpt2" && cfg.VocabSize < modeltest.MinGPT2Vocab {
+		// The smallest presets' vocabularies are too small for GPT-2's
+		// 256 byte tokens: the vocabulary grows to fit.
+		cfg.VocabSize = modeltest.MinGPT2Vocab
+	}
 	r := modeltest.RandomModel{Config: cfg, Tied: tied, Seed: seed, Converted: true, Vocab: vocab}
 	if typ == "q4_K_M" {
 		r.Types = modeltest.MixQ4KM(cfg.BlockCount, tied)

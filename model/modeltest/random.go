@@ -238,7 +238,7 @@ func Builder(r RandomModel) (*gguf.Builder, error) {
 	case "gpt2":
 		gpt2 = true
 		if c.VocabSize < 256+len(gpt2Specials) {
-			return nil, fmt.Errorf("%w: a GPT-2 vocabulary of %d tokens; want at least %d", model.ErrModel, c.VocabSize, 256+len(gpt2Specials))
+			return nil, fmt.Errorf("%w: a GPT-2 vocabulary of %d tokens; it needs at least %d (MinGPT2Vocab: its 256 bytes and %d special tokens): raise Config.VocabSize, or use the llama vocabulary", model.ErrModel, c.VocabSize, MinGPT2Vocab, len(gpt2Specials))
 		}
 	default:
 		return nil, fmt.Errorf("%w: vocabulary %q: want llama or gpt2", model.ErrModel, r.Vocab)
@@ -685,6 +685,10 @@ func randomWPMVocab(n int) (tokens []string, scores []float32, types []int32) {
 // vocabulary, as in Llama 3's: BOS, end of text (padding), end of turn
 // (EOS), and the header marks of its chat template.
 var gpt2Specials = []string{"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|start_header_id|>", "<|end_header_id|>"}
+
+// MinGPT2Vocab is the smallest vocabulary RandomModel's GPT-2 vocabulary
+// takes: its 256 byte tokens and its special tokens.
+var MinGPT2Vocab = 256 + len(gpt2Specials)
 
 // randomGPT2Vocab makes a byte-level BPE vocabulary of n tokens: the 256
 // byte runes of GPT-2's byte-to-unicode map (type 1, normal), pieces
