@@ -1,10 +1,13 @@
 package model
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 
+	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 )
 
@@ -304,4 +307,178 @@ func (m *Model) SeqKeep(seq int) error {
 		}
 	}
 	return nil
+}
+
+// SeqShift adds delta to the positions of sequence seq's tokens at
+// positions [p0, p1) (p0 < 0 means 0, p1 < 0 the end) and rotates their
+// cached keys to match, as llama.cpp's llama_memory_seq_add does: a
+// conversation longer than the context drops its oldest tokens with
+// SeqRemove, moves the rest down with SeqShift, and goes on. Tokens moved
+// below position 0 leave the cache. The positions the tokens move to must
+// not hold other tokens of the sequence (a sequence has one token per
+// position): ErrInvalid. A cell that other sequences share (SeqCopy) moves
+// for them too: a cell has one position, as in llama.cpp. A network whose
+// keys carry no RoPE (no Shifter) refuses it with backend.ErrUnsupported.
+// If the rotation fails, the tokens it moved leave the cache, and the
+// error says so.
+func (m *Model) SeqShift(seq, p0, p1, delta int) error {
+	if err := m.enter("SeqShift"); err != nil {
+		return err
+	}
+	defer m.leave()
+	if err := m.checkSeq("SeqShift", seq); err != nil {
+		return err
+	}
+	p0, p1, err := checkRange("SeqShift", p0, p1)
+	if err != nil {
+		return err
+	}
+	sh, ok := m.net.(Shifter)
+	if !ok {
+		return fmt.Errorf("%w: model: SeqShift: the %s network's keys carry no RoPE to move", backend.ErrUnsupported, m.Config.Arch)
+	}
+	if delta == 0 || p0 == p1 {
+		return nil
+	}
+	if delta < -maxDim || delta > maxDim {
+		return fmt.Errorf("%w: model: SeqShift: delta %d (at most %d either way)", ggml.ErrInvalid, delta, maxDim)
+	}
+	c := m.kv
+	bit := uint64(1) << seq
+	inRange := func(i int) bool { return c.seqs[i]&bit != 0 && int(c.pos[i]) >= p0 && int(c.pos[i]) < p1 }
+	// The positions the tokens move to: free in the sequence, and within
+	// the positions a cache can hold.
+	for i, s := range c.seqs {
+		if s&bit == 0 {
+			continue
+		}
+		p := int(c.pos[i])
+		if inRange(i) {
+			if p+delta >= maxDim {
+				return fmt.Errorf("%w: model: SeqShift: position %d moved by %d is past %d", ggml.ErrInvalid, p, delta, maxDim-1)
+			}
+			continue
+		}
+		if p >= p0+delta && p < p1+delta {
+			return fmt.Errorf("%w: model: SeqShift: sequence %d has a token at position %d, where the shift moves another", ggml.ErrInvalid, seq, p)
+		}
+	}
+	// The cells that move and stay: runs of adjacent cells, each rotated
+	// by one op per layer.
+	var runs [][2]int
+	for i := range c.seqs {
+		if !inRange(i) || int(c.pos[i])+delta < 0 {
+			continue
+		}
+		if n := len(runs); n > 0 && runs[n-1][1] == i {
+			runs[n-1][1] = i + 1
+		} else {
+			runs = append(runs, [2]int{i, i + 1})
+		}
+	}
+	rotErr := m.rotateKeys(sh, runs, int32(delta))
+	// The positions: every sequence that shares a moved cell sees it move
+	// (or leave, below 0); their histories end before the first moved
+	// position.
+	affected := uint64(0)
+	low := max(0, min(p0, p0+delta))
+	for i := range c.seqs {
+		if !inRange(i) {
+			continue
+		}
+		s := c.seqs[i]
+		affected |= s
+		np := int(c.pos[i]) + delta
+		if np < 0 || rotErr != nil {
+			for o := s; o != 0; o &= o - 1 {
+				c.drop(i, bits.TrailingZeros64(o))
+			}
+			continue
+		}
+		c.pos[i] = int32(np)
+	}
+	for o := affected; o != 0; o &= o - 1 {
+		s := bits.TrailingZeros64(o)
+		if len(c.hist[s]) > low {
+			c.hist[s] = c.hist[s][:low]
+		}
+		c.recount(s)
+	}
+	if rotErr != nil {
+		return fmt.Errorf("model: SeqShift: rotating the keys (the tokens it moved left the cache): %w", rotErr)
+	}
+	return nil
+}
+
+// rotateKeys rotates the cached keys of the cells of runs ([first, end)
+// cell indices) by delta positions in every layer: RoPE with the
+// network's parameters (Shifter) at position delta, in place (an f32 or
+// f16 cache) or through f32 (a quantized one), as llama.cpp's K-shift
+// graph does. A rotation composes with the one the keys have (angles add),
+// so the keys become what they would be at their new positions. The
+// scheduler's graph of the last batch is dropped for it.
+func (m *Model) rotateKeys(sh Shifter, runs [][2]int, delta int32) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	if s := m.step; s != nil {
+		m.step = nil
+		if err := m.sched.Reset(); err != nil {
+			return err
+		}
+		if err := s.ctx.Close(); err != nil {
+			return err
+		}
+	}
+	longest := 0
+	for _, r := range runs {
+		longest = max(longest, r[1]-r[0])
+	}
+	nodes := len(m.layers)*len(runs)*4 + 8
+	ctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: nodes, NoAlloc: true, Graph: true, GraphSize: max(nodes, ggml.DefaultGraphSize)})
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	pos := ctx.NewTensor(ggml.TypeI32, int64(longest)).SetName("inp_k_shift").SetInput()
+	c := m.Config
+	hd, nhkv := int64(c.HeadDim), int64(c.HeadCountKV)
+	var outs []*ggml.Tensor
+	for il := range m.layers {
+		l := &m.layers[il]
+		rp := sh.ShiftRope(il)
+		// The rotation alone: ggml scales sin and cos by AttnFactor, and
+		// by 1 + 0.1·ln(1/FreqScale) more with YaRN (ExtFactor), which
+		// the keys have had once already.
+		rp.AttnFactor = 1
+		if rp.ExtFactor != 0 && rp.FreqScale > 0 {
+			rp.AttnFactor = float32(1 / (1 + 0.1*math.Log(1/float64(rp.FreqScale))))
+		}
+		for _, r := range runs {
+			n := int64(r[1] - r[0])
+			view := ctx.View3D(l.k, hd, nhkv, n, m.kvHead, m.kvRow, uint64(r[0])*m.kvRow)
+			p := ctx.View1D(pos, n, 0)
+			if m.quantCache() {
+				outs = append(outs, ctx.Cpy(ctx.Rope(ctx.Cast(view, ggml.TypeF32), p, rp), view))
+			} else {
+				outs = append(outs, ctx.RopeInPlace(view, p, rp))
+			}
+		}
+	}
+	g, err := ctx.BuildGraph(outs...)
+	if err != nil {
+		return err
+	}
+	if err := m.sched.AllocGraph(g); err != nil {
+		return err
+	}
+	defer m.sched.Reset()
+	shift := make([]int32, longest)
+	for i := range shift {
+		shift[i] = delta
+	}
+	if err := ggml.SetData(pos, shift); err != nil {
+		return err
+	}
+	return m.sched.Compute(context.Background(), g)
 }

@@ -335,6 +335,9 @@ func (n *DecoderNetwork) Bind(w *Weights) error {
 // Forward builds the Decoder's graph of one batch.
 func (n *DecoderNetwork) Forward(b *Batch) *ggml.Tensor { return n.d.Forward(b) }
 
+// ShiftRope returns block il's RoPE parameters (Shifter).
+func (n *DecoderNetwork) ShiftRope(il int) ggml.RopeParams { return n.d.Rope(il) }
+
 // MoE is one block's mixture-of-experts feed-forward, bound by llama.cpp's
 // names (BindMoE): the input norm ffn_norm, the router ffn_gate_inp
 // [e, Experts], and the experts' ffn_gate_exps and ffn_up_exps

@@ -115,6 +115,14 @@ const (
 	PoolLast
 )
 
+// A Shifter is a Network whose keys carry their positions by RoPE: it
+// gives block il's RoPE parameters (those Forward rotates its keys with),
+// by which Model.SeqShift rotates the cached keys of the tokens it moves.
+// A Network without it refuses SeqShift. DecoderNetwork is one.
+type Shifter interface {
+	ShiftRope(il int) ggml.RopeParams
+}
+
 // A SoftCapper is a Network whose attention caps its scores
 // (AttentionParams.Softcap): its prompts attend by matrix products past
 // 32 tokens, since go-ggml's tiled fused kernel takes no cap (the

@@ -533,3 +533,79 @@ func TestQuantizedCache(t *testing.T) {
 	require.ErrorIs(t, err, ggml.ErrType)
 	require.Equal(t, "CacheType(99)", CacheType(99).String())
 }
+
+// SeqShift moves a sequence's tokens and rotates their keys: after its
+// oldest tokens are dropped and the rest moved to position 0 (and later
+// moved up), the model goes on as the float64 reference does after the
+// same removal and shift. Another sequence's tokens sit in the
+// cells before, so the moved cells start past cell 0. f32 and f16 caches,
+// attention fused and as products; a q8_0 cache (rotated through f32)
+// against the reference that rounds as the kernels do.
+func TestSeqShift(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	vocab := Presets["tiny"].VocabSize
+	for _, tc := range []struct {
+		ct  CacheType
+		fa  FlashAttnMode
+		tol Tol
+	}{
+		{CacheF32, FlashAttnOn, Tolerance[ggml.TypeF32]},
+		{CacheF32, FlashAttnOff, Tolerance[ggml.TypeF32]},
+		{CacheF16, FlashAttnOn, Tol{Best: 1, Worst: 1e-3}},
+	} {
+		t.Run(fmt.Sprintf("%v/fused=%v", tc.ct, tc.fa == FlashAttnOn), func(t *testing.T) {
+			m := LoadModel(t, path, Options{ContextSize: 256, BatchSize: 32, Sequences: 2, CacheType: tc.ct, FlashAttn: tc.fa})
+			_, err := m.Decode(context.Background(), tokensOf(RandomTokens(rng, 9, vocab), 1, false))
+			require.NoError(t, err)
+			ref := OpenReference(t, path)
+			ref.RoundCacheToHalf = tc.ct == CacheF16
+			CheckSeqShift(t, m, ref, rng, tc.tol)
+			require.Equal(t, 9, m.SeqLen(1), "the other sequence is where it was")
+		})
+	}
+	t.Run("yarn", func(t *testing.T) {
+		// YaRN scales sin and cos: the keys are scaled once, at their
+		// store, and the shift's rotation must not scale them again.
+		c := Presets["tiny"]
+		c.RopeScaling, c.RopeFreqScale, c.RopeCtxOrig, c.RopeExtFactor, c.RopeAttnFactor = "yarn", 0.25, 64, 1, 1.25
+		ypath := filepath.Join(t.TempDir(), "yarn.gguf")
+		require.NoError(t, WriteRandom(ypath, RandomModel{Config: c, Type: ggml.TypeF32, Seed: rng.Uint64()}))
+		m := LoadModel(t, ypath, Options{ContextSize: 128, BatchSize: 32})
+		CheckSeqShift(t, m, OpenReference(t, ypath), rng, Tolerance[ggml.TypeF32])
+	})
+	t.Run("q8_0", func(t *testing.T) {
+		c := Presets["tiny"]
+		c.HeadCount, c.HeadCountKV, c.HeadDim = 4, 2, 32 // heads of one q8_0 block
+		qpath := filepath.Join(t.TempDir(), "heads32.gguf")
+		require.NoError(t, WriteRandom(qpath, RandomModel{Config: c, Type: ggml.TypeF32, Seed: rng.Uint64()}))
+		m := LoadModel(t, qpath, Options{ContextSize: 128, BatchSize: 32, CacheType: CacheQ8_0})
+		ref := OpenReference(t, qpath)
+		ref.QuantCache, ref.F32Queries = ggml.TypeQ8_0, ggml.OwnCPUKernels()
+		CheckSeqShift(t, m, ref, rng, Tol{Best: 1, Worst: 0.05})
+	})
+}
+
+// SeqShift's refusals and edges: a shift onto the sequence's own tokens
+// is ErrInvalid and changes nothing; tokens moved below 0 leave the cache;
+// a bad sequence is ErrInvalid; a shift by 0 does nothing.
+func TestSeqShiftEdges(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	path := tinyFile(t, ggml.TypeF32, false, rng.Uint64())
+	m := LoadModel(t, path, Options{ContextSize: 64, BatchSize: 16})
+	_, err := m.Decode(context.Background(), tokensOf(RandomTokens(rng, 10, Presets["tiny"].VocabSize), 0, true))
+	require.NoError(t, err)
+	require.ErrorIs(t, m.SeqShift(0, 5, -1, -2), ggml.ErrInvalid) // onto positions 3 and 4
+	require.ErrorIs(t, m.SeqShift(0, 0, 5, 3), ggml.ErrInvalid)   // onto 5 to 7
+	require.Equal(t, 10, m.SeqLen(0))
+	require.Equal(t, 10, m.CacheUsed())
+	require.ErrorIs(t, m.SeqShift(3, 0, -1, 1), ggml.ErrInvalid)
+	require.ErrorIs(t, m.SeqShift(0, 4, 2, 1), ggml.ErrInvalid)
+	require.NoError(t, m.SeqShift(0, 0, -1, 0))
+	require.NoError(t, m.SeqShift(0, 0, -1, -3)) // positions 0 to 2 leave
+	require.Equal(t, 7, m.SeqLen(0))
+	require.Equal(t, 7, m.CacheUsed())
+	require.NoError(t, m.SeqShift(0, 0, -1, 20))
+	require.Equal(t, 27, m.SeqLen(0))
+	require.Equal(t, 7, m.CacheUsed())
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testutil"
@@ -178,6 +179,8 @@ func TestEmbedRefuses(t *testing.T) {
 	require.ErrorIs(t, err, ggml.ErrInvalid)
 	_, err = m.Embed(ctx, []int32{1, 2}, model.Pooling(9))
 	require.ErrorIs(t, err, ggml.ErrInvalid)
+	// BERT's positions are learned embeddings, not a rotation of the keys.
+	require.ErrorIs(t, m.SeqShift(0, 0, -1, 1), backend.ErrUnsupported)
 	_, err = m.Embed(ctx, nil, model.PoolMean)
 	require.ErrorIs(t, err, ggml.ErrInvalid)
 	for _, err := range m.Generate(ctx, []int32{1, 2}, model.GenerateOptions{MaxTokens: 1}) {

@@ -156,6 +156,17 @@ func (n *network) Bind(w *model.Weights) error {
 	return nil
 }
 
+// ShiftRope returns block il's RoPE parameters (the sliding-window
+// layers' base and scale where il slides), for Forward and for
+// model.Model.SeqShift (model.Shifter).
+func (n *network) ShiftRope(il int) ggml.RopeParams {
+	rope := n.c.Rope(ggml.RopeNeoX)
+	if n.p.Sliding(il) {
+		rope.FreqBase, rope.FreqScale = n.p.RopeBaseSWA, n.p.RopeScaleSWA
+	}
+	return rope
+}
+
 // Forward builds the graph of one batch:
 //
 //	x = token_embd[tokens]·√e
@@ -169,10 +180,9 @@ func (n *network) Forward(b *model.Batch) *ggml.Tensor {
 	x := ctx.Scale(ctx.GetRows(n.tokEmbd, b.Tokens), float32(math.Sqrt(float64(c.EmbeddingLength))))
 	for il := range n.attn {
 		a, f := &n.attn[il], &n.ffn[il]
-		rope := c.Rope(ggml.RopeNeoX)
+		rope := n.ShiftRope(il)
 		attn := model.AttentionParams{Scale: 1, Softcap: p.AttnSoftcap}
 		if p.Sliding(il) {
-			rope.FreqBase, rope.FreqScale = p.RopeBaseSWA, p.RopeScaleSWA
 			attn.Window = p.Window
 		}
 		q, k, v := a.Project(b, c, model.RMSNorm(ctx, x, a.Norm, eps), rope)

@@ -102,3 +102,28 @@ func TestCappedPrompt(t *testing.T) {
 	tl.Worst = 3e-3 // GELU's f16 table (TestMatchesReference)
 	modeltest.CheckAgainstReference(t, m, modeltest.OpenReference(t, path), modeltest.RandomTokens(rng, 50, c.VocabSize), 44, tl)
 }
+
+// TestSeqShift holds Model.SeqShift to the float64 reference on Gemma 2
+// and 3: the sliding-window layers rotate their keys with their own RoPE
+// base (ShiftRope), and the window follows the moved positions.
+func TestSeqShift(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	for _, arch := range []string{gemma.Gemma2, gemma.Gemma3} {
+		t.Run(arch, func(t *testing.T) {
+			c := modeltest.Presets["tiny"]
+			c.Arch, c.BlockCount = arch, 4
+			r := modeltest.RandomModel{Config: c, Type: ggml.TypeF32, Seed: rng.Uint64(),
+				SlidingWindow: 6, SlidingWindowPattern: 2, RopeBaseSWA: 1000, AttnSoftcap: 1.5, FinalSoftcap: 2}
+			if arch == gemma.Gemma3 {
+				r.AttnSoftcap = 0
+				r.SlidingWindowPattern = 3
+			}
+			path := filepath.Join(t.TempDir(), "m.gguf")
+			require.NoError(t, modeltest.WriteRandom(path, r))
+			m := modeltest.LoadModel(t, path, model.Options{ContextSize: 96, BatchSize: 32})
+			tl := modeltest.Tolerance[ggml.TypeF32]
+			tl.Worst = 3e-3 // ggml's GELU table (TestMatchesReference)
+			modeltest.CheckSeqShift(t, m, modeltest.OpenReference(t, path), rng, tl)
+		})
+	}
+}

@@ -187,3 +187,52 @@ func RandomTokens(rng *rand.Rand, n, vocab int) []int32 {
 	}
 	return seq
 }
+
+// CheckSeqShift holds Model.SeqShift to the float64 reference in sequence
+// 0 of m (empty): a prompt, its oldest tokens dropped (SeqRemove) and the
+// rest moved down to position 0 (SeqShift by a negative delta), then
+// tokens one at a time; then everything moved up by 3 and more tokens. The
+// reference does the same to its cache (Remove, Shift): the kept tokens
+// keep what they took in from the dropped ones, as in llama.cpp's context
+// shift. ref is a fresh reference for m's file, set up as the model
+// rounds (EmulateCPU, QuantCache, RoundCacheToHalf).
+func CheckSeqShift(t testing.TB, m *model.Model, ref *Reference, rng *rand.Rand, tl Tol) {
+	t.Helper()
+	ctx := context.Background()
+	vocab := m.Config.VocabSize
+	one := func(id int32) []float32 {
+		got, err := m.Decode(ctx, []model.Token{{ID: id, Seq: 0, Logits: true}})
+		require.NoError(t, err)
+		return got
+	}
+	ids := RandomTokens(rng, 20+rng.IntN(8), vocab)
+	b := make([]model.Token, len(ids))
+	for i, id := range ids {
+		b[i] = model.Token{ID: id, Seq: 0}
+		ref.Next(id)
+	}
+	b[len(b)-1].Logits = true
+	_, err := m.Decode(ctx, b)
+	require.NoError(t, err)
+	worst := 0.0
+	next := func(what string) {
+		for range 5 {
+			id := RandomTokens(rng, 1, vocab)[0]
+			e := LogitError(one(id), ref.Next(id))
+			checkWorst(t, e, ref, tl, "%s", what)
+			worst = max(worst, e)
+		}
+	}
+	k := 5 + rng.IntN(8)
+	require.NoError(t, m.SeqRemove(0, 0, k))
+	require.NoError(t, m.SeqShift(0, k, -1, -k))
+	ref.Remove(0, k)
+	ref.Shift(k, math.MaxInt32, -k)
+	require.Equal(t, len(ids)-k, m.SeqLen(0))
+	next(fmt.Sprintf("after a shift by %d", -k))
+	require.NoError(t, m.SeqShift(0, -1, -1, 3))
+	ref.Shift(0, math.MaxInt32, 3)
+	require.Equal(t, len(ids)-k+8, m.SeqLen(0))
+	next("after a shift by 3")
+	t.Logf("shifted: worst logit error %.3g of the reference's rms (tolerance %.3g)", worst, tl.Worst)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -389,7 +390,12 @@ func (r *Reference) Reset() {
 // KV cache, as model.Model.SeqRemove does: the later tokens keep their
 // positions, and the next goes after the highest kept.
 func (r *Reference) Remove(p0, p1 int) {
-	keep := func(i int) bool { return r.cachePos[i] < p0 || r.cachePos[i] >= p1 }
+	r.keepOnly(func(i int) bool { return r.cachePos[i] < p0 || r.cachePos[i] >= p1 })
+}
+
+// keepOnly keeps the cache's entries i where keep(i), and sets the next
+// position after the highest kept.
+func (r *Reference) keepOnly(keep func(i int) bool) {
 	for il := range r.cacheK {
 		var k, v [][]float64
 		for i := range r.cacheK[il] {
@@ -408,6 +414,39 @@ func (r *Reference) Remove(p0, p1 int) {
 		}
 	}
 	r.cachePos = pos
+}
+
+// Shift adds delta to the positions [p0, p1) of the reference's KV cache
+// and rotates those tokens' cached keys by delta, as model.Model.SeqShift
+// does (tokens moved below 0 leave it): RoPE's angles add, so each key
+// becomes its own rotation at the new position, and what the token took
+// in from tokens since removed stays in it. The rotated keys are rounded
+// as the model's cache rounds them (RoundCacheToHalf, QuantCache).
+func (r *Reference) Shift(p0, p1, delta int) {
+	c := r.c
+	gone := map[int]bool{} // cache indices
+	for i, p := range r.cachePos {
+		if p < p0 || p >= p1 {
+			continue
+		}
+		if p+delta < 0 {
+			gone[i] = true
+			continue
+		}
+		r.cachePos[i] = p + delta
+		for il := range r.cacheK {
+			k := slices.Clone(r.cacheK[il][i])
+			r.rotate(k, c.HeadCountKV, delta, il, false)
+			if r.RoundCacheToHalf {
+				k = roundTo(ggml.TypeF16, k)
+			}
+			if r.QuantCache == ggml.TypeQ8_0 || r.QuantCache == ggml.TypeQ4_0 {
+				k = roundTo(r.QuantCache, k)
+			}
+			r.cacheK[il][i] = k
+		}
+	}
+	r.keepOnly(func(i int) bool { return !gone[i] })
 }
 
 // matVec returns w·x for w stored as ggml does: rows of len(x) values, one
@@ -445,7 +484,11 @@ func rmsNorm(x, w []float64, eps float64) []float64 {
 // YaRN (RopeExtFactor), as ggml's rope_yarn: θ mixes the interpolated and
 // the extrapolated angle by a ramp over the correction dimensions, and sin
 // and cos are scaled by RopeAttnFactor·(1+0.1·ln(1/scale)).
-func (r *Reference) rope(x []float64, heads int, pos int, il int) {
+func (r *Reference) rope(x []float64, heads int, pos int, il int) { r.rotate(x, heads, pos, il, true) }
+
+// rotate is rope; without scaled, sin and cos are not scaled (the
+// rotation alone, which Shift applies to keys that have been scaled).
+func (r *Reference) rotate(x []float64, heads int, pos int, il int, scaled bool) {
 	c := r.c
 	d := float64(c.RopeDim)
 	base, scale := float64(c.RopeFreqBase), float64(c.RopeFreqScale)
@@ -471,7 +514,9 @@ func (r *Reference) rope(x []float64, heads int, pos int, il int) {
 				mscale *= 1 + 0.1*math.Log(1/scale)
 			}
 			sin, cos := math.Sincos(theta)
-			sin, cos = sin*mscale, cos*mscale
+			if scaled {
+				sin, cos = sin*mscale, cos*mscale
+			}
 			i0, i1 := 2*i, 2*i+1
 			if r.neox {
 				i0, i1 = i, i+c.RopeDim/2
