@@ -469,10 +469,10 @@ func (m *Model) rotateKeys(sh Shifter, runs [][2]int, delta int32) error {
 	if err != nil {
 		return err
 	}
+	defer m.sched.Reset() // the next batch allocates its own graph
 	if err := m.sched.AllocGraph(g); err != nil {
 		return err
 	}
-	defer m.sched.Reset()
 	shift := make([]int32, longest)
 	for i := range shift {
 		shift[i] = delta
