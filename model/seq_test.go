@@ -552,7 +552,9 @@ func TestSeqShift(t *testing.T) {
 	}{
 		{CacheF32, FlashAttnOn, Tolerance[ggml.TypeF32]},
 		{CacheF32, FlashAttnOff, Tolerance[ggml.TypeF32]},
-		{CacheF16, FlashAttnOn, Tol{Best: 1, Worst: 1e-3}},
+		// The provider's and upstream's fused kernels sum V in f16
+		// (5e-3 seen on x86-64-v3), go-ggml's in f32 (5e-5).
+		{CacheF16, FlashAttnOn, Tol{Best: 1, Worst: f16Bound}},
 	} {
 		t.Run(fmt.Sprintf("%v/fused=%v", tc.ct, tc.fa == FlashAttnOn), func(t *testing.T) {
 			m := LoadModel(t, path, Options{ContextSize: 256, BatchSize: 32, Sequences: 2, CacheType: tc.ct, FlashAttn: tc.fa})
