@@ -18,11 +18,6 @@ import (
 	"github.com/go-ggml/ggml/rpc"
 )
 
-// answerLen is the size of the answer to each command of protocol 5.1.0
-// (-1: none; GET_TENSOR's is the last 8 bytes of its request), as
-// ggml-rpc.cpp's request and answer structs give them.
-var answerLen = [...]int{16, 8, 8, 8, 0, 0, -1, 1, 0, 1, -1, 16, 0, 8, 28, 4, -1, 0}
-
 // liar forwards connections to a real server, reading the exchanges as
 // the protocol frames them, and rewrites the answer to one command: its
 // nth answer over all connections (0: every one) goes through edit. With
@@ -59,7 +54,7 @@ func (l *liar) pass(c, s net.Conn) {
 			return
 		}
 		cmd, n := hdr[0], binary.LittleEndian.Uint64(hdr[1:])
-		if int(cmd) >= len(answerLen) || n > 1<<30 {
+		if int(cmd) >= rpc.CommandCount || n > 1<<30 {
 			return
 		}
 		req := make([]byte, n)
@@ -69,7 +64,7 @@ func (l *liar) pass(c, s net.Conn) {
 		if _, err := s.Write(append(hdr[:], req...)); err != nil {
 			return
 		}
-		if answerLen[cmd] < 0 {
+		if !rpc.HasAnswer(cmd) {
 			continue
 		}
 		var size [8]byte
