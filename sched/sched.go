@@ -19,6 +19,9 @@
 // AttemptedBufferSize and SetBatchSize exist only in the embedded
 // provider's ggml: under -tags ggml_system they return an ErrUnsupported
 // error.
+// The embedded provider's ggml_backend_sched_new_ext is not wrapped: its
+// alloc_buffers = false marks each buffer type no-alloc for the whole
+// process, for good (docs/providers.md).
 //
 // A Scheduler is used by one goroutine at a time. Close frees it; an
 // unreachable Scheduler is freed by the garbage collector. It keeps its
