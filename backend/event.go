@@ -139,8 +139,13 @@ func (w *waitedEvents) syncRecorded() {
 		C.ggml_backend_event_synchronize(r.c)
 		r.cmu.Unlock()
 		r.release()
+		recorderSyncs.Add(1)
 	}
 }
+
+// recorderSyncs counts the events syncRecorded synchronized, for the
+// tests: each is an event synchronized while its recorder lived.
+var recorderSyncs atomic.Int64
 
 // releaseAll drops the references; the backend's queued work is done.
 func (w *waitedEvents) releaseAll() {

@@ -71,3 +71,7 @@ func DataAddr(t *ggml.Tensor) uintptr {
 	}
 	return uintptr(tc.data)
 }
+
+// RecorderSyncs returns how many events a backend has synchronized, while
+// it lived, because it had recorded them (waitedEvents.syncRecorded).
+func RecorderSyncs() int64 { return recorderSyncs.Load() }
