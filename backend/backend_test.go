@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
@@ -173,5 +173,5 @@ func TestSupportsOp(t *testing.T) {
 }
 
 func cpu(t *testing.T) *backend.Backend {
-	return testkit.CPU(t)
+	return backendtest.CPU(t)
 }

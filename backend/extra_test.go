@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
@@ -210,7 +210,7 @@ func TestExtraBufferMisuse(t *testing.T) {
 func TestExtraBufferViewsAndPlacement(t *testing.T) {
 	_, extra := cpuExtra(t)
 	rng := testutil.NewRNG(t)
-	be := testkit.CPU(t)
+	be := backendtest.CPU(t)
 	for _, bt := range extra {
 		t.Run(bt.Name(), func(t *testing.T) {
 			typ := ggml.TypeQ4_0

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
@@ -208,7 +208,7 @@ func newMetaRig(t *testing.T, n int, split backend.SplitFunc) *metaRig {
 	r.meta, err = r.md.Init("")
 	require.NoError(t, err)
 	t.Cleanup(func() { r.meta.Close() })
-	r.s, err = sched.New([]*backend.Backend{r.meta, testkit.CPU(t)}, sched.Options{})
+	r.s, err = sched.New([]*backend.Backend{r.meta, backendtest.CPU(t)}, sched.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.s.Close() })
 	return r
@@ -543,11 +543,11 @@ func TestMetaRefusals(t *testing.T) {
 	c7 := computeCtx(t)
 	g7, err := c7.BuildGraph(c7.Scale(ws["a0"], 2))
 	require.NoError(t, err)
-	ga, err := backend.NewGallocr(testkit.CPU(t).DefaultBufferType())
+	ga, err := backend.NewGallocr(backendtest.CPU(t).DefaultBufferType())
 	require.NoError(t, err)
 	defer ga.Close()
 	require.NoError(t, ga.AllocGraph(g7))
-	require.ErrorIs(t, testkit.CPU(t).Compute(context.Background(), g7), backend.ErrUnsupported)
+	require.ErrorIs(t, backendtest.CPU(t).Compute(context.Background(), g7), backend.ErrUnsupported)
 
 	// The scheduler still works after the refusals.
 	c6 := computeCtx(t)

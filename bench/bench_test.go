@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
@@ -43,7 +43,7 @@ func solo(b *testing.B, name string, goSide func(*testing.B)) {
 }
 
 func cpuBackend(tb testing.TB) *backend.Backend {
-	return testkit.CPU(tb)
+	return backendtest.CPU(tb)
 }
 
 // ---- 1. per-call overhead -------------------------------------------------

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/cpu"
@@ -197,7 +197,7 @@ func variantProducts(t *testing.T, seed uint64) map[string][]float32 {
 					}
 				}
 				tol := seqMagTol(mag, 4*k*seqU, 1e-6)
-				if ty == ggml.TypeF16 && testkit.F16HalfAccumulation(t) {
+				if ty == ggml.TypeF16 && backendtest.F16HalfAccumulation(t) {
 					// Sums in f16 (upstream's AVX512-FP16 build): k/128
 					// additions in each of 128 lanes, 8 in the reduction,
 					// and the products' rounding, each up to 2^-11 of the

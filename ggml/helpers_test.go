@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +20,7 @@ func newRNG(t testing.TB) *rand.Rand { return testutil.NewRNG(t) }
 func randF32(rng *rand.Rand, n int) []float32 { return testutil.RandF32(rng, n) }
 
 func cpuBackend(t testing.TB) *backend.Backend {
-	return testkit.CPU(t)
+	return backendtest.CPU(t)
 }
 
 // env builds and runs one graph on the CPU backend: inputs are created in a

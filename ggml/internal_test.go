@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/cabort"
 	"github.com/go-ggml/ggml/internal/hashsize"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestAssertBecomesError(t *testing.T) {
 	for i := range 3 {
 		msg := fmt.Sprintf("test assert %d", i)
-		err := raiseAssert(msg)
+		err := cabort.Raise(msg)
 		var ae *AssertError
 		require.ErrorAs(t, err, &ae)
 		require.Contains(t, ae.Message, msg)

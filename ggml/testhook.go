@@ -2,29 +2,14 @@ package ggml
 
 /*
 #include "goggml.h"
-static void goggml_raise_assert(const char *msg) { GGML_ABORT("%s", msg); }
 */
 import "C"
 
-import (
-	"unsafe"
-
-	"github.com/go-ggml/ggml/internal/bridge"
-)
+import "unsafe"
 
 // This file holds small hooks the package's internal tests call: test files
-// cannot use cgo themselves.
-
-// raiseAssert makes ggml abort with msg on the calling thread, as a failed
-// GGML_ASSERT would, to prove that the abort callback turns an assert into
-// an error the caller receives.
-func raiseAssert(msg string) (err error) {
-	cs := C.CString(msg)
-	defer C.free(unsafe.Pointer(cs))
-	defer bridge.Catch(&err)
-	C.goggml_raise_assert(cs)
-	return nil
-}
+// cannot use cgo themselves. None of them aborts: the one that does is in
+// internal/cabort, which only tests import.
 
 // ggml log levels, for feeding goggmlLog as ggml would.
 const (

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
@@ -336,7 +336,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
 // chunks; a file's KVs copied into a Builder come out the same.
 func TestWriteFromTensors(t *testing.T) {
 	rng := newRNG(t)
-	be := testkit.CPU(t)
+	be := backendtest.CPU(t)
 	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, NoAlloc: true})
 	require.NoError(t, err)
 	defer c.Close()

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
@@ -52,7 +52,7 @@ func TestLoadExtraBufferTypes(t *testing.T) {
 		specs = append(specs, spec{name, typ, []int64{k, rows}, q})
 	}
 	path := writeTemp(t, build(t, nil, specs))
-	be := testkit.CPU(t)
+	be := backendtest.CPU(t)
 	x := testutil.RandF32(rng, k*3)
 
 	for _, noMmap := range []bool{false, true} {

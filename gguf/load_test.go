@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 )
 
@@ -51,7 +51,7 @@ func TestLoadCompute(t *testing.T) {
 	defer model.Close()
 	require.NoError(t, f.Close()) // the model keeps the mapping
 
-	be := testkit.CPU(t)
+	be := backendtest.CPU(t)
 	for _, c := range []struct {
 		name  string
 		w     []float32

@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/tokenizer"
 
@@ -100,7 +100,7 @@ func TestEvalLastTokenOnly(t *testing.T) {
 // (the order depends on the SIMD lanes), so no token is at float32
 // precision. Elsewhere it returns tl.
 func halfSums(t *testing.T, tl, wide Tol) Tol {
-	if !testkit.F16HalfAccumulation(t) {
+	if !backendtest.F16HalfAccumulation(t) {
 		return tl
 	}
 	t.Log("this ggml sums f16 products in f16: half precision's tolerances")

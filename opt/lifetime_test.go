@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/opt"
 )
@@ -19,7 +19,7 @@ import (
 // garbage collector, and the optimizer's scheduler is given back then.
 func TestDroppedHandlesAreCollected(t *testing.T) {
 	rng := testutil.NewRNG(t)
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	m := newLinear(t, cpu, 3, 2, 4)
 	m.set(t, randn(rng, 6, 1), randn(rng, 2, 1))
@@ -47,7 +47,7 @@ func TestDroppedHandlesAreCollected(t *testing.T) {
 // ErrBusy too.
 func TestConcurrentUseIsBusy(t *testing.T) {
 	rng := testutil.NewRNG(t)
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	m := newLinear(t, cpu, 3, 2, 4)
 	m.set(t, randn(rng, 6, 1), randn(rng, 2, 1))

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/opt"
 )
@@ -43,7 +43,7 @@ func TestDatasetMisuse(t *testing.T) {
 
 // New refuses models that ggml-opt would assert on, or train wrong.
 func TestNewMisuse(t *testing.T) {
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	m := newLinear(t, cpu, 3, 2, 4)
 
@@ -112,7 +112,7 @@ func TestNewMisuse(t *testing.T) {
 // optimizer trains on afterwards.
 func TestEpochMisuse(t *testing.T) {
 	rng := testutil.NewRNG(t)
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	m := newLinear(t, cpu, 3, 2, 4)
 	m.set(t, randn(rng, 6, 1), randn(rng, 2, 1))
@@ -202,7 +202,7 @@ func TestEpochMisuse(t *testing.T) {
 // While an optimizer is open, the model's buffer and contexts stay alive:
 // closed, they are freed when the optimizer is.
 func TestOptimizerHoldsModel(t *testing.T) {
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	wctx, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 2, NoAlloc: true})
 	require.NoError(t, err)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/opt"
 	"github.com/go-ggml/ggml/sched"
@@ -165,7 +165,7 @@ func TestOneStep(t *testing.T) {
 	for _, method := range []opt.Method{opt.AdamW, opt.SGD} {
 		t.Run(method.String(), func(t *testing.T) {
 			rng := testutil.NewRNG(t)
-			cpu := testkit.CPU(t)
+			cpu := backendtest.CPU(t)
 			s := newSched(t, cpu)
 			const in, out, n = 5, 3, 8
 			m := newLinear(t, cpu, in, out, n)
@@ -255,7 +255,7 @@ func solve(a [][]float64, y []float64) []float64 {
 // least-squares solution.
 func TestFitLeastSquares(t *testing.T) {
 	rng := testutil.NewRNG(t)
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	const in, batch, period = 3, 16, 4
 	const n = batch * period
@@ -358,7 +358,7 @@ func blobs(rng *rand.Rand, n, dim, k int) (xs, ls []float64, class []int) {
 // trained weights computed in float64.
 func TestFitClassifier(t *testing.T) {
 	rng := testutil.NewRNG(t)
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	const dim, k, batch, n = 4, 3, 20, 400
 	m := newLinear(t, cpu, dim, k, batch)

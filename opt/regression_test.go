@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/opt"
 )
@@ -75,7 +75,7 @@ func TestBuildBackwardUnderAddressLimit(t *testing.T) {
 // machine cannot hold it, as a ggml.Context is, instead of ggml_init's
 // assert when malloc fails.
 func TestNewComputeContextNoMemory(t *testing.T) {
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	m := newLinear(t, cpu, 3, 2, 4)
 	opt.SetAvailableMemory(t, 64<<10)
@@ -95,7 +95,7 @@ func TestNewComputeContextNoMemory(t *testing.T) {
 // one kind and its predictions those of the datapoints it counts.
 func TestResultRefusesAnotherLoss(t *testing.T) {
 	rng := testutil.NewRNG(t)
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	bg := context.Background()
 	m := newLinear(t, cpu, 3, 2, 4)
 	m.set(t, randn(rng, 6, 1), randn(rng, 2, 1))
@@ -154,7 +154,7 @@ func hugeOutputs(t *testing.T, cpu *backend.Backend, n int64) (x, y *ggml.Tensor
 // Epoch and Fit (ggml-opt ignores the scheduler's failure, whose allocator
 // then crashed), and the scheduler serves another optimizer afterwards.
 func TestEpochComputeBuffersNoMemory(t *testing.T) {
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	bg := context.Background()
 	ds := newDataset(t, []float64{1}, 1, nil, 0)
@@ -222,7 +222,7 @@ func TestZeroValuesMisuse(t *testing.T) {
 		}
 	}
 	// As arguments too.
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s := newSched(t, cpu)
 	m := newLinear(t, cpu, 3, 2, 4)
 	o := newOptimizer(t, s, opt.Params{Inputs: m.x, Outputs: m.y, Loss: opt.LossMSE})

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/rpc"
 	"github.com/go-ggml/ggml/sched"
@@ -178,7 +178,7 @@ func newRigWith(t *testing.T, c *rpc.Client, proc *rpc.Process) *rig {
 	require.NoError(t, err)
 	r.l1 = newLayer(t, rng, bt, r.nIn, 32, "w1")
 	r.l2 = newLayer(t, rng, bt, 32, 8, "w2")
-	r.s, err = sched.New([]*backend.Backend{r.be, testkit.CPU(t)}, sched.Options{})
+	r.s, err = sched.New([]*backend.Backend{r.be, backendtest.CPU(t)}, sched.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { r.s.Close() })
 	r.g, r.x, _, r.y = mlpGraph(t, r.l1.w, r.l2.w, r.nIn, r.batch)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
@@ -58,7 +58,7 @@ func TestMetaOverTwoServers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, w1v, got1, "w1 read back from its two halves")
 
-	s, err := sched.New([]*backend.Backend{meta, testkit.CPU(t)}, sched.Options{})
+	s, err := sched.New([]*backend.Backend{meta, backendtest.CPU(t)}, sched.Options{})
 	require.NoError(t, err)
 	defer s.Close()
 	c, err := ggml.NewContext(ggml.ContextParams{MaxTensors: 16, NoAlloc: true, Graph: true})

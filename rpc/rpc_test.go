@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/rpc"
 	"github.com/go-ggml/ggml/sched"
@@ -85,7 +85,7 @@ func TestSchedOverTwoServers(t *testing.T) {
 	require.NoError(t, err)
 	defer beb.Close()
 	assert.True(t, rpc.IsRPC(bea))
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	assert.False(t, rpc.IsRPC(cpu))
 
 	const nIn, nHid, nOut = 24, 40, 12

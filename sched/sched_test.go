@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/sched"
 )
 
 func cpu(t *testing.T) *backend.Backend {
-	return testkit.CPU(t)
+	return backendtest.CPU(t)
 }
 
 // newRNG is the shared replayable generator (GOGGML_SEED).

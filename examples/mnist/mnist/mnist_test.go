@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-ggml/ggml/backend"
+	"github.com/go-ggml/ggml/backend/backendtest"
 	"github.com/go-ggml/ggml/examples/mnist/mnist"
-	"github.com/go-ggml/ggml/internal/testkit"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/opt"
 	"github.com/go-ggml/ggml/sched"
@@ -50,7 +50,7 @@ func sets(t testing.TB) (train, test *mnist.Set) {
 
 func setup(t testing.TB) (*backend.Backend, *sched.Scheduler) {
 	t.Helper()
-	cpu := testkit.CPU(t)
+	cpu := backendtest.CPU(t)
 	s, err := mnist.NewScheduler(cpu)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package testkit
+package backendtest
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // half-precision sums, ~2^-11 of their magnitude per addition, where other
 // builds carry f32's. Tests of f16 products widen their bounds to that
 // when it is true; the answer is measured, once per process, by a product
-// whose exact sum f16 cannot hold.
+// whose exact sum f16 cannot hold (a ggml_mul_mat on the CPU backend).
 func F16HalfAccumulation(tb testing.TB) bool {
 	tb.Helper()
 	halfAcc.Do(func() { halfAcc.half, halfAcc.err = probeHalfAccumulation() })
