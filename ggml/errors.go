@@ -9,24 +9,25 @@ import (
 )
 
 // Error kinds. Every error go-ggml returns wraps one of these, so callers
-// test the kind with errors.Is.
+// test the kind with errors.Is. The five that packages below ggml report
+// too are declared there (internal/bridge), once, and are these values.
 var (
 	// ErrClosed: the handle, or a parent it depends on, was closed.
-	ErrClosed = errors.New("ggml: use of closed handle")
+	ErrClosed = bridge.ErrClosed
 	// ErrBusy: the handle is in use by a compute or transfer on another
 	// goroutine, or by the compute that runs the calling callback: a second
 	// compute on a backend or scheduler while one runs, or a Close of a
 	// context, backend or scheduler that work in flight still uses.
-	ErrBusy = errors.New("ggml: handle in use")
+	ErrBusy = bridge.ErrBusy
 	// ErrNotAllocated: the tensor has no memory yet (a NoAlloc context
 	// whose tensors were not allocated in a backend buffer).
-	ErrNotAllocated = errors.New("ggml: tensor not allocated")
+	ErrNotAllocated = bridge.ErrNotAllocated
 	// ErrShape: shapes do not meet an op's rule.
 	ErrShape = errors.New("ggml: invalid shape")
 	// ErrType: a tensor type or Go element type does not fit.
 	ErrType = errors.New("ggml: invalid type")
 	// ErrInvalid: any other invalid argument (nil tensor, bad parameter).
-	ErrInvalid = errors.New("ggml: invalid argument")
+	ErrInvalid = bridge.ErrInvalid
 	// ErrNoMemory: a context's memory pool, a graph or an allocation is
 	// too small.
 	ErrNoMemory = errors.New("ggml: out of memory")
@@ -35,16 +36,8 @@ var (
 	// ErrUnsupported: the linked provider's ggml lacks the op, type or mode
 	// (an op or type only upstream ggml has, in a build without -tags
 	// ggml_system). The same value as backend.ErrUnsupported.
-	ErrUnsupported = errors.New("ggml backend: not supported")
+	ErrUnsupported = bridge.ErrUnsupported
 )
-
-// The kinds the packages below ggml report (internal/bridge) are these
-// values: bridge's are set here, before any package that uses them runs
-// (they import ggml).
-func init() {
-	bridge.ErrClosed, bridge.ErrBusy, bridge.ErrNotAllocated = ErrClosed, ErrBusy, ErrNotAllocated
-	bridge.ErrInvalid, bridge.ErrUnsupported = ErrInvalid, ErrUnsupported
-}
 
 // AssertError is a GGML_ASSERT or GGML_ABORT raised inside ggml on the
 // calling goroutine's thread. go-ggml checks in Go what ggml asserts, so this

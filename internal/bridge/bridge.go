@@ -16,9 +16,9 @@ import (
 	"unsafe"
 )
 
-// Error kinds of more than one package. Package ggml's init replaces them
-// with its own exported values (ggml.ErrInvalid, ggml.ErrNotAllocated,
-// ggml.ErrUnsupported, which backend exports too; ErrClosed and ErrBusy:
+// Error kinds of more than one package, declared here once: package ggml
+// exports them as ggml.ErrInvalid, ggml.ErrNotAllocated and
+// ggml.ErrUnsupported (which backend exports too; ErrClosed and ErrBusy:
 // life.go).
 var (
 	ErrInvalid      = errors.New("ggml: invalid argument")

@@ -6,9 +6,8 @@ import (
 	"sync/atomic"
 )
 
-// The error kinds that lifetimes report. Package ggml's init replaces them
-// with its own ggml.ErrClosed and ggml.ErrBusy (the values users test), before
-// any package that uses them runs.
+// The error kinds that lifetimes report, declared here once: package ggml
+// exports them as ggml.ErrClosed and ggml.ErrBusy (the values users test).
 var (
 	ErrClosed = errors.New("ggml: use of closed handle")
 	ErrBusy   = errors.New("ggml: handle in use")
