@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/internal/bridge"
 )
 
 // ExtraBufferTypes returns the device's extra buffer types, in ggml's order
@@ -59,6 +60,8 @@ func (d *Device) ExtraBufferTypes() ([]*BufferType, error) {
 		if haveUpstream && bt.Name() == "AMX" && os.Getenv("GOGGML_UPSTREAM_AMX") != "1" {
 			continue // see upstreamAMX
 		}
+		// Its transfers are checked as the re-laying buffer asserts.
+		bridge.RegisterTransferCheck(unsafe.Pointer(bt.c), checkExtraTransfer)
 		out = append(out, bt)
 	}
 	if len(out) > 0 {

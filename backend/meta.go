@@ -171,17 +171,6 @@ type metaState struct {
 var anyMeta atomic.Bool
 
 func init() {
-	bridge.MetaTransfer = func(t unsafe.Pointer, offset, size uint64, write bool) error {
-		if anyExtra.Load() {
-			if err := checkExtraTransfer(t, offset, size, write); err != nil {
-				return err
-			}
-		}
-		if !anyMeta.Load() {
-			return nil
-		}
-		return checkMetaTransfer(t, offset, size, write)
-	}
 	bridge.MetaGraph = func(bes []*bridge.Backend, g *bridge.Graph, placed bool) error {
 		if !anyMeta.Load() {
 			return nil
@@ -308,7 +297,8 @@ func NewMetaDevice(devs []*Device, split SplitFunc) (*Device, error) {
 		c = C.goggml_meta_device_h(arr, C.size_t(len(devs)), C.uintptr_t(st.handle))
 		if c != nil {
 			// Made now, under metaMu: later lookups only read ggml's map.
-			C.ggml_backend_dev_buffer_type(c)
+			// Its transfers are checked as ggml's meta buffer asserts.
+			bridge.RegisterTransferCheck(unsafe.Pointer(C.ggml_backend_dev_buffer_type(c)), checkMetaTransfer)
 		}
 	}); err != nil {
 		return nil, err

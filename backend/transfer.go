@@ -48,7 +48,7 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 	if err := checkRange("TensorSet", tc, offset, uint64(len(data))); err != nil {
 		return err
 	}
-	if err := bridge.MetaTransfer(unsafe.Pointer(tc), offset, uint64(len(data)), true); err != nil {
+	if err := bridge.CheckTransfer(unsafe.Pointer(tc), offset, uint64(len(data)), true); err != nil {
 		return err
 	}
 	if len(data) == 0 {
@@ -76,7 +76,7 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 	if err := checkRange("TensorGet", tc, offset, uint64(len(dst))); err != nil {
 		return err
 	}
-	if err := bridge.MetaTransfer(unsafe.Pointer(tc), offset, uint64(len(dst)), false); err != nil {
+	if err := bridge.CheckTransfer(unsafe.Pointer(tc), offset, uint64(len(dst)), false); err != nil {
 		return err
 	}
 	if len(dst) == 0 {
@@ -178,10 +178,10 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	defer bridge.Catch(&err)
 	n := C.size_t(C.ggml_nbytes(sc))
 	sb, db := C.ggml_backend_buffer_t(bridge.TensorOf(src).Buffer()), C.ggml_backend_buffer_t(bridge.TensorOf(dst).Buffer())
-	if err := bridge.MetaTransfer(unsafe.Pointer(sc), 0, uint64(n), false); err != nil {
+	if err := bridge.CheckTransfer(unsafe.Pointer(sc), 0, uint64(n), false); err != nil {
 		return err
 	}
-	if err := bridge.MetaTransfer(unsafe.Pointer(dc), 0, uint64(n), true); err != nil {
+	if err := bridge.CheckTransfer(unsafe.Pointer(dc), 0, uint64(n), true); err != nil {
 		return err
 	}
 	// A meta buffer of host devices says it is host memory, but its
@@ -289,7 +289,7 @@ func (r Rows2D) checkMetaRows(t *C.struct_ggml_tensor, write bool, check func(t 
 }
 
 func checkMetaRow(t *C.struct_ggml_tensor, offset, size uint64, write bool) error {
-	return bridge.MetaTransfer(unsafe.Pointer(t), offset, size, write)
+	return bridge.CheckTransfer(unsafe.Pointer(t), offset, size, write)
 }
 
 // hostRows copies r's rows between a tensor's host memory at base and data.

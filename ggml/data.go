@@ -192,7 +192,7 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 		bridge.HostCopy(t.c.data, p, size)
 		return nil
 	}
-	if err := bridge.MetaTransfer(unsafe.Pointer(t.c), 0, size, true); err != nil {
+	if err := bridge.CheckTransfer(unsafe.Pointer(t.c), 0, size, true); err != nil {
 		return err
 	}
 	defer bridge.Catch(&err)
@@ -209,7 +209,7 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 		bridge.HostCopy(p, t.c.data, size)
 		return nil
 	}
-	if err := bridge.MetaTransfer(unsafe.Pointer(t.c), 0, size, false); err != nil {
+	if err := bridge.CheckTransfer(unsafe.Pointer(t.c), 0, size, false); err != nil {
 		return err
 	}
 	defer bridge.Catch(&err)

@@ -121,18 +121,11 @@ var (
 	// its locks: every later call of it that takes that lock would
 	// deadlock, so the package refuses them all.
 	poisoned error
-	// live is a copy of the open clients for onAssert, which cannot take
-	// mu (it may run inside Connect).
-	live atomic.Pointer[[]*Client]
 	// registered are the per-server registry entries ggml's registry
-	// holds now; staleRegistry: onAssert broke a link while mu was held.
+	// holds now; staleRegistry: onAbort broke a link while mu was held.
 	registered    = map[C.ggml_backend_reg_t]bool{}
 	staleRegistry atomic.Bool
 )
-
-func init() {
-	bridge.OnAssert = onAssert
-}
 
 // Connect connects to the RPC server at endpoint ("host:port"; an IPv4
 // address or a name that resolves to one) and adds its devices to ggml's
@@ -180,6 +173,7 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 			return c, nil
 		}
 		delete(clients, ep) // broken: a fresh connection below
+		c.link.OnAbort(nil)
 	}
 	ips, err := net.DefaultResolver.LookupIP(context.Background(), "ip4", host)
 	if err != nil || len(ips) == 0 {
@@ -236,6 +230,7 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	}
 	r.serve(func(err error) { c.link.Break(err) })
 	clients[ep] = c
+	c.link.OnAbort(c.onAbort)
 	refreshRegistry()
 	return c, nil
 }
@@ -439,12 +434,13 @@ func (c *Client) Close() error {
 	if clients[c.endpoint] == c {
 		delete(clients, c.endpoint)
 	}
+	c.link.OnAbort(nil)
 	refreshRegistry()
 	return err
 }
 
 // refreshRegistry makes the RPC devices in ggml's registry those of the
-// open, unbroken clients, and updates live (under mu). ggml's RPC devices
+// open, unbroken clients (under mu). ggml's RPC devices
 // all point to ggml's one RPC registry entry, so unloading that entry
 // (ggml_backend_unload; nothing is unloaded from memory: the entry is
 // built in) removes every RPC device; the entries of the live servers are
@@ -452,14 +448,11 @@ func (c *Client) Close() error {
 func refreshRegistry() {
 	staleRegistry.Store(false)
 	var keep []C.ggml_backend_reg_t
-	var all []*Client
 	for _, c := range clients {
-		all = append(all, c)
 		if !c.link.Broken() && !c.closed {
 			keep = append(keep, c.reg)
 		}
 	}
-	live.Store(&all)
 	bridge.RegistryMu.Lock()
 	defer bridge.RegistryMu.Unlock()
 	if base := C.goggml_rpc_reg(); base != nil {
@@ -476,35 +469,24 @@ func refreshRegistry() {
 	}
 }
 
-// onAssert sees every ggml abort that go-ggml recovers (bridge.OnAssert).
-// An abort in ggml's RPC client after a failed exchange follows a failure
-// that the connection's relay saw first (it hung up on ggml's client to
-// end the exchange): the error is that connection's *Error. Other
-// connections are left alone: ggml's client is synchronous, so their
-// streams hold no half exchange.
-func onAssert(err error) error {
+// onAbort sees every ggml abort that go-ggml recovers while c is in
+// clients (its link's handler, bridge.Link.OnAbort). An abort in ggml's
+// RPC client after a failed exchange follows a failure that the
+// connection's relay saw first (it hung up on ggml's client to end the
+// exchange): the error is that connection's *Error. Other connections
+// say nil: ggml's client is synchronous, so their streams hold no half
+// exchange.
+func (c *Client) onAbort(err error) error {
 	var ae *ggml.AssertError
 	if !errors.As(err, &ae) || !strings.Contains(ae.Message, "ggml-rpc") {
 		return nil
 	}
-	var all []*Client
-	if p := live.Load(); p != nil {
-		all = *p
-	}
-	var errs []error
-	for _, c := range all {
-		if rerr := c.relay.Err(); rerr != nil && !c.relay.reported.Swap(true) {
-			c.link.Break(rerr) // done by the relay already, unless Connect runs
-			errs = append(errs, &Error{Endpoint: c.endpoint, Err: fmt.Errorf("%w; ggml's client gave up: %w", rerr, ae)})
-		}
-	}
-	switch len(errs) {
-	case 0:
+	rerr := c.relay.Err()
+	if rerr == nil || c.relay.reported.Swap(true) {
 		return nil
-	case 1:
-		return errs[0]
 	}
-	return errors.Join(errs...)
+	c.link.Break(rerr) // done by the relay already, unless Connect runs
+	return &Error{Endpoint: c.endpoint, Err: fmt.Errorf("%w; ggml's client gave up: %w", rerr, ae)}
 }
 
 // Refresh removes the devices of broken connections from ggml's registry
@@ -519,6 +501,7 @@ func Refresh() {
 	for ep, c := range clients {
 		if c.link.Err() != nil {
 			delete(clients, ep)
+			c.link.OnAbort(nil)
 		}
 	}
 	refreshRegistry()

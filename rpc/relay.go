@@ -56,7 +56,7 @@ type relay struct {
 	sessions   map[*session]bool
 	buffers    map[uint64]uint64 // the server's buffers: remote_ptr -> size
 	closed     bool
-	reported   atomic.Bool // onAssert returned this failure once
+	reported   atomic.Bool // onAbort returned this failure once
 	wg         sync.WaitGroup
 }
 

@@ -255,12 +255,54 @@ var (
 	// ggml_backend_dev_t a package got from C: package rpc's devices);
 	// DeviceHandle turns it into the handle.
 	WrapDevice func(p unsafe.Pointer) *Device
-	// MetaTransfer checks a read (write false) or write of size bytes at
-	// offset of tensor t (a *C.struct_ggml_tensor) against what ggml's
-	// meta buffer, and the CPU's extra buffer types (repacked weights,
-	// AMX), assert; nil for a tensor outside such buffers.
-	MetaTransfer func(t unsafe.Pointer, offset, size uint64, write bool) error
 	// MetaGraph checks graph g for the meta backends among bes, before
 	// its allocation (placed false) or after it, before a compute.
 	MetaGraph func(bes []*Backend, g *Graph, placed bool) error
 )
+
+// TransferCheck checks a read (write false) or write of size bytes at
+// offset of tensor t (a *C.struct_ggml_tensor) in a buffer of the type it
+// was registered for, against what that buffer type asserts.
+type TransferCheck func(t unsafe.Pointer, offset, size uint64, write bool) error
+
+// checks maps the buffer types (ggml_backend_buffer_type_t) whose buffers
+// assert on transfers (a meta device's; the CPU's extra types, which
+// re-lay weights) to their TransferCheck; nChecks counts them, so that a
+// process without such types pays one atomic load per transfer.
+var (
+	checks  sync.Map
+	nChecks atomic.Int64
+)
+
+// RegisterTransferCheck records that transfers of tensors in buffers of
+// type buft are checked by f. Package backend, which owns buffer types,
+// passes the check down here when it hands out such a type; buffer types
+// live as long as the process.
+func RegisterTransferCheck(buft unsafe.Pointer, f TransferCheck) {
+	if _, loaded := checks.Swap(buft, f); !loaded {
+		nChecks.Add(1)
+	}
+}
+
+// CheckTransfer checks a read (write false) or write of size bytes at
+// offset of tensor t (a *C.struct_ggml_tensor) with the check registered
+// for its buffer's type (a view's is its source's): nil for a tensor in
+// any other buffer, or in none.
+func CheckTransfer(t unsafe.Pointer, offset, size uint64, write bool) error {
+	if t == nil || nChecks.Load() == 0 {
+		return nil
+	}
+	tc := (*C.struct_ggml_tensor)(t)
+	buf := tc.buffer
+	if buf == nil && tc.view_src != nil {
+		buf = tc.view_src.buffer
+	}
+	if buf == nil {
+		return nil
+	}
+	f, ok := checks.Load(unsafe.Pointer(C.ggml_backend_buffer_get_type(buf)))
+	if !ok {
+		return nil
+	}
+	return f.(TransferCheck)(t, offset, size, write)
+}

@@ -40,10 +40,8 @@ func Catch(errp *error) {
 			panic(r)
 		}
 		err := p.Err
-		if h := OnAssert; h != nil {
-			if e := h(p.Err); e != nil {
-				err = e
-			}
+		if e := linkAbort(p.Err); e != nil {
+			err = e // an RPC connection's failure (Link.OnAbort)
 		}
 		if *errp == nil {
 			*errp = err

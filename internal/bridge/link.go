@@ -248,7 +248,7 @@ func FreeOver(ks []*Link, free func()) {
 	}
 	for _, k := range ks {
 		if k.Broken() {
-			return // OnAssert found the link that failed
+			return // a link's abort handler found the link that failed
 		}
 	}
 	for _, k := range ks {
@@ -256,11 +256,53 @@ func FreeOver(ks []*Link, free func()) {
 	}
 }
 
-// OnAssert, if set (by package rpc), sees every *ggml.AssertError that
-// Catch recovers: it breaks the links that an RPC failure broke and returns
-// the error to report instead (a *LinkError naming the endpoint), or nil to
-// report ae unchanged.
-var OnAssert func(ae error) error
+// OnAbort sets f to see every *ggml.AssertError that Catch recovers for
+// as long as the link is watched: f breaks the link if an RPC failure on
+// it caused the abort, and returns the error to report instead (a
+// *LinkError naming the endpoint), or nil. Package rpc, which owns the
+// link, passes f down here; OnAbort(nil) stops the watch.
+func (k *Link) OnAbort(f func(ae error) error) {
+	if f == nil {
+		if _, loaded := watched.LoadAndDelete(k); loaded {
+			nWatched.Add(-1)
+		}
+		return
+	}
+	if _, loaded := watched.Swap(k, f); !loaded {
+		nWatched.Add(1)
+	}
+}
+
+// watched maps each link with an abort handler (OnAbort) to it; nWatched
+// counts them, so that a process without RPC pays one atomic load per
+// recovered abort.
+var (
+	watched  sync.Map
+	nWatched atomic.Int64
+)
+
+// linkAbort asks each watched link's handler about ae: the error to
+// report instead of ae (the *LinkError of the link that failed, or those
+// of several joined), or nil.
+func linkAbort(ae error) error {
+	if nWatched.Load() == 0 {
+		return nil
+	}
+	var errs []error
+	watched.Range(func(_, f any) bool {
+		if e := f.(func(error) error)(ae); e != nil {
+			errs = append(errs, e)
+		}
+		return true
+	})
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
 
 // Links are the RPC connections a C object depends on: none for local
 // devices, one for an RPC device, those of its devices for a meta device.

@@ -551,8 +551,8 @@ func TestRegisterLink(t *testing.T) {
 // TestFreeOver holds when FreeOver runs a free over links (none, open or
 // closed ones: yes; a broken one: no, the C objects are leaked), that it
 // holds every connection while the free runs and gives them back after,
-// that an assert in the free breaks the links (or the ones OnAssert
-// broke), and that a connection another goroutine keeps past freeWait
+// that an assert in the free breaks the links (or the one whose abort
+// handler broke it), and that a connection another goroutine keeps past freeWait
 // makes it skip the free.
 func TestFreeOver(t *testing.T) {
 	aerr := errors.New("GGML_ASSERT(socket) failed")
@@ -561,7 +561,6 @@ func TestFreeOver(t *testing.T) {
 		links      int
 		setup      func(ks []*testLink) (undo func())
 		free       func(ks []*testLink)
-		onAssert   func(ks []*testLink) func(error) error
 		wantRun    bool
 		wantBroken []bool
 	}{
@@ -575,9 +574,10 @@ func TestFreeOver(t *testing.T) {
 			return nil
 		}, wantBroken: []bool{true, false}},
 		{name: "assert breaks every link", links: 2, free: func([]*testLink) { panic(AssertPanic{Err: aerr}) }, wantRun: true, wantBroken: []bool{true, true}},
-		{name: "assert, OnAssert breaks one", links: 2, free: func([]*testLink) { panic(AssertPanic{Err: aerr}) },
-			onAssert: func(ks []*testLink) func(error) error {
-				return func(ae error) error { ks[1].Break(ae); return nil }
+		{name: "assert, a link's abort handler breaks it", links: 2, free: func([]*testLink) { panic(AssertPanic{Err: aerr}) },
+			setup: func(ks []*testLink) func() {
+				ks[1].OnAbort(func(ae error) error { ks[1].Break(ae); return nil })
+				return func() { ks[1].OnAbort(nil) }
 			}, wantRun: true, wantBroken: []bool{false, true}},
 		{name: "in use past freeWait", links: 2, setup: func(ks []*testLink) func() {
 			return holdElsewhere(ks[1], nil)
@@ -603,10 +603,6 @@ func TestFreeOver(t *testing.T) {
 			var undo func()
 			if c.setup != nil {
 				undo = c.setup(ks)
-			}
-			if c.onAssert != nil {
-				defer func(f func(error) error) { OnAssert = f }(OnAssert)
-				OnAssert = c.onAssert(ks)
 			}
 			ran := 0
 			FreeOver(ls, func() {
@@ -675,4 +671,58 @@ func TestFreeOverPanic(t *testing.T) {
 	require.PanicsWithValue(t, "boom", func() { FreeOver([]*Link{k.Link}, func() { panic("boom") }) })
 	assert.Zero(t, k.Life().own.n)
 	assert.False(t, k.Broken())
+}
+
+// TestLinkAbortHandlers: Catch asks each watched link's handler
+// (Link.OnAbort) about a recovered abort and reports what they return
+// instead of it (one error, or several joined); a handler that says nil,
+// or a link no longer watched, leaves the abort as it was.
+func TestLinkAbortHandlers(t *testing.T) {
+	aerr := errors.New("GGML_ASSERT(ggml-rpc) failed")
+	catch := func() (err error) {
+		defer Catch(&err)
+		panic(AssertPanic{Err: aerr})
+	}
+	mine := func(k *testLink) func(error) error {
+		return func(ae error) error {
+			return &LinkError{Endpoint: k.Endpoint, Err: fmt.Errorf("%w: %w", ErrBroken, ae)}
+		}
+	}
+	none := func(error) error { return nil }
+	for _, c := range []struct {
+		name     string
+		handlers func(a, b *testLink) []func(error) error // for a and b; nil: not watched
+		want     []string                                 // endpoints in the error, none: aerr itself
+	}{
+		{"none watched", func(a, b *testLink) []func(error) error { return []func(error) error{nil, nil} }, nil},
+		{"both say nil", func(a, b *testLink) []func(error) error { return []func(error) error{none, none} }, nil},
+		{"one claims it", func(a, b *testLink) []func(error) error { return []func(error) error{none, mine(b)} }, []string{"b:1"}},
+		{"both claim it", func(a, b *testLink) []func(error) error { return []func(error) error{mine(a), mine(b)} }, []string{"a:1", "b:1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			n := nWatched.Load()
+			a, b := newTestLink("a:1"), newTestLink("b:1")
+			for i, f := range c.handlers(a, b) {
+				if f != nil {
+					[]*testLink{a, b}[i].OnAbort(f)
+				}
+			}
+			err := catch()
+			require.ErrorIs(t, err, aerr)
+			var le *LinkError
+			if len(c.want) == 0 {
+				assert.Same(t, aerr, err)
+			} else {
+				require.ErrorAs(t, err, &le)
+				for _, ep := range c.want {
+					assert.Contains(t, err.Error(), "server "+ep+":")
+				}
+			}
+			a.OnAbort(nil)
+			b.OnAbort(nil)
+			b.OnAbort(nil) // idempotent
+			assert.Equal(t, n, nWatched.Load(), "every handler removed")
+			assert.Same(t, aerr, catch(), "no handler after OnAbort(nil)")
+		})
+	}
 }
