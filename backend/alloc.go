@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // TensorAlloc places tensor t at offset bytes into buffer buf
@@ -27,7 +28,7 @@ import (
 // no memory yet and not a view; it must fit in the buffer. t keeps buf
 // alive.
 func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := buf.hold(&h); err != nil {
 		return err
@@ -45,7 +46,7 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if C.goggml_buffer_is_meta(buf.c) {
 		return errMetaPlacement("TensorAlloc")
 	}
-	release, err := bridge.ContextOf(t.Context()).Claim()
+	release, err := bridge.View[bridge.Context](t.Context()).Claim()
 	if err != nil {
 		return err
 	}
@@ -64,11 +65,11 @@ func TensorAlloc(buf *Buffer, t *ggml.Tensor, offset uint64) (err error) {
 	if align := uint64(C.ggml_backend_buffer_get_alignment(buf.c)); align > 1 && offset%align != 0 {
 		return fmt.Errorf("%w: TensorAlloc: offset %d is not a multiple of the buffer's alignment %d", ggml.ErrInvalid, offset, align)
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	if err := statusErr(C.goggml_tensor_alloc_at(buf.c, tc, C.size_t(offset))); err != nil {
 		return err
 	}
-	bridge.TensorOf(t).SetLease(buf.life, buf)
+	bridge.View[bridge.Tensor](t).SetLease(buf.life, buf)
 	return nil
 }
 
@@ -107,7 +108,7 @@ func ViewInit(t *ggml.Tensor) (err error) {
 	case tc.buffer != nil:
 		return fmt.Errorf("%w: ViewInit: view %v is already initialized", ggml.ErrInvalid, t)
 	}
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if _, err := storage(t.ViewSource(), &h); err != nil {
 		return fmt.Errorf("ViewInit: the view's source: %w", err)
@@ -116,14 +117,14 @@ func ViewInit(t *ggml.Tensor) (err error) {
 		return fmt.Errorf("%w: ViewInit: the source of %v lives in a context's memory, not in a buffer", ggml.ErrInvalid, t)
 	}
 	defer runtime.KeepAlive(t)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	return statusErr(C.ggml_backend_view_init(tc))
 }
 
 // Tallocr places tensors one after another in a buffer (struct
 // ggml_tallocr). It keeps its buffer alive. Use it from one goroutine.
 type Tallocr struct {
-	_   bridge.NoCopy
+	_   life.NoCopy
 	c   C.struct_ggml_tallocr
 	buf *Buffer
 }
@@ -150,7 +151,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if a == nil {
 		return fmt.Errorf("%w: nil *Tallocr", ggml.ErrInvalid)
 	}
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := a.buf.hold(&h); err != nil {
 		return err
@@ -165,7 +166,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if err := checkExtraPlacement("Tallocr.Alloc", C.ggml_backend_buffer_get_type(a.buf.c), tc); err != nil {
 		return err
 	}
-	release, err := bridge.ContextOf(t.Context()).Claim()
+	release, err := bridge.View[bridge.Context](t.Context()).Claim()
 	if err != nil {
 		return err
 	}
@@ -175,7 +176,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	defer runtime.KeepAlive(t)
 	// An RPC buffer asks its server for the size: an abort there (a
 	// failed exchange) is an error.
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	size := uint64(C.ggml_backend_buffer_get_alloc_size(a.buf.c, tc))
 	align := uint64(a.c.alignment)
 	size = (size + align - 1) / align * align
@@ -186,7 +187,7 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 	if err := statusErr(C.ggml_tallocr_alloc(&a.c, tc)); err != nil {
 		return err
 	}
-	bridge.TensorOf(t).SetLease(a.buf.life, a.buf)
+	bridge.View[bridge.Tensor](t).SetLease(a.buf.life, a.buf)
 	return nil
 }
 
@@ -204,10 +205,10 @@ func (a *Tallocr) Alloc(t *ggml.Tensor) (err error) {
 // that, as in ggml, allocating another graph reuses the same memory: the
 // earlier graph's tensors then read the new graph's data.
 type Gallocr struct {
-	_       bridge.NoCopy
+	_       life.NoCopy
 	c       C.ggml_gallocr_t // set at birth, never changed
-	life    *bridge.Life
-	placed  *bridge.Life // the lifetime of the tensors placed last: a child of life
+	life    *life.Life
+	placed  *life.Life // the lifetime of the tensors placed last: a child of life
 	bts     []*BufferType
 	failed  bool    // the last reservation failed: ggml left a buffer NULL
 	links   linkSet // the RPC connections of its buffer types
@@ -220,13 +221,13 @@ func (a *Gallocr) newPlacement() {
 	if a.placed != nil {
 		a.placed.Close("", false)
 	}
-	a.placed = bridge.NewPlacement(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed))
+	a.placed = life.NewPlacement(a.life, fmt.Errorf("%w: the graph allocator placed other tensors since; allocate this graph again", ggml.ErrClosed))
 }
 
 // change starts a change of where graph g's tensors live (g nil: of the
 // tensors placed so far only): see bridge.Quiesce.
 func (a *Gallocr) change(g *ggml.Graph) (done func(), err error) {
-	return bridge.Quiesce(bridge.GraphOf(g), "the tensors the graph allocator placed", func() *bridge.Life { return a.placed })
+	return bridge.Quiesce(bridge.View[bridge.Graph](g), "the tensors the graph allocator placed", func() *life.Life { return a.placed })
 }
 
 // NewGallocr creates a graph allocator over one or more buffer types; with
@@ -256,12 +257,12 @@ func NewGallocr(bts ...*BufferType) (*Gallocr, error) {
 		a.links = append(a.links, bt.link()...)
 	}
 	links := a.links
-	a.life = bridge.NewLife(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() {
-		bridge.FreeOver(links, func() { C.ggml_gallocr_free(c) })
+	a.life = life.New(nil, fmt.Errorf("%w: the graph allocator that placed the tensor is closed", ggml.ErrClosed), func() {
+		life.FreeOver(links, func() { C.ggml_gallocr_free(c) })
 	})
 	a.newPlacement()
-	a.cleanup = runtime.AddCleanup(a, bridge.CloseCollected, a.life)
-	bridge.Leaks.Opened("Gallocr", a.life)
+	a.cleanup = runtime.AddCleanup(a, life.CloseCollected, a.life)
+	life.Leaks.Opened("Gallocr", a.life)
 	return a, nil
 }
 
@@ -288,13 +289,13 @@ func (a *Gallocr) Close() error {
 		return nil
 	}
 	a.cleanup.Stop()
-	bridge.Leaks.Closed(a.life)
+	life.Leaks.Closed(a.life)
 	return a.life.Close("the graph allocator", false)
 }
 
 // graphPtr returns the C graph of a usable graph (bridge.Graph.Ptr).
 func graphPtr(g *ggml.Graph) (*C.struct_ggml_cgraph, error) {
-	p, err := bridge.GraphOf(g).Ptr()
+	p, err := bridge.View[bridge.Graph](g).Ptr()
 	return (*C.struct_ggml_cgraph)(p), err
 }
 
@@ -332,7 +333,7 @@ func (a *Gallocr) reserveN(g *ggml.Graph, nodeBuffers, leafBuffers []int) (err e
 	defer free()
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(a)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	a.newPlacement() // buffers may be replaced: what was placed before is gone
 	if !bool(C.ggml_gallocr_reserve_n(a.c, gp, nodes, leafs)) {
 		a.failed = true
@@ -401,7 +402,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	}
 	// Tensors an earlier allocation placed (their memory may be gone) are
 	// placed anew, and so are the views of them.
-	ts := bridge.GraphOf(g).Tensors()
+	ts := bridge.View[bridge.Graph](g).Tensors()
 	reset := map[*C.struct_ggml_tensor]bool{}
 	for _, t := range ts {
 		// Placed by this allocator before, or by an allocation that ended
@@ -438,7 +439,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	// assert is checked first.
 	for _, bt := range a.bts {
 		if m := metaOfBufferType(bt.c); m != nil {
-			if err := m.checkGraph(bridge.GraphOf(g), false); err != nil {
+			if err := m.checkGraph(bridge.View[bridge.Graph](g), false); err != nil {
 				return err
 			}
 			break
@@ -457,7 +458,7 @@ func (a *Gallocr) AllocGraph(g *ggml.Graph) (err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(a)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	before := a.sizes()
 	ok := bool(C.ggml_gallocr_alloc_graph(a.c, gp))
 	if changed(before, a.sizes()) {
@@ -545,7 +546,7 @@ func (a *Gallocr) ReserveSizes(g *ggml.Graph, nodeBuffers, leafBuffers []int) (s
 	out := (*C.size_t)(C.calloc(C.size_t(len(a.bts)), C.sizeof_size_t))
 	defer C.free(unsafe.Pointer(out))
 	defer runtime.KeepAlive(g)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.ggml_gallocr_reserve_n_size(scratch.c, gp, nodes, leafs, out)
 	sizes = make([]uint64, len(a.bts))
 	for i, v := range unsafe.Slice(out, len(a.bts)) {

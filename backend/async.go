@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // This file holds a backend's asynchronous transfers and Synchronize.
@@ -63,7 +64,7 @@ func (b *Backend) asyncTensor(op string, t *ggml.Tensor) (*C.struct_ggml_tensor,
 	if err != nil {
 		return nil, err
 	}
-	if bridge.TensorOf(t).Buffer() == nil {
+	if bridge.View[bridge.Tensor](t).Buffer() == nil {
 		return nil, fmt.Errorf("%w: %s: tensor %v lives in a context's memory, not in a buffer of backend %s", ErrUnsupported, op, t, b.Name())
 	}
 	if err := b.checkTensor(tc); err != nil {
@@ -112,17 +113,17 @@ func (b *Backend) GetTensorAsync(t *ggml.Tensor, dst []byte, offset uint64) (err
 // Synchronize. A ggml abort in call comes back as an error.
 func (b *Backend) queue(t *ggml.Tensor, data []byte, write bool, call func(p unsafe.Pointer)) (err error) {
 	if write {
-		unlock, err := bridge.TensorOf(t).WriteLock()
-		if err != nil {
+		w := bridge.View[bridge.Tensor](t)
+		if err := w.LockWrite(); err != nil {
 			return err
 		}
-		defer unlock()
+		defer w.UnlockWrite()
 	}
 	p := unsafe.SliceData(data)
 	b.pins.Pin(p)
 	b.pending = append(b.pending, t)
 	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	call(unsafe.Pointer(p))
 	return nil
 }
@@ -153,11 +154,11 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	if err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
-	unlock, err := bridge.TensorOf(dst).WriteLock()
-	if err != nil {
+	w := bridge.View[bridge.Tensor](dst)
+	if err := w.LockWrite(); err != nil {
 		return fmt.Errorf("CopyTensorAsync: dst: %w", err)
 	}
-	defer unlock()
+	defer w.UnlockWrite()
 	if !sameLayout(sc, dc) {
 		return fmt.Errorf("%w: CopyTensorAsync: src %v and dst %v have different layouts (type, shape or strides)", ggml.ErrShape, src, dst)
 	}
@@ -190,7 +191,7 @@ func (b *Backend) CopyTensorAsync(dstBackend *Backend, src, dst *ggml.Tensor) (e
 	dstBackend.pending = append(dstBackend.pending, src, dst)
 	defer runtime.KeepAlive(b)
 	defer runtime.KeepAlive(dstBackend)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.ggml_backend_tensor_copy_async(b.c, dstBackend.c, sc, dc)
 	return nil
 }

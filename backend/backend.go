@@ -22,6 +22,7 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
 	_ "github.com/go-ggml/ggml/internal/gpulink" // the GPU backends of -tags vulkan, cuda
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Backend is a stream of work on one device (ggml_backend_t): it computes
@@ -33,19 +34,19 @@ import (
 type Backend struct {
 	// The fields up to lavapipe are bridge.Backend's, in its order:
 	// packages sched and cpu see a *Backend through that view
-	// (bridge.BackendOf; TestViewLayouts checks the match).
+	// (bridge.View[bridge.Backend]; TestViewLayouts checks the match).
 	backendKind
 	c C.ggml_backend_t // set at birth, never changed
 	// life: computes are exclusive work (Enter); schedulers over the
 	// backend are users, so the C object outlives them (ggml frees a
 	// scheduler by reading its backends).
-	life  *bridge.Life
+	life  *life.Life
 	abort *C.int // flag read by the backend's abort callback; nil if it has none
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (bridge.Backend.Refusal).
 	lavapipe bool
 	link     linkSet // the RPC connections it computes over, if any (bridge.Backend.Links)
-	_        bridge.NoCopy
+	_        life.NoCopy
 	pool     *poolSlot  // the CPU thread pool it computes on, if any (cpupool.go)
 	meta     *metaState // the meta device it computes on, if any
 	dev      *Device
@@ -57,16 +58,16 @@ type Backend struct {
 	// C may hold it; the cleanup unpins it too), and what queued work reads.
 	pins    *runtime.Pinner
 	pending []any
-	held    bridge.Holds // what queued work reads and writes, kept alive
+	held    life.Holds // what queued work reads and writes, kept alive
 	events  *waitedEvents
 	// recorded: the events b recorded, synchronized (and released) when b
 	// synchronizes or is freed (waitedEvents.syncRecorded).
 	recorded *waitedEvents
 }
 
-// backendKind marks Backend for bridge.BackendOf; it has no size, and
+// backendKind marks Backend for bridge.View[bridge.Backend]; it has no size, and
 // users see neither it nor a method of it.
-type backendKind = bridge.BackendKind
+type backendKind = bridge.Kind[bridge.Backend]
 
 type backendRes struct {
 	c        C.ggml_backend_t
@@ -102,7 +103,7 @@ func freeBackend(r backendRes) {
 // CPU backend a thread pool of its own (see the package doc), and installs
 // the abort flag that Compute's context cancels through.
 func newBackend(c C.ggml_backend_t) *Backend {
-	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]bridge.PoolRef{}},
+	b := &Backend{c: c, dev: deviceFromC(C.ggml_backend_get_device(c)), plans: &planSet{m: map[C.ggml_backend_graph_plan_t]life.PoolRef{}},
 		pool: &poolSlot{}, pins: new(runtime.Pinner), events: &waitedEvents{}, recorded: &waitedEvents{}}
 	b.lavapipe = isLavapipe(b.dev)
 	if b.dev != nil {
@@ -126,9 +127,9 @@ func newBackend(c C.ggml_backend_t) *Backend {
 		b.link = b.dev.link() // a backend on an RPC server lives on its connection
 		b.meta = metaOf(b.dev.c)
 	}
-	b.life = bridge.NewLife(b.link.Parent(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
-	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
-	bridge.Leaks.Opened("Backend", b.life)
+	b.life = life.New(b.link.Parent(), fmt.Errorf("%w: the backend is closed", ggml.ErrClosed), func() { freeBackend(res) })
+	b.cleanup = runtime.AddCleanup(b, life.CloseCollected, b.life)
+	life.Leaks.Opened("Backend", b.life)
 	// The linked CPU backend (not one of a loaded module, whose structs
 	// may not be this ggml's) computes on a thread pool of its own.
 	if b.dev != nil && C.ggml_backend_dev_backend_reg(b.dev.c) == C.ggml_backend_cpu_reg() {
@@ -194,7 +195,7 @@ func (b *Backend) Close() error {
 			// Its RPC connection broke: nothing to wait for (an RPC
 			// backend's synchronize and free talk to no server).
 			b.cleanup.Stop()
-			bridge.Leaks.Closed(b.life)
+			life.Leaks.Closed(b.life)
 			return b.life.Close("the backend", false)
 		}
 		if errors.Is(err, ggml.ErrClosed) {
@@ -206,7 +207,7 @@ func (b *Backend) Close() error {
 	b.release()
 	b.life.Leave()
 	b.cleanup.Stop()
-	bridge.Leaks.Closed(b.life)
+	life.Leaks.Closed(b.life)
 	return b.life.Close("the backend", false)
 }
 
@@ -220,12 +221,12 @@ func (b *Backend) release() {
 	b.held.Release()
 }
 
-func (b *Backend) usable() error { return bridge.BackendOf(b).Usable() }
+func (b *Backend) usable() error { return bridge.View[bridge.Backend](b).Usable() }
 
 // enter starts exclusive work on the backend (a compute, a plan, a
 // transfer queued on its stream): ErrBusy while other work runs. Call leave
 // when it is over.
-func (b *Backend) enter() error { return bridge.BackendOf(b).Enter() }
+func (b *Backend) enter() error { return bridge.View[bridge.Backend](b).Enter() }
 
 func (b *Backend) leave() { b.life.Leave() }
 

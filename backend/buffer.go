@@ -41,6 +41,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Buffer is memory on a device that holds tensor data
@@ -52,9 +53,9 @@ import (
 // memory. An unreachable Buffer is freed by the garbage collector. A Buffer
 // may be used by several goroutines at once.
 type Buffer struct {
-	_       bridge.NoCopy
+	_       life.NoCopy
 	c       C.ggml_backend_buffer_t // set at birth, never changed
-	life    *bridge.Life
+	life    *life.Life
 	from    any     // what it was allocated from, kept alive
 	parent  *Buffer // the multi-buffer that owns this one, if any
 	parts   []*Buffer
@@ -91,11 +92,11 @@ func newBufferFreeing(c C.ggml_backend_buffer_t, from any, mem *HostMemory, part
 		regs.Unlock()
 	}
 	// A buffer on an RPC server lives on its connection: broken, the
-	// buffer is unusable and its free skips the C call (see bridge.Link).
+	// buffer is unusable and its free skips the C call (see life.Link).
 	link := linksOfBufferType(C.ggml_backend_buffer_get_type(c))
 	b.link = link
-	b.life = bridge.NewLife(link.Parent(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
-		bridge.FreeOver(link, func() { C.ggml_backend_buffer_free(c) })
+	b.life = life.New(link.Parent(), fmt.Errorf("%w: the tensor's buffer is closed", ggml.ErrClosed), func() {
+		life.FreeOver(link, func() { C.ggml_backend_buffer_free(c) })
 		for _, m := range mems {
 			m.release()
 		}
@@ -108,8 +109,8 @@ func newBufferFreeing(c C.ggml_backend_buffer_t, from any, mem *HostMemory, part
 			regs.Unlock()
 		}
 	})
-	b.cleanup = runtime.AddCleanup(b, bridge.CloseCollected, b.life)
-	bridge.Leaks.Opened("Buffer", b.life)
+	b.cleanup = runtime.AddCleanup(b, life.CloseCollected, b.life)
+	life.Leaks.Opened("Buffer", b.life)
 	return b
 }
 
@@ -139,7 +140,7 @@ func (b *Buffer) Close() error {
 		return nil
 	}
 	b.cleanup.Stop()
-	bridge.Leaks.Closed(b.life)
+	life.Leaks.Closed(b.life)
 	return b.life.Close("the buffer", false)
 }
 
@@ -155,7 +156,7 @@ func (b *Buffer) usable() error {
 
 // hold acquires the buffer for a call that uses its C object; release h
 // after the call.
-func (b *Buffer) hold(h *bridge.Holds) error {
+func (b *Buffer) hold(h *life.Holds) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil *Buffer", ggml.ErrInvalid)
 	}
@@ -208,7 +209,7 @@ func NewMultiBuffer(parts ...*Buffer) (*Buffer, error) {
 		// The multi-buffer frees the part: the part's tensors now depend
 		// on the multi-buffer's lifetime.
 		p.cleanup.Stop()
-		bridge.Leaks.Closed(p.life)
+		life.Leaks.Closed(p.life)
 		p.parent = m
 		p.life.Reparent(m.life)
 	}
@@ -218,7 +219,7 @@ func NewMultiBuffer(parts ...*Buffer) (*Buffer, error) {
 // IsMulti reports whether the buffer is a multi-buffer
 // (ggml_backend_buffer_is_multi_buffer).
 func (b *Buffer) IsMulti() bool {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return false
@@ -230,7 +231,7 @@ func (b *Buffer) IsMulti() bool {
 // Name returns the buffer's name, e.g. "CPU" (ggml_backend_buffer_name), or
 // "" once closed.
 func (b *Buffer) Name() string {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return ""
@@ -241,7 +242,7 @@ func (b *Buffer) Name() string {
 
 // Size returns the buffer's size in bytes (ggml_backend_buffer_get_size).
 func (b *Buffer) Size() uint64 {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return 0
@@ -253,7 +254,7 @@ func (b *Buffer) Size() uint64 {
 // Alignment returns the alignment of tensor data in the buffer
 // (ggml_backend_buffer_get_alignment).
 func (b *Buffer) Alignment() uint64 {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return 0
@@ -265,7 +266,7 @@ func (b *Buffer) Alignment() uint64 {
 // MaxSize returns the largest tensor the buffer can hold
 // (ggml_backend_buffer_get_max_size).
 func (b *Buffer) MaxSize() uint64 {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return 0
@@ -280,7 +281,7 @@ func (b *Buffer) MaxSize() uint64 {
 // (NewMetaDevice), which ggml reports as host over CPU devices although
 // its addresses are placeholders for its parts' memory.
 func (b *Buffer) IsHost() bool {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return false
@@ -291,7 +292,7 @@ func (b *Buffer) IsHost() bool {
 
 // Type returns the buffer's type (ggml_backend_buffer_get_type).
 func (b *Buffer) Type() *BufferType {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return nil
@@ -305,7 +306,7 @@ func (b *Buffer) Type() *BufferType {
 // valid until the buffer is closed or collected, so keep the buffer alive
 // (runtime.KeepAlive) while you use it. An empty buffer has a nil base.
 func (b *Buffer) Base() (unsafe.Pointer, error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return nil, err
@@ -334,7 +335,7 @@ func (b *Buffer) Base() (unsafe.Pointer, error) {
 // A multi-buffer advises each of its parts. Other buffers return an
 // ErrUnsupported error. Outside Linux it does nothing and returns nil.
 func (b *Buffer) AdviseHugePages() error {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return err
@@ -361,7 +362,7 @@ func (b *Buffer) AdviseHugePages() error {
 // AllocSize returns the bytes tensor t needs in this buffer
 // (ggml_backend_buffer_get_alloc_size).
 func (b *Buffer) AllocSize(t *ggml.Tensor) (uint64, error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return 0, err
@@ -377,13 +378,13 @@ func (b *Buffer) AllocSize(t *ggml.Tensor) (uint64, error) {
 
 // Clear sets every byte of the buffer to value (ggml_backend_buffer_clear).
 func (b *Buffer) Clear(value byte) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.ggml_backend_buffer_clear(b.c, C.uint8_t(value))
 	return nil
 }
@@ -391,7 +392,7 @@ func (b *Buffer) Clear(value byte) (err error) {
 // Reset lets the buffer's backend forget per-tensor state it keeps
 // (ggml_backend_buffer_reset); tensor data is untouched.
 func (b *Buffer) Reset() error {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return err
@@ -428,7 +429,7 @@ func (u BufferUsage) String() string {
 // Usage returns what the buffer is marked as holding
 // (ggml_backend_buffer_get_usage).
 func (b *Buffer) Usage() BufferUsage {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if b.hold(&h) != nil {
 		return UsageAny
@@ -440,7 +441,7 @@ func (b *Buffer) Usage() BufferUsage {
 // SetUsage marks what the buffer holds (ggml_backend_buffer_set_usage; for a
 // multi-buffer, every part is marked: ggml_backend_multi_buffer_set_usage).
 func (b *Buffer) SetUsage(u BufferUsage) error {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return err
@@ -493,7 +494,7 @@ func ContextTensorsSize(ctx *ggml.Context, bt *BufferType) (n uint64, err error)
 		return 0, fmt.Errorf("%w: a context that keeps data in its own memory has nothing to allocate in a buffer", ggml.ErrInvalid)
 	}
 	defer runtime.KeepAlive(ctx)
-	defer bridge.Catch(&err) // an RPC type asks its server for sizes
+	defer life.Catch(&err) // an RPC type asks its server for sizes
 	return uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c)), nil
 }
 
@@ -510,7 +511,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	if err != nil {
 		return nil, err
 	}
-	release, err := bridge.ContextOf(ctx).Claim()
+	release, err := bridge.View[bridge.Context](ctx).Claim()
 	if err != nil {
 		return nil, err
 	}
@@ -531,7 +532,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 				return nil, err
 			}
 		}
-		if v := bridge.TensorOf(t); v.Lease() != nil && v.Lease().Err() != nil {
+		if v := bridge.View[bridge.Tensor](t); v.Lease() != nil && v.Lease().Err() != nil {
 			v.ResetStorage()
 			dead[t] = true
 		}
@@ -539,12 +540,12 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	}
 	for _, t := range ctx.Tensors() {
 		if vs := t.ViewSource(); vs != nil && dead[vs] {
-			bridge.TensorOf(t).ResetStorage()
+			bridge.View[bridge.Tensor](t).ResetStorage()
 		}
 	}
 	// An RPC type asks its server for sizes: an abort there is an error.
 	size, err := func() (n uint64, err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		return uint64(C.ggml_backend_alloc_ctx_tensors_from_buft_size(cc, bt.c)), nil
 	}()
 	if err != nil {
@@ -571,7 +572,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 			}
 		}()
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	c := C.ggml_backend_alloc_ctx_tensors_from_buft(cc, bt.c)
 	if c == nil {
 		return nil, fmt.Errorf("%w: could not allocate %d bytes in a %s buffer", ggml.ErrNoMemory, size, bt.Name())
@@ -582,7 +583,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 	}
 	buf = newBufferFreeing(c, from, nil, nil, onFree)
 	for _, t := range pending {
-		bridge.TensorOf(t).SetLease(buf.life, buf)
+		bridge.View[bridge.Tensor](t).SetLease(buf.life, buf)
 	}
 	return buf, nil
 }
@@ -592,7 +593,7 @@ func allocContextTensors(ctx *ggml.Context, bt *BufferType, from any) (buf *Buff
 // Allocation does this already; it is for tensors whose data pointer was
 // set by other means.
 func (b *Buffer) InitTensor(t *ggml.Tensor) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if err := b.hold(&h); err != nil {
 		return err
@@ -601,11 +602,11 @@ func (b *Buffer) InitTensor(t *ggml.Tensor) (err error) {
 	if err != nil {
 		return err
 	}
-	if C.ggml_backend_buffer_t(bridge.TensorOf(t).Buffer()) != b.c {
+	if C.ggml_backend_buffer_t(bridge.View[bridge.Tensor](t).Buffer()) != b.c {
 		return fmt.Errorf("%w: InitTensor: tensor %v does not live in buffer %s", ggml.ErrInvalid, t, b.Name())
 	}
 	defer runtime.KeepAlive(b)
 	defer runtime.KeepAlive(t)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	return statusErr(C.ggml_backend_buffer_init_tensor(b.c, tc))
 }

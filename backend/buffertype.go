@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // BufferType is a kind of memory a device offers, such as the CPU's host
@@ -19,14 +20,14 @@ import (
 // share between goroutines.
 type BufferType struct {
 	// bridge.BufferType's fields: GPU packages see a *BufferType through
-	// that view (bridge.BufferTypeOf; TestViewLayouts checks the match).
+	// that view (bridge.View[bridge.BufferType]; TestViewLayouts checks the match).
 	bufferTypeKind
 	c C.ggml_backend_buffer_type_t
 }
 
-// bufferTypeKind marks BufferType for bridge.BufferTypeOf (see
+// bufferTypeKind marks BufferType for bridge.View[bridge.BufferType] (see
 // backendKind).
-type bufferTypeKind = bridge.BufferTypeKind
+type bufferTypeKind = bridge.Kind[bridge.BufferType]
 
 // bufferTypeFromC returns the handle of buffer type c, nil for nil
 // (bridge.NewBufferType, where GPU packages get theirs too).
@@ -35,7 +36,7 @@ func bufferTypeFromC(c C.ggml_backend_buffer_type_t) *BufferType {
 }
 
 func (bt *BufferType) usable() error {
-	_, err := bridge.BufferTypeOf(bt).Ptr()
+	_, err := bridge.View[bridge.BufferType](bt).Ptr()
 	return err
 }
 
@@ -109,7 +110,7 @@ func (bt *BufferType) AllocSize(t *ggml.Tensor) (n uint64, err error) {
 		return 0, err
 	}
 	defer runtime.KeepAlive(t)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	return uint64(C.ggml_backend_buft_get_alloc_size(bt.c, tc)), nil
 }
 
@@ -136,7 +137,7 @@ func (bt *BufferType) AllocBuffer(size uint64) (buf *Buffer, err error) {
 	}
 	var c C.ggml_backend_buffer_t
 	if err := func() (err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		c = C.ggml_backend_buft_alloc_buffer(bt.c, C.size_t(size))
 		return nil
 	}(); err != nil {
@@ -166,13 +167,13 @@ func linksOfBufferType(c C.ggml_backend_buffer_type_t) linkSet {
 
 // linkSet are the RPC connections a C object depends on: none for local
 // devices, one for an RPC device, those of its devices for a meta device.
-type linkSet = bridge.Links
+type linkSet = life.Links
 
 func linksOfDevice(d C.ggml_backend_dev_t) linkSet {
 	if d == nil {
 		return nil
 	}
-	if k := bridge.LinkOf(unsafe.Pointer(d)); k != nil {
+	if k := life.LinkOf(unsafe.Pointer(d)); k != nil {
 		return linkSet{k}
 	}
 	if m := metaOf(d); m != nil {

@@ -46,14 +46,14 @@ func statusErr(s C.enum_ggml_status) error {
 
 // tensorPtr returns the C tensor of a usable tensor (bridge.Tensor.Ptr).
 func tensorPtr(t *ggml.Tensor) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorOf(t).Ptr()
+	p, err := bridge.View[bridge.Tensor](t).Ptr()
 	return (*C.struct_ggml_tensor)(p), err
 }
 
 // contextPtr returns the C context of an open context without a sticky
 // error (bridge.Context.Ptr).
 func contextPtr(c *ggml.Context) (*C.struct_ggml_context, error) {
-	p, err := bridge.ContextOf(c).Ptr()
+	p, err := bridge.View[bridge.Context](c).Ptr()
 	return (*C.struct_ggml_context)(p), err
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // This file holds a backend's computes: its threads, the checks of what
@@ -144,7 +145,7 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	gp, err := b.checkGraph(g, &h)
 	if err != nil {
@@ -160,11 +161,11 @@ func (b *Backend) Compute(ctx context.Context, g *ggml.Graph) (err error) {
 		return err
 	}
 	defer end()
-	stop := bridge.BackendOf(b).Watch(ctx)
+	stop := bridge.View[bridge.Backend](b).Watch(ctx)
 	defer stop()
-	bridge.ArmCustom(bridge.GraphOf(g), unsafe.Pointer(b.abort))
+	bridge.ArmCustom(bridge.View[bridge.Graph](g), unsafe.Pointer(b.abort))
 	err = b.onThread(func() (err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		st := C.ggml_backend_graph_compute(b.c, gp)
 		if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
 			return ctx.Err()
@@ -206,22 +207,22 @@ func (b *Backend) ComputeAsync(g *ggml.Graph) (err error) {
 	b.pending = append(b.pending, g)
 	defer runtime.KeepAlive(b)
 	return b.onThread(func() (err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		return statusErr(C.goggml_graph_compute_async(b.c, gp))
 	})
 }
 
 // onThread runs a compute, on a thread of its own if the backend's thread
-// pool changes the computing thread (bridge.OnThread).
-func (b *Backend) onThread(f func() error) error { return bridge.OnThread(b.pool.isolate, f) }
+// pool changes the computing thread (life.OnThread).
+func (b *Backend) onThread(f func() error) error { return life.OnThread(b.pool.isolate, f) }
 
 // checkGraph validates g for computing on b (see Compute) and holds in h
 // what the compute reads.
-func (b *Backend) checkGraph(g *ggml.Graph, h *bridge.Holds) (*C.struct_ggml_cgraph, error) {
+func (b *Backend) checkGraph(g *ggml.Graph, h *life.Holds) (*C.struct_ggml_cgraph, error) {
 	if err := b.usable(); err != nil {
 		return nil, err
 	}
-	gp, err := bridge.PrepareGraph(bridge.GraphOf(g), h, func(p unsafe.Pointer, isNode bool) error {
+	gp, err := bridge.PrepareGraph(bridge.View[bridge.Graph](g), h, func(p unsafe.Pointer, isNode bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if isNode && !bool(C.ggml_backend_supports_op(b.c, t)) {
 			return fmt.Errorf("%w: backend %s cannot compute %s (node %q, %s)", ErrUnsupported,

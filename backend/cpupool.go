@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // The CPU thread pool a backend computes on: its own (pool.go), started
@@ -24,17 +25,17 @@ import (
 // the pools of its backends around a compute through bridge.BeginPools.
 
 func init() {
-	bridge.AttachThreadPool = func(v *bridge.Backend, pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
+	bridge.AttachThreadPool = func(v *bridge.Backend, pool unsafe.Pointer, ref life.PoolRef, isolate bool) error {
 		if v == nil {
 			return fmt.Errorf("%w: nil *Backend", ggml.ErrInvalid)
 		}
-		return bridge.BackendHandle[Backend](v).attachThreadPool(pool, ref, isolate)
+		return bridge.Handle[Backend](v).attachThreadPool(pool, ref, isolate)
 	}
 	bridge.BeginPools = func(ctx context.Context, vs []*bridge.Backend) (func(), bool, error) {
 		bes := make([]*Backend, len(vs))
 		for i, v := range vs {
 			if v != nil {
-				bes[i] = bridge.BackendHandle[Backend](v)
+				bes[i] = bridge.Handle[Backend](v)
 			}
 		}
 		return beginPools(ctx, bes)
@@ -44,7 +45,7 @@ func init() {
 // poolSlot holds the CPU thread pool a backend computes on, where the
 // backend's cleanup can see it.
 type poolSlot struct {
-	ref     bridge.PoolRef
+	ref     life.PoolRef
 	isolate bool
 	threads atomic.Int64 // the pool's size; 0: no pool
 	// ownThreads: without a pool, the backend starts one of its own of
@@ -69,8 +70,8 @@ func (s *poolSlot) release() {
 // of their own. It is the user's choice (cpu.SetThreadPool): b no longer
 // starts a pool of its own. ErrBusy while b computes (a custom op or eval
 // callback of b's own compute, or another goroutine).
-func (b *Backend) attachThreadPool(pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
-	v := bridge.BackendOf(b)
+func (b *Backend) attachThreadPool(pool unsafe.Pointer, ref life.PoolRef, isolate bool) error {
+	v := bridge.View[bridge.Backend](b)
 	if err := v.Enter(); err != nil {
 		return err
 	}
@@ -83,8 +84,8 @@ func (b *Backend) attachThreadPool(pool unsafe.Pointer, ref bridge.PoolRef, isol
 }
 
 // attachPool is attachThreadPool for a caller that holds b (Enter).
-func (b *Backend) attachPool(pool unsafe.Pointer, ref bridge.PoolRef, isolate bool) error {
-	if err := bridge.BackendOf(b).Usable(); err != nil {
+func (b *Backend) attachPool(pool unsafe.Pointer, ref life.PoolRef, isolate bool) error {
+	if err := bridge.View[bridge.Backend](b).Usable(); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(b)
@@ -160,7 +161,7 @@ func (b *Backend) ensurePool() error {
 // beginPool waits until pool ref, if any, runs no other compute and marks
 // this one running (ggml's pool runs one graph at a time); end marks it
 // over.
-func beginPool(ctx context.Context, ref bridge.PoolRef) (end func(), err error) {
+func beginPool(ctx context.Context, ref life.PoolRef) (end func(), err error) {
 	if ref == nil {
 		return func() {}, nil
 	}
@@ -176,7 +177,7 @@ func beginPool(ctx context.Context, ref bridge.PoolRef) (end func(), err error) 
 // priority or affinity of the thread that computes. The caller holds bes
 // (Enter): the pools they want of their own are started first.
 func beginPools(ctx context.Context, bes []*Backend) (end func(), isolate bool, err error) {
-	var refs []bridge.PoolRef
+	var refs []life.PoolRef
 	for _, b := range bes {
 		if b != nil {
 			if err := b.ensurePool(); err != nil {
@@ -189,7 +190,7 @@ func beginPools(ctx context.Context, bes []*Backend) (end func(), isolate bool, 
 		refs = append(refs, b.pool.ref)
 		isolate = isolate || b.pool.isolate
 	}
-	slices.SortFunc(refs, func(a, b bridge.PoolRef) int { return cmp.Compare(a.ID(), b.ID()) })
+	slices.SortFunc(refs, func(a, b life.PoolRef) int { return cmp.Compare(a.ID(), b.ID()) })
 	for i, r := range refs {
 		if err := r.Begin(ctx); err != nil {
 			for _, r := range refs[:i] {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // DeviceType is the kind of a device (enum ggml_backend_dev_type).
@@ -52,16 +53,16 @@ func (t DeviceType) String() string {
 // backend library is unloaded); it has no Close. Devices are safe to share
 // between goroutines.
 type Device struct {
-	// The fields up to c are bridge.Device's (bridge.DeviceOf;
+	// The fields up to c are bridge.Device's (bridge.View[bridge.Device];
 	// TestViewLayouts checks the match).
 	deviceKind
 	c   C.ggml_backend_dev_t
 	reg *Reg
 }
 
-// deviceKind marks Device for bridge.DeviceOf; it has no size, and users
+// deviceKind marks Device for bridge.View[bridge.Device]; it has no size, and users
 // see neither it nor a method of it.
-type deviceKind = bridge.DeviceKind
+type deviceKind = bridge.Kind[bridge.Device]
 
 func deviceFromC(c C.ggml_backend_dev_t) *Device {
 	if c == nil {
@@ -173,7 +174,7 @@ func (d *Device) Description() string {
 	if d.usable() != nil {
 		return ""
 	}
-	if k := bridge.LinkOf(unsafe.Pointer(d.c)); k != nil {
+	if k := life.LinkOf(unsafe.Pointer(d.c)); k != nil {
 		// ggml's RPC client describes a device by the endpoint it
 		// connected to, which is the rpc package's relay (and a string
 		// of its own per connection): the server's is the link's.
@@ -215,7 +216,7 @@ func (d *Device) MemoryErr() (free, total uint64, err error) {
 	defer release()
 	var f, t C.size_t
 	err = func() (err error) {
-		defer bridge.Catch(&err) // a server that dies now: an error
+		defer life.Catch(&err) // a server that dies now: an error
 		C.ggml_backend_dev_memory(d.c, &f, &t)
 		return nil
 	}()
@@ -275,7 +276,7 @@ func (d *Device) Props() (props Props, err error) {
 	defer release()
 	var p C.struct_ggml_backend_dev_props
 	if err := func() (err error) {
-		defer bridge.Catch(&err) // an RPC device asks its server
+		defer life.Catch(&err) // an RPC device asks its server
 		C.ggml_backend_dev_get_props(d.c, &p)
 		return nil
 	}(); err != nil {

@@ -13,7 +13,7 @@ import (
 	"weak"
 
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Event marks a point in a backend's queued work, for synchronizing
@@ -21,7 +21,7 @@ import (
 // (ggml_backend_event_t). Close frees it; an unreachable Event is freed by
 // the garbage collector.
 type Event struct {
-	_       bridge.NoCopy
+	_       life.NoCopy
 	c       C.ggml_backend_event_t
 	res     *eventRes // c's references: this Event's and its waiters'
 	dev     *Device
@@ -67,7 +67,7 @@ func (d *Device) NewEvent() (*Event, error) {
 	}
 	e := &Event{c: c, res: res, dev: d}
 	e.cleanup = runtime.AddCleanup(e, collectEvent, res)
-	bridge.Leaks.Opened("Event", res)
+	life.Leaks.Opened("Event", res)
 	return e, nil
 }
 
@@ -90,7 +90,7 @@ type eventRes struct {
 
 // collectEvent is the cleanup of an event never closed.
 func collectEvent(r *eventRes) {
-	bridge.Leaks.Collected(r)
+	life.Leaks.Collected(r)
 	r.release()
 }
 
@@ -294,7 +294,7 @@ func (e *Event) Close() error {
 		e.waiters = e.waiters[:len(e.waiters)-1]
 	}
 	e.cleanup.Stop()
-	bridge.Leaks.Closed(e.res)
+	life.Leaks.Closed(e.res)
 	e.res.release()
 	e.c = nil
 	return nil

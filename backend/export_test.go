@@ -22,7 +22,7 @@ const HaveOllamaExtras = haveOllamaExtras
 // LavapipeRefusal is the refusal for node t on a device taken to be Mesa's
 // lavapipe.
 func LavapipeRefusal(t *ggml.Tensor) error {
-	p, err := bridge.TensorOf(t).Ptr()
+	p, err := bridge.View[bridge.Tensor](t).Ptr()
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/hashsize"
+	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
@@ -21,9 +22,9 @@ import (
 // Close frees its buffer and contexts, after which they report
 // ggml.ErrClosed.
 type GraphCopy struct {
-	_       bridge.NoCopy
+	_       life.NoCopy
 	c       C.struct_ggml_backend_graph_copy // set at birth, never changed
-	life    *bridge.Life
+	life    *life.Life
 	graph   *ggml.Graph
 	release func()
 	cleanup runtime.Cleanup
@@ -32,7 +33,7 @@ type GraphCopy struct {
 // checkCopyable checks what ggml_backend_graph_copy asserts: every tensor
 // allocated, and (for the data copy) in a backend buffer.
 func checkCopyable(g *ggml.Graph) error {
-	_, err := bridge.PrepareGraph(bridge.GraphOf(g), nil, func(p unsafe.Pointer, _ bool) error {
+	_, err := bridge.PrepareGraph(bridge.View[bridge.Graph](g), nil, func(p unsafe.Pointer, _ bool) error {
 		t := (*C.struct_ggml_tensor)(p)
 		if t.view_src == nil && t.buffer == nil {
 			return fmt.Errorf("%w: tensor %q lives in a context's memory; graph copies need tensors in backend buffers", ErrUnsupported, C.GoString(&t.name[0]))
@@ -64,20 +65,20 @@ func (b *Backend) CopyGraph(g *ggml.Graph) (gc *GraphCopy, err error) {
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(b)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	c := C.ggml_backend_graph_copy(b.c, gp)
 	if c.buffer == nil {
 		return nil, fmt.Errorf("%w: could not allocate the graph copy on %s", ggml.ErrNoMemory, b.Name())
 	}
 	gc = &GraphCopy{c: c}
 	links := b.link
-	gc.life = bridge.NewLife(links.Parent(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
-		bridge.FreeOver(links, func() { C.ggml_backend_graph_copy_free(c) })
+	gc.life = life.New(links.Parent(), fmt.Errorf("%w: the graph copy is closed", ggml.ErrClosed), func() {
+		life.FreeOver(links, func() { C.ggml_backend_graph_copy_free(c) })
 	})
 	cg, release := bridge.AdoptGraph([]unsafe.Pointer{unsafe.Pointer(c.ctx_allocated), unsafe.Pointer(c.ctx_unallocated)}, unsafe.Pointer(c.graph), gc.life, gc)
-	gc.graph, gc.release = bridge.GraphHandle[ggml.Graph](cg), release
-	gc.cleanup = runtime.AddCleanup(gc, bridge.CloseCollected, gc.life)
-	bridge.Leaks.Opened("GraphCopy", gc.life)
+	gc.graph, gc.release = bridge.Handle[ggml.Graph](cg), release
+	gc.cleanup = runtime.AddCleanup(gc, life.CloseCollected, gc.life)
+	life.Leaks.Opened("GraphCopy", gc.life)
 	return gc, nil
 }
 
@@ -111,7 +112,7 @@ func (gc *GraphCopy) Close() error {
 		return err
 	}
 	gc.cleanup.Stop()
-	bridge.Leaks.Closed(gc.life)
+	life.Leaks.Closed(gc.life)
 	gc.release()
 	return nil
 }

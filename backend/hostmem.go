@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
@@ -31,13 +32,13 @@ const HostMemoryAlign = 64
 // it: Close then reports an error; buffers keep it alive.
 type HostMemory struct {
 	// The fields up to size are bridge.HostMemory's, in its order: GPU
-	// packages see a *HostMemory through that view (bridge.HostMemoryOf;
+	// packages see a *HostMemory through that view (bridge.View[bridge.HostMemory];
 	// TestViewLayouts checks the match).
 	hostMemoryKind
 	mu       sync.Mutex
 	p        unsafe.Pointer // the memory's address; nil once closed
 	size     uint64
-	_        bridge.NoCopy
+	_        life.NoCopy
 	buf      []byte // HostMemoryAlign-aligned, size bytes; nil once closed
 	users    int
 	pin      *runtime.Pinner // nil for external memory
@@ -75,14 +76,14 @@ func ExternalHostMemory(mem []byte, release func()) (*HostMemory, error) {
 	}
 	r := &releaseOnce{f: release}
 	m := &HostMemory{buf: mem[:len(mem):len(mem)], p: p, size: uint64(len(mem)), giveBack: r}
-	m.cleanup = runtime.AddCleanup(m, func(r *releaseOnce) { bridge.Leaks.Collected(r); r.run() }, r)
-	bridge.Leaks.Opened("HostMemory", r)
+	m.cleanup = runtime.AddCleanup(m, func(r *releaseOnce) { life.Leaks.Collected(r); r.run() }, r)
+	life.Leaks.Opened("HostMemory", r)
 	return m, nil
 }
 
-// hostMemoryKind marks HostMemory for bridge.HostMemoryOf (see
+// hostMemoryKind marks HostMemory for bridge.View[bridge.HostMemory] (see
 // backendKind).
-type hostMemoryKind = bridge.HostMemoryKind
+type hostMemoryKind = bridge.Kind[bridge.HostMemory]
 
 // hostAvailable is sysmem.Available; tests may replace it.
 var hostAvailable = sysmem.Available
@@ -107,8 +108,8 @@ func AllocHostMemory(size uint64) (*HostMemory, error) {
 	pin := new(runtime.Pinner)
 	pin.Pin(unsafe.SliceData(raw))
 	m := &HostMemory{buf: buf, p: unsafe.Pointer(unsafe.SliceData(buf)), size: size, pin: pin}
-	m.cleanup = runtime.AddCleanup(m, func(pin *runtime.Pinner) { bridge.Leaks.Collected(pin); pin.Unpin() }, pin)
-	bridge.Leaks.Opened("HostMemory", pin)
+	m.cleanup = runtime.AddCleanup(m, func(pin *runtime.Pinner) { life.Leaks.Collected(pin); pin.Unpin() }, pin)
+	life.Leaks.Opened("HostMemory", pin)
 	return m, nil
 }
 
@@ -151,10 +152,10 @@ func (m *HostMemory) Close() error {
 	}
 	m.cleanup.Stop()
 	if m.giveBack != nil {
-		bridge.Leaks.Closed(m.giveBack)
+		life.Leaks.Closed(m.giveBack)
 		m.giveBack.run()
 	} else {
-		bridge.Leaks.Closed(m.pin)
+		life.Leaks.Closed(m.pin)
 		m.pin.Unpin()
 	}
 	m.p, m.buf = nil, nil

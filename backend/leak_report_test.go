@@ -16,7 +16,7 @@ import (
 	cpupkg "github.com/go-ggml/ggml/cpu"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/gguf"
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/opt"
 	"github.com/go-ggml/ggml/sched"
@@ -55,11 +55,11 @@ func reportLeaks(t *testing.T) *lockedBuffer {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(out, nil)))
 	t.Cleanup(func() { slog.SetDefault(old) })
-	was := bridge.Leaks.Enabled()
-	bridge.Leaks.SetEnabled(true)
-	t.Cleanup(func() { bridge.Leaks.SetEnabled(was) })
-	quiet := bridge.Leaks.SetQuiet(false)
-	t.Cleanup(func() { bridge.Leaks.SetQuiet(quiet) })
+	was := life.Leaks.Enabled()
+	life.Leaks.SetEnabled(true)
+	t.Cleanup(func() { life.Leaks.SetEnabled(was) })
+	quiet := life.Leaks.SetQuiet(false)
+	t.Cleanup(func() { life.Leaks.SetQuiet(quiet) })
 	return out
 }
 

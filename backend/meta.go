@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // haveMetaC is what goggml.h says of the meta device; HaveMeta
@@ -176,14 +177,14 @@ func init() {
 			return nil
 		}
 		for _, v := range bes {
-			if b := bridge.BackendHandle[Backend](v); b != nil && b.meta != nil {
+			if b := bridge.Handle[Backend](v); b != nil && b.meta != nil {
 				return b.meta.checkGraph(g, placed)
 			}
 		}
 		return nil
 	}
 	bridge.WrapDevice = func(p unsafe.Pointer) *bridge.Device {
-		return bridge.DeviceOf(deviceFromC(C.ggml_backend_dev_t(p)))
+		return bridge.View[bridge.Device](deviceFromC(C.ggml_backend_dev_t(p)))
 	}
 }
 
@@ -312,7 +313,7 @@ func NewMetaDevice(devs []*Device, split SplitFunc) (*Device, error) {
 	return deviceFromC(c), nil
 }
 
-func containsLink(ls linkSet, k *bridge.Link) bool {
+func containsLink(ls linkSet, k *life.Link) bool {
 	for _, l := range ls {
 		if l == k {
 			return true
@@ -324,11 +325,14 @@ func containsLink(ls linkSet, k *bridge.Link) bool {
 // readMeta holds metaMu for reading while C may read ggml's maps of meta
 // devices and buffer types (a scheduler's creation asks each backend for
 // its buffer type).
-var readMeta = bridge.ReadMeta
+func readMeta() (done func()) {
+	bridge.MetaMu.RLock()
+	return bridge.MetaMu.RUnlock
+}
 
 // catchC runs f, a C call, and returns an abort in it as an error.
 func catchC(f func()) (err error) {
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	f()
 	return nil
 }
@@ -560,7 +564,7 @@ func errMetaPlacement(op string) error {
 // (Backend.Compute): every tensor in a meta buffer (ggml's meta backend
 // asserts it), and the splits of its nodes.
 func (m *metaState) checkPlaced(g *ggml.Graph) error {
-	gv := bridge.GraphOf(g)
+	gv := bridge.View[bridge.Graph](g)
 	for _, v := range gv.Tensors() {
 		if t := (*C.struct_ggml_tensor)(v.C()); t != nil && metaOfBuffer(t.buffer) == nil {
 			return fmt.Errorf("%w: meta backend: tensor %q is not in a meta buffer: allocate the graph over the meta device's buffer type (AllocContextTensors, NewGallocr) or compute it with a scheduler",

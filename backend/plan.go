@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // planSet holds a backend's live plans, so that whichever of Plan.Close,
@@ -20,7 +21,7 @@ import (
 // backend still exists.
 type planSet struct {
 	mu sync.Mutex
-	m  map[C.ggml_backend_graph_plan_t]bridge.PoolRef // the thread pool each captured, if any
+	m  map[C.ggml_backend_graph_plan_t]life.PoolRef // the thread pool each captured, if any
 }
 
 func (s *planSet) free(be C.ggml_backend_t, p C.ggml_backend_graph_plan_t) {
@@ -51,13 +52,13 @@ func (s *planSet) freeAll(be C.ggml_backend_t) {
 // (ggml_backend_graph_plan_t). It keeps its backend and graph alive; closing
 // the backend frees the plan too. A Plan is used by one goroutine at a time.
 type Plan struct {
-	_       bridge.NoCopy
+	_       life.NoCopy
 	c       C.ggml_backend_graph_plan_t
 	be      *Backend
 	g       *ggml.Graph
-	pool    bridge.PoolRef // the thread pool it captured, if any
-	isolate bool           // its captured thread pool needs a thread of its own
-	version uint64         // of the graph when planned
+	pool    life.PoolRef // the thread pool it captured, if any
+	isolate bool         // its captured thread pool needs a thread of its own
+	version uint64       // of the graph when planned
 	cleanup runtime.Cleanup
 }
 
@@ -94,7 +95,7 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 		}
 	}
 	c, err := func() (c C.ggml_backend_graph_plan_t, err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		return C.ggml_backend_graph_plan_create(b.c, gp), nil
 	}()
 	if c == nil || err != nil {
@@ -109,9 +110,9 @@ func (b *Backend) NewPlan(g *ggml.Graph) (p *Plan, err error) {
 	b.plans.mu.Lock()
 	b.plans.m[c] = pool
 	b.plans.mu.Unlock()
-	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.isolate, version: bridge.GraphOf(g).Version()}
-	p.cleanup = runtime.AddCleanup(p, func(r planRes) { bridge.Leaks.Collected(r.p); r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
-	bridge.Leaks.Opened("Plan", c)
+	p = &Plan{c: c, be: b, g: g, pool: pool, isolate: b.pool.isolate, version: bridge.View[bridge.Graph](g).Version()}
+	p.cleanup = runtime.AddCleanup(p, func(r planRes) { life.Leaks.Collected(r.p); r.plan.free(r.be, r.p) }, planRes{be: b.c, p: c, plan: b.plans})
+	life.Leaks.Opened("Plan", c)
 	return p, nil
 }
 
@@ -143,10 +144,10 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer b.leave()
-	if bridge.GraphOf(p.g).Version() != p.version {
+	if bridge.View[bridge.Graph](p.g).Version() != p.version {
 		return fmt.Errorf("%w: the graph changed since the plan was made (its work memory fits the old one); make a new plan", ggml.ErrInvalid)
 	}
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	if _, err := b.checkGraph(p.g, &h); err != nil {
 		return err
@@ -157,11 +158,11 @@ func (p *Plan) Compute(ctx context.Context) (err error) {
 		return err
 	}
 	defer end()
-	stop := bridge.BackendOf(b).Watch(ctx)
+	stop := bridge.View[bridge.Backend](b).Watch(ctx)
 	defer stop()
-	bridge.ArmCustom(bridge.GraphOf(p.g), unsafe.Pointer(b.abort))
-	err = bridge.OnThread(p.isolate, func() (err error) {
-		defer bridge.Catch(&err)
+	bridge.ArmCustom(bridge.View[bridge.Graph](p.g), unsafe.Pointer(b.abort))
+	err = life.OnThread(p.isolate, func() (err error) {
+		defer life.Catch(&err)
 		st := C.ggml_backend_graph_plan_compute(b.c, p.c)
 		if st == C.GGML_STATUS_ABORTED && ctx.Err() != nil {
 			return ctx.Err()
@@ -187,13 +188,13 @@ func (p *Plan) Close() error {
 		}
 		// The backend is closed: it freed its plans, this one too.
 		p.cleanup.Stop()
-		bridge.Leaks.Closed(p.c)
+		life.Leaks.Closed(p.c)
 		p.c = nil
 		return nil
 	}
 	defer p.be.leave()
 	p.cleanup.Stop()
-	bridge.Leaks.Closed(p.c)
+	life.Leaks.Closed(p.c)
 	p.be.plans.free(p.be.c, p.c)
 	p.c = nil
 	return nil

@@ -26,7 +26,7 @@ import (
 	"sync"
 
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // ownPool is the thread pool that a CPU backend made by this package
@@ -55,12 +55,12 @@ type ownPool struct {
 // newOwnPool starts a pool of n threads. ggml asserts when the system
 // gives it no more threads: that comes back as an error.
 func newOwnPool(n int) (p *ownPool, err error) {
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	c := C.goggml_own_pool(C.int(n))
 	if c == nil {
 		return nil, fmt.Errorf("%w: ggml could not start a thread pool of %d threads", ggml.ErrNoMemory, n)
 	}
-	return &ownPool{c: c, id: bridge.NewPoolID(), threads: n, running: make(chan struct{}, 1)}, nil
+	return &ownPool{c: c, id: life.NewPoolID(), threads: n, running: make(chan struct{}, 1)}, nil
 }
 
 // Acquire counts a user (the backend, a plan).

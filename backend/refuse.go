@@ -41,5 +41,5 @@ func isLavapipe(d *Device) bool {
 // supports it there, or nil (bridge.Backend.Refusal, which package sched
 // asks too).
 func (b *Backend) refuses(t *C.struct_ggml_tensor) error {
-	return bridge.BackendOf(b).Refusal(unsafe.Pointer(t))
+	return bridge.View[bridge.Backend](b).Refusal(unsafe.Pointer(t))
 }

@@ -11,12 +11,13 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // storage returns the C tensor of t if its data can be accessed now, and
 // holds its memory in h (release h when done).
-func storage(t *ggml.Tensor, h *bridge.Holds) (*C.struct_ggml_tensor, error) {
-	p, err := bridge.TensorOf(t).Storage(h)
+func storage(t *ggml.Tensor, h *life.Holds) (*C.struct_ggml_tensor, error) {
+	p, err := bridge.View[bridge.Tensor](t).Storage(h)
 	return (*C.struct_ggml_tensor)(p), err
 }
 
@@ -34,17 +35,17 @@ func checkRange(op string, t *C.struct_ggml_tensor, offset, size uint64) error {
 // (ggml_backend_tensor_set). The bytes are written as they are, whatever
 // the tensor's layout; offset+len(data) must not pass t.Bytes().
 func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	tc, err := storage(t, &h)
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.TensorOf(t).WriteLock()
-	if err != nil {
+	w := bridge.View[bridge.Tensor](t)
+	if err := w.LockWrite(); err != nil {
 		return err
 	}
-	defer unlock()
+	defer w.UnlockWrite()
 	if err := checkRange("TensorSet", tc, offset, uint64(len(data))); err != nil {
 		return err
 	}
@@ -55,11 +56,11 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bridge.TensorOf(t).Buffer() == nil { // a context pool: host memory
+	if bridge.View[bridge.Tensor](t).Buffer() == nil { // a context pool: host memory
 		bridge.HostCopy(unsafe.Add(tc.data, offset), unsafe.Pointer(unsafe.SliceData(data)), uint64(len(data)))
 		return nil
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.ggml_backend_tensor_set(tc, unsafe.Pointer(unsafe.SliceData(data)), C.size_t(offset), C.size_t(len(data)))
 	return nil
 }
@@ -67,7 +68,7 @@ func TensorSet(t *ggml.Tensor, data []byte, offset uint64) (err error) {
 // TensorGet copies len(dst) bytes of tensor t's memory, starting offset
 // bytes in, into dst (ggml_backend_tensor_get).
 func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	tc, err := storage(t, &h)
 	if err != nil {
@@ -83,11 +84,11 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bridge.TensorOf(t).Buffer() == nil {
+	if bridge.View[bridge.Tensor](t).Buffer() == nil {
 		bridge.HostCopy(unsafe.Pointer(unsafe.SliceData(dst)), unsafe.Add(tc.data, offset), uint64(len(dst)))
 		return nil
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.ggml_backend_tensor_get(tc, unsafe.Pointer(unsafe.SliceData(dst)), C.size_t(offset), C.size_t(len(dst)))
 	return nil
 }
@@ -95,21 +96,21 @@ func TensorGet(t *ggml.Tensor, dst []byte, offset uint64) (err error) {
 // TensorMemset sets size bytes of tensor t's memory, starting offset bytes
 // in, to value (ggml_backend_tensor_memset).
 func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	tc, err := storage(t, &h)
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.TensorOf(t).WriteLock()
-	if err != nil {
+	w := bridge.View[bridge.Tensor](t)
+	if err := w.LockWrite(); err != nil {
 		return err
 	}
-	defer unlock()
+	defer w.UnlockWrite()
 	if err := checkRange("TensorMemset", tc, offset, size); err != nil {
 		return err
 	}
-	if C.goggml_buffer_is_meta(C.ggml_backend_buffer_t(bridge.TensorOf(t).Buffer())) {
+	if C.goggml_buffer_is_meta(C.ggml_backend_buffer_t(bridge.View[bridge.Tensor](t).Buffer())) {
 		return fmt.Errorf("%w: TensorMemset: ggml's meta buffer has no memset", ErrUnsupported)
 	}
 	if buf := tc.buffer; anyExtra.Load() {
@@ -125,11 +126,11 @@ func TensorMemset(t *ggml.Tensor, value byte, offset, size uint64) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bridge.TensorOf(t).Buffer() == nil {
+	if bridge.View[bridge.Tensor](t).Buffer() == nil {
 		C.memset(unsafe.Add(tc.data, offset), C.int(value), C.size_t(size))
 		return nil
 	}
-	defer bridge.Catch(&err) // a buffer without memset asserts: an *AssertError
+	defer life.Catch(&err) // a buffer without memset asserts: an *AssertError
 	C.ggml_backend_tensor_memset(tc, C.uint8_t(value), C.size_t(offset), C.size_t(size))
 	return nil
 }
@@ -152,7 +153,7 @@ func sameLayout(a, b *C.struct_ggml_tensor) bool {
 // context pools) (ggml_backend_tensor_copy). They must have the same type,
 // shape and strides.
 func TensorCopy(src, dst *ggml.Tensor) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	sc, err := storage(src, &h)
 	if err != nil {
@@ -162,11 +163,11 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	if err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}
-	unlock, err := bridge.TensorOf(dst).WriteLock()
-	if err != nil {
+	w := bridge.View[bridge.Tensor](dst)
+	if err := w.LockWrite(); err != nil {
 		return fmt.Errorf("TensorCopy: dst: %w", err)
 	}
-	defer unlock()
+	defer w.UnlockWrite()
 	if !sameLayout(sc, dc) {
 		return fmt.Errorf("%w: TensorCopy: src %v and dst %v have different layouts (type, shape or strides)", ggml.ErrShape, src, dst)
 	}
@@ -175,9 +176,9 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	}
 	defer runtime.KeepAlive(src)
 	defer runtime.KeepAlive(dst)
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	n := C.size_t(C.ggml_nbytes(sc))
-	sb, db := C.ggml_backend_buffer_t(bridge.TensorOf(src).Buffer()), C.ggml_backend_buffer_t(bridge.TensorOf(dst).Buffer())
+	sb, db := C.ggml_backend_buffer_t(bridge.View[bridge.Tensor](src).Buffer()), C.ggml_backend_buffer_t(bridge.View[bridge.Tensor](dst).Buffer())
 	if err := bridge.CheckTransfer(unsafe.Pointer(sc), 0, uint64(n), false); err != nil {
 		return err
 	}
@@ -187,8 +188,8 @@ func TensorCopy(src, dst *ggml.Tensor) (err error) {
 	// A meta buffer of host devices says it is host memory, but its
 	// tensors' addresses are placeholders: InHostMemory says no, and the
 	// copy goes through ggml's calls.
-	hostSrc := sb == nil || bridge.TensorOf(src).InHostMemory()
-	hostDst := db == nil || bridge.TensorOf(dst).InHostMemory()
+	hostSrc := sb == nil || bridge.View[bridge.Tensor](src).InHostMemory()
+	hostDst := db == nil || bridge.View[bridge.Tensor](dst).InHostMemory()
 	switch {
 	case hostSrc:
 		if db == nil {
@@ -316,17 +317,17 @@ func TensorSet2D(t *ggml.Tensor, data []byte, r Rows2D) (err error) {
 	if !haveUpstream {
 		return upstreamOnly("TensorSet2D (ggml_backend_tensor_set_2d)")
 	}
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	tc, err := storage(t, &h)
 	if err != nil {
 		return err
 	}
-	unlock, err := bridge.TensorOf(t).WriteLock()
-	if err != nil {
+	w := bridge.View[bridge.Tensor](t)
+	if err := w.LockWrite(); err != nil {
 		return err
 	}
-	defer unlock()
+	defer w.UnlockWrite()
 	if err := r.check("TensorSet2D", tc, len(data)); err != nil {
 		return err
 	}
@@ -337,11 +338,11 @@ func TensorSet2D(t *ggml.Tensor, data []byte, r Rows2D) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bridge.TensorOf(t).Buffer() == nil { // a context pool: host memory
+	if bridge.View[bridge.Tensor](t).Buffer() == nil { // a context pool: host memory
 		r.hostRows(tc.data, data, true)
 		return nil
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.goggml_tensor_set_2d(tc, unsafe.Pointer(unsafe.SliceData(data)), C.size_t(r.Offset), C.size_t(r.Size),
 		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
 	return nil
@@ -357,7 +358,7 @@ func TensorGet2D(t *ggml.Tensor, dst []byte, r Rows2D) (err error) {
 	if !haveUpstream {
 		return upstreamOnly("TensorGet2D (ggml_backend_tensor_get_2d)")
 	}
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	tc, err := storage(t, &h)
 	if err != nil {
@@ -373,11 +374,11 @@ func TensorGet2D(t *ggml.Tensor, dst []byte, r Rows2D) (err error) {
 		return nil
 	}
 	defer runtime.KeepAlive(t)
-	if bridge.TensorOf(t).Buffer() == nil {
+	if bridge.View[bridge.Tensor](t).Buffer() == nil {
 		r.hostRows(tc.data, dst, false)
 		return nil
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.goggml_tensor_get_2d(tc, unsafe.Pointer(unsafe.SliceData(dst)), C.size_t(r.Offset), C.size_t(r.Size),
 		C.size_t(r.Count), C.size_t(r.TensorStride), C.size_t(r.DataStride))
 	return nil

@@ -27,12 +27,11 @@ func TestViewLayouts(t *testing.T) {
 func TestViewsSeeHandles(t *testing.T) {
 	be, err := backend.InitByName("CPU", "")
 	require.NoError(t, err)
-	v := bridge.BackendOf(be)
+	v := bridge.View[bridge.Backend](be)
 	require.NoError(t, v.Usable())
 	assert.Equal(t, be.Name(), v.Name())
 	_, err = v.Ptr()
 	require.NoError(t, err)
-	assert.NotNil(t, v.Abort(), "the CPU backend has an abort flag")
 	assert.Nil(t, backend.OwnPool(be), "no pool before the first compute")
 
 	// Enter is the backend's own exclusive work: a compute meanwhile is
@@ -47,21 +46,21 @@ func TestViewsSeeHandles(t *testing.T) {
 	v.Leave()
 
 	bt := be.DefaultBufferType()
-	p, err := bridge.BufferTypeOf(bt).Ptr()
+	p, err := bridge.View[bridge.BufferType](bt).Ptr()
 	require.NoError(t, err)
 	assert.Equal(t, bt.Name(), bridge.NewBufferType[backend.BufferType](p).Name())
 	assert.Nil(t, bridge.NewBufferType[backend.BufferType](nil))
-	_, err = bridge.BufferTypeOf(new(backend.BufferType)).Ptr()
+	_, err = bridge.View[bridge.BufferType](new(backend.BufferType)).Ptr()
 	assert.ErrorIs(t, err, ggml.ErrInvalid)
 
 	m, err := backend.AllocHostMemory(256)
 	require.NoError(t, err)
-	addr, size, err := bridge.HostMemoryOf(m).Span()
+	addr, size, err := bridge.View[bridge.HostMemory](m).Span()
 	require.NoError(t, err)
 	assert.Equal(t, uint64(256), size)
 	assert.Equal(t, uintptr(addr), uintptr(reflect.ValueOf(m.Bytes()).UnsafePointer()))
 	require.NoError(t, m.Close())
-	_, _, err = bridge.HostMemoryOf(m).Span()
+	_, _, err = bridge.View[bridge.HostMemory](m).Span()
 	assert.ErrorIs(t, err, ggml.ErrClosed)
 
 	require.NoError(t, be.Close())

@@ -295,7 +295,7 @@ func mulMatGraph(tb testing.TB, be *backend.Backend, ty ggml.Type, k, m, n int64
 }
 
 func graphPtr(g *ggml.Graph) unsafe.Pointer {
-	p, err := bridge.GraphOf(g).Ptr()
+	p, err := bridge.View[bridge.Graph](g).Ptr()
 	if err != nil {
 		panic(err)
 	}
@@ -303,7 +303,7 @@ func graphPtr(g *ggml.Graph) unsafe.Pointer {
 }
 
 func backendPtr(be *backend.Backend) unsafe.Pointer {
-	p, err := bridge.BackendOf(be).Ptr()
+	p, err := bridge.View[bridge.Backend](be).Ptr()
 	if err != nil {
 		panic(err)
 	}

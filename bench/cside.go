@@ -192,7 +192,7 @@ import (
 // These wrap the C baselines for the benchmarks (test files cannot use cgo).
 
 func cTensor(t *ggml.Tensor) *C.struct_ggml_tensor {
-	p, err := bridge.TensorOf(t).Ptr()
+	p, err := bridge.View[bridge.Tensor](t).Ptr()
 	if err != nil {
 		panic(err)
 	}

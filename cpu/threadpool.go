@@ -14,6 +14,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Priority is the scheduling priority of a thread pool's threads (enum
@@ -111,10 +112,10 @@ func NewThreadPool(p ThreadPoolParams) (*ThreadPool, error) {
 	if !p.Paused {
 		C.ggml_threadpool_resume(c)
 	}
-	tp := &ThreadPool{c: c, id: bridge.NewPoolID(), threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0,
+	tp := &ThreadPool{c: c, id: life.NewPoolID(), threads: p.Threads, isolate: p.Priority != PriorityNormal || len(p.CPUs) > 0,
 		running: make(chan struct{}, 1)}
 	tp.cleanup = runtime.AddCleanup(tp, collectPool, c)
-	bridge.Leaks.Opened("ThreadPool", c)
+	life.Leaks.Opened("ThreadPool", c)
 	return tp, nil
 }
 
@@ -192,7 +193,7 @@ func (tp *ThreadPool) Close() error {
 		return fmt.Errorf("%w: the thread pool is used by %d backend(s) or plan(s); detach them first (SetThreadPool(be, nil))", ggml.ErrInvalid, tp.users)
 	}
 	tp.cleanup.Stop()
-	bridge.Leaks.Closed(tp.c)
+	life.Leaks.Closed(tp.c)
 	freePool(tp.c)
 	tp.c = nil
 	return nil
@@ -226,7 +227,7 @@ var freeQueue struct {
 // spinning, and each free waited for a spinning thread to be scheduled.
 // collectPool is the cleanup of a pool never closed.
 func collectPool(c *C.struct_ggml_threadpool) {
-	bridge.Leaks.Collected(c)
+	life.Leaks.Collected(c)
 	freeLater(c)
 }
 
@@ -260,7 +261,7 @@ func drainFrees() {
 	}
 }
 
-// poolRef lets package backend count the pool's users (bridge.PoolRef).
+// poolRef lets package backend count the pool's users (life.PoolRef).
 type poolRef struct{ tp *ThreadPool }
 
 func (r poolRef) Acquire() error {
@@ -321,12 +322,12 @@ func (r poolRef) Release() {
 // that compute, too).
 func SetThreadPool(be *backend.Backend, pool *ThreadPool) error {
 	if pool == nil {
-		return bridge.AttachThreadPool(bridge.BackendOf(be), nil, nil, false)
+		return bridge.AttachThreadPool(bridge.View[bridge.Backend](be), nil, nil, false)
 	}
 	if err := pool.usable(); err != nil {
 		return err
 	}
-	return bridge.AttachThreadPool(bridge.BackendOf(be), unsafe.Pointer(pool.c), poolRef{pool}, pool.isolate)
+	return bridge.AttachThreadPool(bridge.View[bridge.Backend](be), unsafe.Pointer(pool.c), poolRef{pool}, pool.isolate)
 }
 
 // BufferFromHostMemory makes a CPU buffer over size bytes of m, starting

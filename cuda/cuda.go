@@ -82,7 +82,7 @@ func Init(i int) (*backend.Backend, error) { return kind.Init(i) }
 
 // IsCUDA reports whether be is a CUDA backend (ggml_backend_is_cuda).
 func IsCUDA(be *backend.Backend) bool {
-	p, err := bridge.BackendOf(be).Ptr()
+	p, err := bridge.View[bridge.Backend](be).Ptr()
 	if err != nil {
 		return false
 	}
@@ -142,7 +142,7 @@ func HostBufferType() (*backend.BufferType, error) {
 // RegisterHostMemory pins m for fast transfers to CUDA devices
 // (ggml_backend_cuda_register_host_buffer). Unregister it before freeing m.
 func RegisterHostMemory(m *backend.HostMemory) error {
-	p, size, err := bridge.HostMemoryOf(m).Span()
+	p, size, err := bridge.View[bridge.HostMemory](m).Span()
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func RegisterHostMemory(m *backend.HostMemory) error {
 // UnregisterHostMemory undoes RegisterHostMemory
 // (ggml_backend_cuda_unregister_host_buffer).
 func UnregisterHostMemory(m *backend.HostMemory) error {
-	p, _, err := bridge.HostMemoryOf(m).Span()
+	p, _, err := bridge.View[bridge.HostMemory](m).Span()
 	if err != nil {
 		return err
 	}

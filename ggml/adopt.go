@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // This file gives Go handles to graphs that ggml builds in contexts of its
@@ -17,7 +18,7 @@ import (
 // adoptGraph wraps graph g, whose tensors live in the contexts ctxs, and
 // gives lease l to its tensors that are not views. release marks the
 // handles closed; call it before ggml frees the contexts.
-func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner bridge.Owner) (*Graph, func()) {
+func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *life.Life, owner bridge.Owner) (*Graph, func()) {
 	byPtr := map[*C.struct_ggml_tensor]*Tensor{}
 	var wrappers []*Context
 	var first *Context
@@ -51,7 +52,7 @@ func adoptGraph(ctxs []unsafe.Pointer, gp unsafe.Pointer, l *bridge.Life, owner 
 		if p.view_src != nil {
 			t.viewSrc = byPtr[p.view_src]
 		} else {
-			bridge.TensorOf(t).SetLease(l, owner) // if p.data is set
+			bridge.View[bridge.Tensor](t).SetLease(l, owner) // if p.data is set
 		}
 	}
 	cg := (*C.struct_ggml_cgraph)(gp)

@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // This file binds ggml's automatic differentiation: a graph made with room
@@ -150,7 +151,7 @@ func (g *Graph) BuildBackward(ctx *Context, accumulate bool) (err error) {
 
 // catch runs f, a C call, and returns an assert in it as an error.
 func catch(f func()) (err error) {
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	f()
 	return nil
 }
@@ -395,7 +396,7 @@ func (g *Graph) ResetGrads() (err error) {
 	if !g.backward {
 		return fmt.Errorf("%w: ResetGrads: the graph has no backward pass (BuildBackward)", ErrInvalid)
 	}
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	var touched []*Tensor
 	for _, n := range g.nodes {
@@ -413,7 +414,7 @@ func (g *Graph) ResetGrads() (err error) {
 		if t.c.buffer == nil && t.c.data == nil {
 			return fmt.Errorf("%w: ResetGrads: %s is not allocated; allocate the graph first", ErrNotAllocated, t.describe())
 		}
-		if err := bridge.TensorOf(t).HoldAs("gradient", &h); err != nil {
+		if err := bridge.View[bridge.Tensor](t).HoldAs("gradient", &h); err != nil {
 			return err
 		}
 	}

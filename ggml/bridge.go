@@ -8,14 +8,15 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 func init() {
-	bridge.PrepareGraph = func(v *bridge.Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
-		return graphForCompute(bridge.GraphHandle[Graph](v), h, visit)
+	bridge.PrepareGraph = func(v *bridge.Graph, h *life.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
+		return graphForCompute(bridge.Handle[Graph](v), h, visit)
 	}
-	bridge.CheckIndices = func(v *bridge.Graph, h *bridge.Holds) error {
-		g := bridge.GraphHandle[Graph](v)
+	bridge.CheckIndices = func(v *bridge.Graph, h *life.Holds) error {
+		g := bridge.Handle[Graph](v)
 		if err := g.usable(); err != nil {
 			return err
 		}
@@ -23,27 +24,27 @@ func init() {
 	}
 	bridge.ArmCustom = func(v *bridge.Graph, cancel unsafe.Pointer) {
 		if v != nil {
-			armCustom(bridge.GraphHandle[Graph](v), cancel)
+			armCustom(bridge.Handle[Graph](v), cancel)
 		}
 	}
 	bridge.NodeThreadLimit = func(p unsafe.Pointer) int64 { return seqThreadLimit((*C.struct_ggml_tensor)(p)) }
-	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l *bridge.Life, owner bridge.Owner) (*bridge.Graph, func()) {
+	bridge.AdoptGraph = func(ctxs []unsafe.Pointer, g unsafe.Pointer, l *life.Life, owner bridge.Owner) (*bridge.Graph, func()) {
 		adopted, release := adoptGraph(ctxs, g, l, owner)
-		return bridge.GraphOf(adopted), release
+		return bridge.View[bridge.Graph](adopted), release
 	}
 }
 
 // graphForCompute is bridge.PrepareGraph.
-func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
+func graphForCompute(g *Graph, h *life.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error) {
 	if h == nil {
-		h = new(bridge.Holds)
+		h = new(life.Holds)
 		defer h.Release()
 	}
-	if err := bridge.GraphOf(g).Acquire(h); err != nil {
+	if err := bridge.View[bridge.Graph](g).Acquire(h); err != nil {
 		return nil, err
 	}
 	for _, t := range g.leafs {
-		if err := bridge.TensorOf(t).HoldAs("input", h); err != nil {
+		if err := bridge.View[bridge.Tensor](t).HoldAs("input", h); err != nil {
 			return nil, err
 		}
 		if visit != nil {
@@ -67,7 +68,7 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 				continue
 			}
 			seen[t] = true
-			if err := bridge.TensorOf(t).HoldAs("input", h); err != nil {
+			if err := bridge.View[bridge.Tensor](t).HoldAs("input", h); err != nil {
 				return nil, err
 			}
 			if g.seen.has(t.c) {
@@ -82,7 +83,7 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 		}
 	}
 	for _, t := range g.nodes {
-		if err := bridge.TensorOf(t).HoldAs("node", h); err != nil {
+		if err := bridge.View[bridge.Tensor](t).HoldAs("node", h); err != nil {
 			return nil, err
 		}
 		if err := holdCustom(t, h); err != nil {
@@ -94,7 +95,7 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 			}
 		}
 	}
-	if !bridge.GraphOf(g).SourcesIntact() {
+	if !bridge.View[bridge.Graph](g).SourcesIntact() {
 		return nil, fmt.Errorf("%w: a scheduler holds this graph (it split it across backends and redirected its inputs to its copies); compute it with that scheduler, or Reset the scheduler first", ErrInvalid)
 	}
 	if err := g.checkAllIndices(h); err != nil {
@@ -113,7 +114,7 @@ func graphForCompute(g *Graph, h *bridge.Holds, visit func(t unsafe.Pointer, isN
 // construction) is kept in an indexPlan for the next computes of the same
 // graph with the same placement; each compute still checks the data's
 // values and locks them against writes.
-func (g *Graph) checkAllIndices(h *bridge.Holds) error {
+func (g *Graph) checkAllIndices(h *life.Holds) error {
 	if t := C.goggml_graph_extra_view(g.c); t != nil {
 		// Not an index check, but every compute runs this one first.
 		return fmt.Errorf("%w: tensor %q of the graph is a view of %q, which is in a %s buffer (re-laid for the CPU's kernels): ops read such a tensor whole, as the weight of a matrix product; use the tensor itself",
@@ -134,7 +135,7 @@ func (g *Graph) checkAllIndices(h *bridge.Holds) error {
 		d := &plan.data[i]
 		refuse := func(rule string, kind error) error { return g.indexRefusal(d.at, d.op, rule, kind) }
 		if d.owner != nil && h != nil {
-			view := bridge.TensorOf(d.owner)
+			view := bridge.View[bridge.Tensor](d.owner)
 			if !view.ReadIndices() {
 				return fmt.Errorf("%w: index tensor %q is being written on another goroutine", ErrBusy, C.GoString(&d.q.name[0]))
 			}
@@ -212,7 +213,7 @@ func (g *Graph) planIndices() (*indexPlan, error) {
 	// Sources a scheduler redirected are put back while the structure is
 	// examined. Intact ones are left alone: a compute of the graph on
 	// another backend may be reading them.
-	if gv := bridge.GraphOf(g); !gv.SourcesIntact() {
+	if gv := bridge.View[bridge.Graph](g); !gv.SourcesIntact() {
 		saved := make([][len(C.struct_ggml_tensor{}.src)]*C.struct_ggml_tensor, len(g.nodes))
 		for i, n := range g.nodes {
 			saved[i] = n.c.src
@@ -397,7 +398,7 @@ func (g *Graph) overlappingWriter(q *C.struct_ggml_tensor, before int) *Tensor {
 
 // memOwner returns the Go handle, among g's leafs and nodes, of the tensor
 // whose memory index tensor q uses (bridge.Tensor.ReadIndices marks it
-// while a compute reads it, and WriteLock refuses writes meanwhile); nil
+// while a compute reads it, and LockWrite refuses writes meanwhile); nil
 // for an input of a node added alone, not in the lists.
 func (g *Graph) memOwner(q *C.struct_ggml_tensor) *Tensor {
 	base := memBase(q)

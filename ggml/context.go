@@ -12,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
@@ -70,8 +71,8 @@ type Context struct {
 	err atomic.Pointer[error] // the sticky error; see stickyErr
 	// life counts the computes and transfers in flight that read the
 	// context's tensors: Close refuses (ErrBusy) while there are any.
-	life      *bridge.Life
-	_         bridge.NoCopy
+	life      *life.Life
+	_         life.NoCopy
 	pool      unsafe.Pointer // the memory pool lent to ggml (C memory); nil if borrowed
 	noAlloc   bool
 	memSize   uint64
@@ -104,8 +105,8 @@ type Context struct {
 	customCleanup runtime.Cleanup
 }
 
-// contextKind marks Context for bridge.ContextOf (see tensorKind).
-type contextKind = bridge.ContextKind
+// contextKind marks Context for bridge.View[bridge.Context] (see tensorKind).
+type contextKind = bridge.Kind[bridge.Context]
 
 // NewContext creates a context sized by p (ggml_init). Its pool is
 // allocated in C memory by go-ggml and lent to ggml; a pool that cannot be
@@ -161,7 +162,7 @@ func NewContext(p ContextParams) (*Context, error) {
 	}
 	var c *C.struct_ggml_context
 	err := func() (err error) {
-		defer bridge.Catch(&err) // a check missing here: an error, not an abort
+		defer life.Catch(&err) // a check missing here: an error, not an abort
 		c = C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(size), mem_buffer: buf, no_alloc: C.bool(p.NoAlloc)})
 		return nil
 	}()
@@ -177,7 +178,7 @@ func NewContext(p ContextParams) (*Context, error) {
 		tensors: make([]*Tensor, 0, min(p.MaxTensors, 1<<14))}
 	ctx.graphRoom.Store(reserved)
 	ctx.cleanup = runtime.AddCleanup(ctx, collectContext, contextRes{c: c, pool: buf})
-	bridge.Leaks.Opened("Context", c)
+	life.Leaks.Opened("Context", c)
 	return ctx, nil
 }
 
@@ -196,7 +197,7 @@ type contextRes struct {
 
 // collectContext is the cleanup of a context never closed.
 func collectContext(r contextRes) {
-	bridge.Leaks.Collected(r.c)
+	life.Leaks.Collected(r.c)
 	freeContext(r)
 }
 
@@ -206,8 +207,8 @@ func freeContext(r contextRes) {
 	C.free(r.pool)
 }
 
-func newContextLife() *bridge.Life {
-	return bridge.NewExclusive(fmt.Errorf("%w: the context is closed", ErrClosed))
+func newContextLife() *life.Life {
+	return life.NewExclusive(fmt.Errorf("%w: the context is closed", ErrClosed))
 }
 
 // Close frees the context and the memory of its tensors (ggml_free). Its
@@ -224,7 +225,7 @@ func (c *Context) Close() error {
 		return err
 	}
 	c.cleanup.Stop()
-	bridge.Leaks.Closed(c.c)
+	life.Leaks.Closed(c.c)
 	freeContext(contextRes{c: c.c, pool: c.pool})
 	c.c, c.pool = nil, nil
 	if c.custom != nil {

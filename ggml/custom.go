@@ -65,7 +65,7 @@ import (
 	"unsafe"
 	"weak"
 
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // CustomFunc is the body of a custom op. ggml calls it during compute on
@@ -197,7 +197,7 @@ type customHandles struct{ list []cgo.Handle }
 // Close still names the handle, and cgo.Handle.Value panics on a deleted
 // one. A compute holds the owning context (holdCustom), so it cannot close
 // while the op may run.
-var liveHandles sync.Map // cgo.Handle -> *bridge.Life
+var liveHandles sync.Map // cgo.Handle -> *life.Life
 
 func (s *customHandles) free() {
 	for _, h := range s.list {
@@ -249,7 +249,7 @@ func armCustom(g *Graph, cancel unsafe.Pointer) {
 // holdCustom adds to h the context that owns custom node t's Go function,
 // and refuses a node whose function is gone (its context was closed after a
 // graph copy took the node): ggml would skip it and leave stale data.
-func holdCustom(t *Tensor, h *bridge.Holds) error {
+func holdCustom(t *Tensor, h *life.Holds) error {
 	switch t.c.op {
 	case C.GGML_OP_MAP_CUSTOM1, C.GGML_OP_MAP_CUSTOM2, C.GGML_OP_MAP_CUSTOM3, C.GGML_OP_CUSTOM:
 	default:
@@ -259,7 +259,7 @@ func holdCustom(t *Tensor, h *bridge.Holds) error {
 	if !ok {
 		return fmt.Errorf("%w: custom op %s: the context that defined its Go function is closed", ErrClosed, t.describe())
 	}
-	return h.Add(v.(*bridge.Life))
+	return h.Add(v.(*life.Life))
 }
 
 // customErr returns and clears the first panic of the custom ops among g's

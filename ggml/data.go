@@ -6,10 +6,10 @@ import "C"
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Element is a Go type that SetData and Data move to and from a tensor:
@@ -64,8 +64,8 @@ func elementTypes[T Element]() (Type, Type) {
 // checkTransfer checks that n elements of T (or bytes when raw) can move to
 // or from t, and returns the byte count. It holds t's memory in h: release h
 // when the transfer is over.
-func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.Holds) (uint64, error) {
-	if err := bridge.TensorOf(t).Hold(h); err != nil {
+func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *life.Holds) (uint64, error) {
+	if err := bridge.View[bridge.Tensor](t).Hold(h); err != nil {
 		return 0, opErr(op, err)
 	}
 	if !isContiguousOf(t.c) {
@@ -101,41 +101,41 @@ func checkTransfer[T Element](op string, t *Tensor, n int, raw bool, h *bridge.H
 // contiguous and allocated. It works for tensors in a context's pool and in
 // any backend buffer (ggml_backend_tensor_set).
 func SetData[T Element](t *Tensor, data []T) (err error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	size, err := checkTransfer[T]("SetData", t, len(data), false, &h)
 	if err != nil {
 		return err
 	}
-	if err := bridge.TensorOf(t).LockWrite(); err != nil {
+	if err := bridge.View[bridge.Tensor](t).LockWrite(); err != nil {
 		return opErr("SetData", err)
 	}
-	defer bridge.TensorOf(t).UnlockWrite()
+	defer bridge.View[bridge.Tensor](t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 
 // SetBytes copies raw bytes into tensor t: len(data) must equal t.Bytes().
 // This is how quantized data is set (ggml_backend_tensor_set).
 func SetBytes(t *Tensor, data []byte) error {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	size, err := checkTransfer[int8]("SetBytes", t, len(data), true, &h)
 	if err != nil {
 		return err
 	}
-	if err := bridge.TensorOf(t).LockWrite(); err != nil {
+	if err := bridge.View[bridge.Tensor](t).LockWrite(); err != nil {
 		return opErr("SetBytes", err)
 	}
-	defer bridge.TensorOf(t).UnlockWrite()
+	defer bridge.View[bridge.Tensor](t).UnlockWrite()
 	return t.write(unsafe.Pointer(unsafe.SliceData(data)), size)
 }
 
 // Data returns a copy of tensor t's data as a new slice of T
 // (ggml_backend_tensor_get). The same rules as SetData apply.
 func Data[T Element](t *Tensor) ([]T, error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
-	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
+	if err := bridge.View[bridge.Tensor](t).Hold(&h); err != nil { // before reading t: a Close may be racing
 		return nil, opErr("Data", err)
 	}
 	out := make([]T, max(t.Elements(), 0))
@@ -148,13 +148,13 @@ func Data[T Element](t *Tensor) ([]T, error) {
 // DataInto copies tensor t's data into dst, which must have exactly
 // t.Elements() elements: Data without the allocation.
 func DataInto[T Element](t *Tensor, dst []T) error {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
 	return dataInto(t, dst, &h)
 }
 
 // dataInto is DataInto with the holds of the caller (Data holds first).
-func dataInto[T Element](t *Tensor, dst []T, h *bridge.Holds) error {
+func dataInto[T Element](t *Tensor, dst []T, h *life.Holds) error {
 	size, err := checkTransfer[T]("Data", t, len(dst), false, h)
 	if err != nil {
 		return err
@@ -165,9 +165,9 @@ func dataInto[T Element](t *Tensor, dst []T, h *bridge.Holds) error {
 // Bytes returns a copy of tensor t's data as raw bytes
 // (ggml_backend_tensor_get).
 func Bytes(t *Tensor) ([]byte, error) {
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
-	if err := bridge.TensorOf(t).Hold(&h); err != nil { // before reading t: a Close may be racing
+	if err := bridge.View[bridge.Tensor](t).Hold(&h); err != nil { // before reading t: a Close may be racing
 		return nil, opErr("Bytes", err)
 	}
 	out := make([]byte, t.Bytes())
@@ -186,7 +186,7 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 	if size == 0 {
 		return nil
 	}
-	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
+	if t.buffer() == nil || bridge.View[bridge.Tensor](t).InHostMemory() {
 		// A context's memory, or a buffer in host memory: copied here, as
 		// ggml_backend_tensor_set would (memcpy).
 		bridge.HostCopy(t.c.data, p, size)
@@ -195,7 +195,7 @@ func (t *Tensor) write(p unsafe.Pointer, size uint64) (err error) {
 	if err := bridge.CheckTransfer(unsafe.Pointer(t.c), 0, size, true); err != nil {
 		return err
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.ggml_backend_tensor_set(t.c, p, 0, C.size_t(size))
 	return nil
 }
@@ -205,29 +205,18 @@ func (t *Tensor) read(p unsafe.Pointer, size uint64) (err error) {
 	if size == 0 {
 		return nil
 	}
-	if t.buffer() == nil || bridge.TensorOf(t).InHostMemory() {
+	if t.buffer() == nil || bridge.View[bridge.Tensor](t).InHostMemory() {
 		bridge.HostCopy(p, t.c.data, size)
 		return nil
 	}
 	if err := bridge.CheckTransfer(unsafe.Pointer(t.c), 0, size, false); err != nil {
 		return err
 	}
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.ggml_backend_tensor_get(t.c, p, 0, C.size_t(size))
 	return nil
 }
 
 // opErr names op in err, with one "ggml: " prefix however many err's own
 // text has (the error kinds' texts begin with it).
-func opErr(op string, err error) error { return &prefixed{op, err} }
-
-type prefixed struct {
-	op  string
-	err error
-}
-
-func (e *prefixed) Error() string {
-	return "ggml: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "ggml: ")
-}
-
-func (e *prefixed) Unwrap() error { return e.err }
+func opErr(op string, err error) error { return life.Prefixed(op, err) }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Error kinds. Every error go-ggml returns wraps one of these, so callers
@@ -13,21 +13,21 @@ import (
 // too are declared there (internal/bridge), once, and are these values.
 var (
 	// ErrClosed: the handle, or a parent it depends on, was closed.
-	ErrClosed = bridge.ErrClosed
+	ErrClosed = life.ErrClosed
 	// ErrBusy: the handle is in use by a compute or transfer on another
 	// goroutine, or by the compute that runs the calling callback: a second
 	// compute on a backend or scheduler while one runs, or a Close of a
 	// context, backend or scheduler that work in flight still uses.
-	ErrBusy = bridge.ErrBusy
+	ErrBusy = life.ErrBusy
 	// ErrNotAllocated: the tensor has no memory yet (a NoAlloc context
 	// whose tensors were not allocated in a backend buffer).
-	ErrNotAllocated = bridge.ErrNotAllocated
+	ErrNotAllocated = life.ErrNotAllocated
 	// ErrShape: shapes do not meet an op's rule.
 	ErrShape = errors.New("ggml: invalid shape")
 	// ErrType: a tensor type or Go element type does not fit.
 	ErrType = errors.New("ggml: invalid type")
 	// ErrInvalid: any other invalid argument (nil tensor, bad parameter).
-	ErrInvalid = bridge.ErrInvalid
+	ErrInvalid = life.ErrInvalid
 	// ErrNoMemory: a context's memory pool, a graph or an allocation is
 	// too small.
 	ErrNoMemory = errors.New("ggml: out of memory")
@@ -36,7 +36,7 @@ var (
 	// ErrUnsupported: the linked provider's ggml lacks the op, type or mode
 	// (an op or type only upstream ggml has, in a build without -tags
 	// ggml_system). The same value as backend.ErrUnsupported.
-	ErrUnsupported = bridge.ErrUnsupported
+	ErrUnsupported = life.ErrUnsupported
 )
 
 // AssertError is a GGML_ASSERT or GGML_ABORT raised inside ggml on the

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Graph is a computation graph (struct ggml_cgraph) in a context's pool: the
@@ -28,7 +29,7 @@ type Graph struct {
 	version uint64 // bumped by every change of the node list
 	// guard: computes hold it; Expand, AddNode and Clear refuse to change
 	// the node list that ggml is walking (ErrBusy).
-	guard *bridge.Life
+	guard *life.Life
 	size  int
 	seen  ptrSet        // mirror of the graph's hash set
 	stack []expandFrame // scratch for Expand, kept between calls
@@ -44,11 +45,11 @@ type Graph struct {
 	indexPlan atomic.Pointer[indexPlan]
 }
 
-// graphKind marks Graph for bridge.GraphOf (see tensorKind).
-type graphKind = bridge.GraphKind
+// graphKind marks Graph for bridge.View[bridge.Graph] (see tensorKind).
+type graphKind = bridge.Kind[bridge.Graph]
 
-func newGuard() *bridge.Life {
-	return bridge.NewGuard(fmt.Errorf("%w: the graph's context is closed", ErrClosed))
+func newGuard() *life.Life {
+	return life.NewGuard(fmt.Errorf("%w: the graph's context is closed", ErrClosed))
 }
 
 // change starts a change of g's node list: ErrBusy while a compute of g
@@ -125,7 +126,7 @@ func (c *Context) BuildGraph(outputs ...*Tensor) (*Graph, error) {
 	return g, nil
 }
 
-func (g *Graph) usable() error { return bridge.GraphOf(g).Usable() }
+func (g *Graph) usable() error { return bridge.View[bridge.Graph](g).Usable() }
 
 // Expand adds t and every tensor it depends on that the graph does not have
 // yet (ggml_build_forward_expand). Tensors may come from other contexts

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/cabort"
 	"github.com/go-ggml/ggml/internal/hashsize"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // A ggml assert on the calling goroutine's thread comes back as an
@@ -196,7 +196,7 @@ func TestIndexPlanKeptAndRenewed(t *testing.T) {
 	}
 	bad[3] = rows // one past the end
 	check := func() error {
-		var h bridge.Holds
+		var h life.Holds
 		defer h.Release()
 		return g.checkAllIndices(&h)
 	}

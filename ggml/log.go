@@ -14,7 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 var logger atomic.Pointer[slog.Logger]
@@ -85,7 +85,7 @@ func goggmlLog(level C.int, text *C.char) {
 
 //export goggmlAbort
 func goggmlAbort(message *C.char) {
-	// Unwinds through ggml's C frames to the nearest bridge.Catch of the
+	// Unwinds through ggml's C frames to the nearest life.Catch of the
 	// goroutine that called into C; see AssertError.
-	panic(bridge.AssertPanic{Err: &AssertError{Message: C.GoString(message)}})
+	panic(life.AssertPanic{Err: &AssertError{Message: C.GoString(message)}})
 }

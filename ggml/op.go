@@ -10,6 +10,7 @@ import (
 	"runtime"
 
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // The op machinery: what every op of Context shares.
@@ -193,7 +194,7 @@ func (c *Context) call(op string, f func() *C.struct_ggml_tensor, inputs ...*Ten
 	defer c.leaveC()
 	defer func() {
 		if r := recover(); r != nil {
-			p, ok := r.(bridge.AssertPanic)
+			p, ok := r.(life.AssertPanic)
 			if !ok {
 				panic(r)
 			}
@@ -207,10 +208,10 @@ func (c *Context) call(op string, f func() *C.struct_ggml_tensor, inputs ...*Ten
 // stickyErr returns the first error an op recorded on the context, or nil.
 // It and setErr are atomic: ops that two goroutines misuse one context
 // with may record at once, and the first whole error wins.
-func (c *Context) stickyErr() error { return bridge.ContextOf(c).Err() }
+func (c *Context) stickyErr() error { return bridge.View[bridge.Context](c).Err() }
 
 // setErr records e as the sticky error unless one is recorded.
-func (c *Context) setErr(e error) { bridge.ContextOf(c).SetErr(e) }
+func (c *Context) setErr(e error) { bridge.View[bridge.Context](c).SetErr(e) }
 
 // enterC claims the context's pool for a call of ggml's constructors, and
 // reports false when another goroutine has it: a Context is used by one

@@ -21,7 +21,7 @@ import (
 // Context) reports its error from Err and zero values elsewhere.
 type Tensor struct {
 	// The fields up to store are bridge.Tensor's, in its order: packages
-	// backend and sched see a *Tensor through that view (bridge.TensorOf;
+	// backend and sched see a *Tensor through that view (bridge.View[bridge.Tensor];
 	// TestViewLayouts checks the match).
 	tensorKind
 	ctx     *Context
@@ -34,9 +34,9 @@ type Tensor struct {
 	store bridge.TensorStore
 }
 
-// tensorKind marks Tensor for bridge.TensorOf; it has no size, and users
+// tensorKind marks Tensor for bridge.View[bridge.Tensor]; it has no size, and users
 // see neither it nor a method of it.
-type tensorKind = bridge.TensorKind
+type tensorKind = bridge.Kind[bridge.Tensor]
 
 // tensorSlab is the most tensor handles a context allocates at a time:
 // 256 handles stay under the runtime's 32 KiB limit of a small object,
@@ -114,10 +114,10 @@ func (c *Context) NewTensor(t Type, ne ...int64) *Tensor {
 }
 
 // live reports whether t is a usable tensor (not poisoned, context open).
-func (t *Tensor) live() bool { return bridge.TensorOf(t).Live() }
+func (t *Tensor) live() bool { return bridge.View[bridge.Tensor](t).Live() }
 
 // usable returns why t cannot be used, or nil.
-func (t *Tensor) usable() error { return bridge.TensorOf(t).Usable() }
+func (t *Tensor) usable() error { return bridge.View[bridge.Tensor](t).Usable() }
 
 // Err returns the error of a poisoned tensor (the result of an op that
 // failed), or nil.
@@ -338,14 +338,14 @@ func (t *Tensor) ViewOffset() uint64 {
 
 // IsAllocated reports whether the tensor has memory and that memory is still
 // alive.
-func (t *Tensor) IsAllocated() bool { return bridge.TensorOf(t).StorageErr() == nil }
+func (t *Tensor) IsAllocated() bool { return bridge.View[bridge.Tensor](t).StorageErr() == nil }
 
 // buffer returns the backend buffer that holds the tensor's data, or nil
 // when the data lives in a context pool.
 func (t *Tensor) buffer() *C.struct_ggml_backend_buffer { return bufferOf(t.c) }
 
 // String describes the tensor: name, type and shape, e.g. `x f32[4 3]`.
-func (t *Tensor) String() string { return bridge.TensorOf(t).String() }
+func (t *Tensor) String() string { return bridge.View[bridge.Tensor](t).String() }
 
 // describe is String, for error messages.
 func (t *Tensor) describe() string { return t.String() }

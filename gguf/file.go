@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // TensorInfo describes one tensor of a file.
@@ -106,7 +106,7 @@ func Open(path string) (*File, error) {
 		f.m = mapFile(osf, int(size)) // nil where mapping fails: Load copies
 	}
 	f.cleanup = runtime.AddCleanup(f, collectFile, fileRes{osf, f.m})
-	bridge.Leaks.Opened("gguf.File", osf)
+	life.Leaks.Opened("gguf.File", osf)
 	return f, nil
 }
 
@@ -143,7 +143,7 @@ type fileRes struct {
 
 // collectFile is the cleanup of a File never closed.
 func collectFile(r fileRes) {
-	bridge.Leaks.Collected(r.osf)
+	life.Leaks.Collected(r.osf)
 	closeFile(r)
 }
 
@@ -165,7 +165,7 @@ func (f *File) Close() error {
 		return nil
 	}
 	f.cleanup.Stop()
-	bridge.Leaks.Closed(f.osf)
+	life.Leaks.Closed(f.osf)
 	err := f.osf.Close()
 	if f.m != nil {
 		f.m.release()

@@ -26,7 +26,7 @@ const Built = true
 func Init() (*backend.Backend, error) { return backend.InitByName("Metal", "") }
 
 func metalPtr(be *backend.Backend) (C.ggml_backend_t, error) {
-	p, err := bridge.BackendOf(be).Ptr()
+	p, err := bridge.View[bridge.Backend](be).Ptr()
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func metalPtr(be *backend.Backend) (C.ggml_backend_t, error) {
 
 // IsMetal reports whether be is a Metal backend (ggml_backend_is_metal).
 func IsMetal(be *backend.Backend) bool {
-	p, err := bridge.BackendOf(be).Ptr()
+	p, err := bridge.View[bridge.Backend](be).Ptr()
 	if err != nil {
 		return false
 	}

@@ -35,7 +35,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Dataset is ggml-opt's dataset (ggml_opt_dataset_t): n datapoints of f32
@@ -54,9 +54,9 @@ import (
 // read it (epochs). Close frees it; an unreachable Dataset is freed by the
 // garbage collector.
 type Dataset struct {
-	_        bridge.NoCopy
+	_        life.NoCopy
 	c        C.ggml_opt_dataset_t
-	life     *bridge.Life
+	life     *life.Life
 	perm     *C.int64_t // the shard order, C memory of nshards entries
 	n        int64
 	dataLen  int64
@@ -120,7 +120,7 @@ func NewDataset(n, dataLen, labelLen, shard int) (*Dataset, error) {
 	C.free(probe)
 	var c C.ggml_opt_dataset_t
 	err := func() (err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		c = C.ggml_opt_dataset_init(C.GGML_TYPE_F32, C.GGML_TYPE_F32, C.int64_t(dataLen), C.int64_t(labelLen), C.int64_t(n), C.int64_t(shard))
 		return nil
 	}()
@@ -140,9 +140,9 @@ func NewDataset(n, dataLen, labelLen, shard int) (*Dataset, error) {
 	}
 	d := &Dataset{c: c, perm: perm, n: int64(n), dataLen: int64(dataLen), labelLen: int64(labelLen), shard: int64(shard)}
 	res := datasetRes{c: c, perm: perm}
-	d.life = bridge.NewLife(nil, fmt.Errorf("%w: the dataset is closed", ggml.ErrClosed), res.free)
-	d.cleanup = runtime.AddCleanup(d, bridge.CloseCollected, d.life)
-	bridge.Leaks.Opened("Dataset", d.life)
+	d.life = life.New(nil, fmt.Errorf("%w: the dataset is closed", ggml.ErrClosed), res.free)
+	d.cleanup = runtime.AddCleanup(d, life.CloseCollected, d.life)
+	life.Leaks.Opened("Dataset", d.life)
 	return d, nil
 }
 
@@ -196,7 +196,7 @@ func (d *Dataset) Close() error {
 		return err
 	}
 	d.cleanup.Stop()
-	bridge.Leaks.Closed(d.life)
+	life.Leaks.Closed(d.life)
 	return nil
 }
 

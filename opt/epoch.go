@@ -237,7 +237,7 @@ func (o *Optimizer) runEpoch(ctx context.Context, ds *Dataset, p EpochParams, ep
 			}
 		}
 	}
-	inp, err := bridge.TensorOf(o.inputs).Ptr()
+	inp, err := bridge.View[bridge.Tensor](o.inputs).Ptr()
 	if err != nil {
 		return err
 	}

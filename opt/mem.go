@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
@@ -41,7 +41,7 @@ func newCContext(size uint64) (*C.struct_ggml_context, unsafe.Pointer, error) {
 	}
 	var c *C.struct_ggml_context
 	err := func() (err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		c = C.ggml_init(C.struct_ggml_init_params{mem_size: C.size_t(size), mem_buffer: pool, no_alloc: true})
 		return nil
 	}()

@@ -84,6 +84,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/sched"
 )
 
@@ -266,9 +267,9 @@ const graphSize = ggml.DefaultGraphSize
 // runs returns ErrBusy). Close frees it; an unreachable Optimizer is freed
 // by the garbage collector.
 type Optimizer struct {
-	_        bridge.NoCopy
+	_        life.NoCopy
 	c        C.ggml_opt_context_t
-	life     *bridge.Life
+	life     *life.Life
 	state    *C.goggml_opt_state
 	inputs   *ggml.Tensor
 	outputs  *ggml.Tensor
@@ -302,7 +303,7 @@ type optRes struct {
 	pool    unsafe.Pointer // compute's memory
 	state   *C.goggml_opt_state
 	lent    *bridge.Lent
-	holds   *bridge.Holds
+	holds   *life.Holds
 }
 
 func (r optRes) free() {
@@ -348,7 +349,7 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 		if err := t.Err(); err != nil {
 			return nil, fmt.Errorf("opt.New: %w", err)
 		}
-		if _, err := bridge.TensorOf(t).Ptr(); err != nil {
+		if _, err := bridge.View[bridge.Tensor](t).Ptr(); err != nil {
 			return nil, fmt.Errorf("opt.New: %w", err)
 		}
 		ne := t.Ne()
@@ -386,7 +387,7 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 	}
 	// The model's tensors must outlive the optimizer: hold their
 	// contexts and memory.
-	holds := &bridge.Holds{}
+	holds := &life.Holds{}
 	defer func() {
 		if !ok {
 			holds.Release()
@@ -409,8 +410,8 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 		C.free(pool)
 		return nil, fmt.Errorf("%w: opt.New: the step parameters' memory", ggml.ErrNoMemory)
 	}
-	inp, _ := bridge.TensorOf(in).Ptr()
-	outp, _ := bridge.TensorOf(out).Ptr()
+	inp, _ := bridge.View[bridge.Tensor](in).Ptr()
+	outp, _ := bridge.View[bridge.Tensor](out).Ptr()
 	var c C.ggml_opt_context_t
 	err = lent.Run(nilCtx, func() {
 		c = C.goggml_opt_new(C.ggml_backend_sched_t(lent.Ptr), compute, (*C.struct_ggml_tensor)(inp), (*C.struct_ggml_tensor)(outp),
@@ -442,9 +443,9 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 	o := &Optimizer{c: c, state: st, inputs: in, outputs: out, loss: p.Loss, method: p.Method, period: period, pars: p.StepParams,
 		lent: lent, batch: in.Ne()[1], inLen: in.Ne()[0], outLen: out.Ne()[0], iter: 1, accuracy: p.Loss == LossCrossEntropy, forward: p.Forward,
 		graphs: found[:want], allocated: -1}
-	o.life = bridge.NewLife(nil, fmt.Errorf("%w: the optimizer is closed", ggml.ErrClosed), res.free)
-	o.cleanup = runtime.AddCleanup(o, bridge.CloseCollected, o.life)
-	bridge.Leaks.Opened("Optimizer", o.life)
+	o.life = life.New(nil, fmt.Errorf("%w: the optimizer is closed", ggml.ErrClosed), res.free)
+	o.cleanup = runtime.AddCleanup(o, life.CloseCollected, o.life)
+	life.Leaks.Opened("Optimizer", o.life)
 	return o, nil
 }
 
@@ -452,7 +453,7 @@ func New(s *sched.Scheduler, p Params) (*Optimizer, error) {
 // its tensors that have some, and checks that some backend of the lent
 // scheduler can use each such memory (ggml's scheduler aborts on a
 // tensor in a buffer that none of its backends takes).
-func holdModel(h *bridge.Holds, out *ggml.Tensor, lent *bridge.Lent) error {
+func holdModel(h *life.Holds, out *ggml.Tensor, lent *bridge.Lent) error {
 	seen := map[*ggml.Tensor]bool{}
 	stack := []*ggml.Tensor{out}
 	for len(stack) > 0 {
@@ -462,7 +463,7 @@ func holdModel(h *bridge.Holds, out *ggml.Tensor, lent *bridge.Lent) error {
 			continue
 		}
 		seen[t] = true
-		tv := bridge.TensorOf(t)
+		tv := bridge.View[bridge.Tensor](t)
 		if err := tv.Hold(h); err != nil && !errors.Is(err, ggml.ErrNotAllocated) {
 			return err
 		}
@@ -588,7 +589,7 @@ func (o *Optimizer) Close() error {
 		return err
 	}
 	o.cleanup.Stop()
-	bridge.Leaks.Closed(o.life)
+	life.Leaks.Closed(o.life)
 	return nil
 }
 

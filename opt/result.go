@@ -15,7 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/ggml"
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Result accumulates what evaluations report (ggml_opt_result_t): the
@@ -25,9 +25,9 @@ import (
 // A Result is used by one goroutine at a time. Close frees it; an
 // unreachable Result is freed by the garbage collector.
 type Result struct {
-	_       bridge.NoCopy
+	_       life.NoCopy
 	c       C.ggml_opt_result_t
-	life    *bridge.Life
+	life    *life.Life
 	batch   int64 // datapoints per evaluation so far (0: none yet)
 	period  int   // the optimizer's Period it was used with
 	loss    Loss  // the optimizer's loss it was used with
@@ -38,9 +38,9 @@ type Result struct {
 func NewResult() *Result {
 	c := C.ggml_opt_result_init()
 	r := &Result{c: c}
-	r.life = bridge.NewLife(nil, fmt.Errorf("%w: the result is closed", ggml.ErrClosed), func() { C.ggml_opt_result_free(c) })
-	r.cleanup = runtime.AddCleanup(r, bridge.CloseCollected, r.life)
-	bridge.Leaks.Opened("Result", r.life)
+	r.life = life.New(nil, fmt.Errorf("%w: the result is closed", ggml.ErrClosed), func() { C.ggml_opt_result_free(c) })
+	r.cleanup = runtime.AddCleanup(r, life.CloseCollected, r.life)
+	life.Leaks.Opened("Result", r.life)
 	return r
 }
 
@@ -54,7 +54,7 @@ func (r *Result) Close() error {
 		return err
 	}
 	r.cleanup.Stop()
-	bridge.Leaks.Closed(r.life)
+	life.Leaks.Closed(r.life)
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
 
@@ -45,7 +46,7 @@ var (
 	// died, restarted, answered garbage or, with Options.IOTimeout, went
 	// silent); its devices, buffers and backends are unusable. Connect
 	// again for a fresh connection.
-	ErrBroken = bridge.ErrBroken
+	ErrBroken = life.ErrBroken
 	// ErrTimeout: the server did not answer in time (Options.Timeout
 	// while Connect runs, Options.IOTimeout after). It comes with
 	// ErrConnect or ErrBroken.
@@ -61,7 +62,7 @@ var (
 // Error is an error about one server: Endpoint names it, Err wraps the
 // kind and the cause (an *ggml.AssertError when ggml's RPC client gave up
 // on an exchange).
-type Error = bridge.LinkError
+type Error = life.LinkError
 
 // unsupported is the error of every call on a binary without ggml's RPC
 // backend.
@@ -101,7 +102,7 @@ type Client struct {
 	key      string // the endpoint as ggml knows this connection (see Connect)
 	version  Version
 	relay    *relay // between ggml's client and the server (relay.go)
-	link     *bridge.Link
+	link     *life.Link
 	reg      C.ggml_backend_reg_t
 	devs     []*backend.Device
 	bts      []*backend.BufferType
@@ -207,7 +208,7 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	n := keys[rk]
 	keys[rk] = n + 1
 	c := &Client{endpoint: ep, key: "127.0.0.1:" + strings.Repeat("0", n) + rk, version: info.version, relay: r}
-	c.link = bridge.NewLink(ep, c.probe)
+	c.link = life.NewLink(ep, c.probe)
 	c.link.OnBreak(func() {
 		r.failWith(fmt.Errorf("%w: the connection was given up", ErrBroken), false)
 		// Its devices leave the registry now, unless a Connect or Close
@@ -284,8 +285,8 @@ func (c *Client) open() (err error) {
 	n := int(C.ggml_backend_reg_dev_count(reg))
 	for i := range n {
 		p := unsafe.Pointer(C.ggml_backend_reg_dev_get(reg, C.size_t(i)))
-		bridge.RegisterLink(p, c.link)
-		c.devs = append(c.devs, bridge.DeviceHandle[backend.Device](bridge.WrapDevice(p)))
+		life.RegisterLink(p, c.link)
+		c.devs = append(c.devs, bridge.Handle[backend.Device](bridge.WrapDevice(p)))
 	}
 	// 2. The pin: a small buffer whose C object holds ggml's socket for
 	// the Client's life, so that every later call reuses this one
@@ -319,7 +320,7 @@ func (c *Client) open() (err error) {
 
 // catch runs f, a C call, and returns an abort in it as an error.
 func catch(f func()) (err error) {
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	f()
 	return nil
 }
@@ -470,7 +471,7 @@ func refreshRegistry() {
 }
 
 // onAbort sees every ggml abort that go-ggml recovers while c is in
-// clients (its link's handler, bridge.Link.OnAbort). An abort in ggml's
+// clients (its link's handler, life.Link.OnAbort). An abort in ggml's
 // RPC client after a failed exchange follows a failure that the
 // connection's relay saw first (it hung up on ggml's client to end the
 // exchange): the error is that connection's *Error. Other connections
@@ -512,7 +513,7 @@ func IsRPC(be *backend.Backend) bool {
 	if !Have {
 		return false
 	}
-	p, err := bridge.BackendOf(be).Ptr()
+	p, err := bridge.View[bridge.Backend](be).Ptr()
 	if err != nil {
 		return false
 	}

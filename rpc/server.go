@@ -17,6 +17,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // DefaultPort is the port llama.cpp's rpc-server listens on by default.
@@ -93,7 +94,7 @@ func Serve(opts ServerOptions) (err error) {
 		unsafe.Slice(arr, len(devs))[i] = d
 	}
 	runtime.LockOSThread() // never unlocked: the thread goes with the server
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.goggml_rpc_start_server(ep, cache, C.size_t(opts.Threads), C.size_t(len(devs)), arr)
 	return fmt.Errorf("%w: ggml's RPC server on %s stopped (see its output)", ErrConnect, net.JoinHostPort(host, strconv.Itoa(port)))
 }
@@ -136,11 +137,11 @@ func checkServerOptions(opts *ServerOptions) (string, int, []C.ggml_backend_dev_
 		if err != nil {
 			return "", 0, nil, fmt.Errorf("rpc.Serve: %w", err)
 		}
-		p, err := bridge.DeviceOf(d).Ptr()
+		p, err := bridge.View[bridge.Device](d).Ptr()
 		if err != nil {
 			return "", 0, nil, fmt.Errorf("rpc.Serve: device %s: %w", name, err)
 		}
-		if bridge.LinkOf(p) != nil {
+		if life.LinkOf(p) != nil {
 			return "", 0, nil, fmt.Errorf("%w: rpc.Serve: device %s is itself on an RPC server", ggml.ErrInvalid, name)
 		}
 		if d.Type() == backend.DeviceMeta {

@@ -23,6 +23,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // This file holds a scheduler's computes: the checks made before each one
@@ -41,7 +42,7 @@ type threadLimit struct {
 // threads of the backend they were given.
 func (s *Scheduler) threadLimits(g *ggml.Graph) []threadLimit {
 	var out []threadLimit
-	for _, t := range bridge.GraphOf(g).Tensors() {
+	for _, t := range bridge.View[bridge.Graph](g).Tensors() {
 		p := t.C()
 		limit := bridge.NodeThreadLimit(p)
 		if limit <= 0 {
@@ -62,7 +63,7 @@ func (s *Scheduler) threadLimits(g *ggml.Graph) []threadLimit {
 // the backend it was given although ggml supports it there (on Mesa's
 // lavapipe, a mul_mat of an im2col: see the vulkan package), or nil.
 func (s *Scheduler) refusal(g *ggml.Graph) error {
-	for _, t := range bridge.GraphOf(g).Tensors() {
+	for _, t := range bridge.View[bridge.Graph](g).Tensors() {
 		p := t.C()
 		be := unsafe.Pointer(C.ggml_backend_sched_get_tensor_backend(s.c, (*C.struct_ggml_tensor)(p)))
 		for i, q := range s.ptrs {
@@ -127,14 +128,14 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 		}
 	} else if s.graph != g {
 		return fmt.Errorf("%w: the scheduler holds another graph; Reset it first", ggml.ErrInvalid)
-	} else if bridge.GraphOf(g).Version() != s.version {
+	} else if bridge.View[bridge.Graph](g).Version() != s.version {
 		return fmt.Errorf("%w: the graph changed since it was allocated (ggml would compute the old splits); Reset and allocate it again", ggml.ErrInvalid)
 	}
 	// The allocation must still be whole: inputs from other buffers alive,
 	// and kept alive until the compute is over.
-	var h bridge.Holds
+	var h life.Holds
 	defer h.Release()
-	gv := bridge.GraphOf(g)
+	gv := bridge.View[bridge.Graph](g)
 	if err := gv.Hold(&h); err != nil {
 		return err
 	}
@@ -154,7 +155,7 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	if s.refused != nil {
 		return s.refused
 	}
-	if err := bridge.MetaGraph(s.views, bridge.GraphOf(g), true); err != nil {
+	if err := bridge.MetaGraph(s.views, bridge.View[bridge.Graph](g), true); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(g)
@@ -186,8 +187,8 @@ func (s *Scheduler) compute(ctx context.Context, g *ggml.Graph, wait bool) (err 
 	if err != nil {
 		return err
 	}
-	err = bridge.OnThread(isolate, func() (err error) {
-		defer bridge.Catch(&err)
+	err = life.OnThread(isolate, func() (err error) {
+		defer life.Catch(&err)
 		var st C.enum_ggml_status
 		t0 := time.Now()
 		if wait {
@@ -242,7 +243,7 @@ var ErrStopped = fmt.Errorf("sched: compute stopped by the eval callback")
 // backend's abort flag.
 func (s *Scheduler) watch(ctx context.Context) func() {
 	s.eval.reset()
-	stops := []func(){bridge.SetOnDone(ctx, unsafe.Pointer(&s.state.cancel))}
+	stops := []func(){life.SetOnDone(ctx, unsafe.Pointer(&s.state.cancel))}
 	for _, be := range s.views {
 		stops = append(stops, be.Watch(ctx))
 	}
@@ -281,7 +282,7 @@ func (e *evalState) setGraph(g *ggml.Graph) {
 	e.nodes = map[unsafe.Pointer]*ggml.Tensor{}
 	for _, list := range [][]*ggml.Tensor{g.Leafs(), g.Nodes()} {
 		for _, t := range list {
-			e.nodes[bridge.TensorOf(t).C()] = t
+			e.nodes[bridge.View[bridge.Tensor](t).C()] = t
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // prepare checks graph g against what ggml's scheduler asserts and
@@ -27,7 +28,7 @@ func (s *Scheduler) prepare(g *ggml.Graph) (*C.struct_ggml_cgraph, []*bridge.Ten
 	if err := s.usable(); err != nil {
 		return nil, nil, err
 	}
-	gv := bridge.GraphOf(g)
+	gv := bridge.View[bridge.Graph](g)
 	p, err := gv.Ptr()
 	if err != nil {
 		return nil, nil, err
@@ -149,7 +150,7 @@ func (s *Scheduler) someBackend(ok func(C.ggml_backend_t) bool) bool {
 func (s *Scheduler) release() {
 	s.newPlacement()
 	if s.graph != nil {
-		bridge.GraphOf(s.graph).RestoreSources()
+		bridge.View[bridge.Graph](s.graph).RestoreSources()
 		s.graph, s.limited, s.refused = nil, nil, nil
 	}
 }
@@ -177,9 +178,9 @@ func (s *Scheduler) Reserve(g *ggml.Graph) (err error) {
 			t.ResetStorage()
 		}
 		resetViews(g, fresh)
-		bridge.GraphOf(g).RestoreSources()
+		bridge.View[bridge.Graph](g).RestoreSources()
 	}()
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	if !bool(C.ggml_backend_sched_reserve(s.c, gp)) {
 		s.failed = true
 		return fmt.Errorf("%w: could not reserve the compute buffers", ggml.ErrNoMemory)
@@ -197,7 +198,7 @@ func resetViews(g *ggml.Graph, fresh []*bridge.Tensor) {
 	for _, t := range fresh {
 		set[t] = true
 	}
-	for _, t := range bridge.GraphOf(g).Tensors() {
+	for _, t := range bridge.View[bridge.Graph](g).Tensors() {
 		if vs := t.ViewSource(); vs != nil && set[vs] {
 			tc := (*C.struct_ggml_tensor)(t.C())
 			tc.buffer, tc.data = nil, nil
@@ -215,7 +216,7 @@ func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
 		return nil, err
 	}
 	defer s.leave()
-	release, err := bridge.GraphOf(g).Claim()
+	release, err := bridge.View[bridge.Graph](g).Claim()
 	if err != nil {
 		return nil, err
 	}
@@ -234,8 +235,8 @@ func (s *Scheduler) ReserveSizes(g *ggml.Graph) (sizes []uint64, err error) {
 	defer runtime.KeepAlive(g)
 	// Splitting redirects g's sources to the scratch scheduler's copies:
 	// point them back, the scratch scheduler is going away.
-	defer bridge.GraphOf(g).RestoreSources()
-	defer bridge.Catch(&err)
+	defer bridge.View[bridge.Graph](g).RestoreSources()
+	defer life.Catch(&err)
 	C.ggml_backend_sched_reserve_size(scratch.c, gp, out)
 	for _, v := range unsafe.Slice(out, len(s.backends)) {
 		sizes = append(sizes, uint64(v))
@@ -262,8 +263,8 @@ func (s *Scheduler) SplitGraph(g *ggml.Graph) (err error) {
 	s.release()
 	// The split stays described in the scheduler; g gets its own sources
 	// back (an allocation splits again from them).
-	defer bridge.GraphOf(g).RestoreSources()
-	defer bridge.Catch(&err)
+	defer bridge.View[bridge.Graph](g).RestoreSources()
+	defer life.Catch(&err)
 	C.ggml_backend_sched_split_graph(s.c, gp)
 	return nil
 }
@@ -280,7 +281,7 @@ func (s *Scheduler) AllocGraph(g *ggml.Graph) (err error) {
 }
 
 func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
-	release, err := bridge.GraphOf(g).Claim()
+	release, err := bridge.View[bridge.Graph](g).Claim()
 	if err != nil {
 		return err
 	}
@@ -304,19 +305,19 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 	}
 	// A meta backend places each node by its split: what it would assert
 	// is checked first.
-	if err := bridge.MetaGraph(s.views, bridge.GraphOf(g), false); err != nil {
+	if err := bridge.MetaGraph(s.views, bridge.View[bridge.Graph](g), false); err != nil {
 		return err
 	}
 	defer runtime.KeepAlive(g)
 	defer runtime.KeepAlive(s)
 	s.release() // (no C reset: it would drop the pins of SetTensorBackend)
 	ok, err := func() (ok bool, err error) {
-		defer bridge.Catch(&err)
+		defer life.Catch(&err)
 		return bool(C.ggml_backend_sched_alloc_graph(s.c, gp)), nil
 	}()
 	if !ok || err != nil {
 		s.failed = true
-		bridge.GraphOf(g).RestoreSources()
+		bridge.View[bridge.Graph](g).RestoreSources()
 		C.ggml_backend_sched_reset(s.c)
 		if err == nil {
 			err = fmt.Errorf("%w: the scheduler could not allocate the graph", ggml.ErrNoMemory)
@@ -327,7 +328,7 @@ func (s *Scheduler) allocGraph(g *ggml.Graph) (err error) {
 		t.SetLease(s.placed, s)
 	}
 	s.graph = g
-	s.version = bridge.GraphOf(g).Version()
+	s.version = bridge.View[bridge.Graph](g).Version()
 	s.eval.setGraph(g)
 	s.limited = s.threadLimits(g)
 	s.refused = s.refusal(g)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // This file lends a scheduler to package opt (bridge.LendScheduler):
@@ -63,8 +64,8 @@ func lend(v any) (*bridge.Lent, error) {
 		}
 		defer end()
 		defer runtime.KeepAlive(s)
-		return bridge.OnThread(isolate, func() (err error) {
-			defer bridge.Catch(&err)
+		return life.OnThread(isolate, func() (err error) {
+			defer life.Catch(&err)
 			f()
 			return nil
 		})

@@ -73,6 +73,7 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/hashsize"
+	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/internal/sysmem"
 	_ "github.com/go-ggml/ggml/third_party/ggml"
 )
@@ -158,8 +159,8 @@ type Options struct {
 type Scheduler struct {
 	_         [0]func()
 	c         C.ggml_backend_sched_t // set at birth, never changed
-	life      *bridge.Life           // computes and allocations are exclusive work
-	placed    *bridge.Life           // the lifetime of what the current allocation placed: a child of life
+	life      *life.Life             // computes and allocations are exclusive work
+	placed    *life.Life             // the lifetime of what the current allocation placed: a child of life
 	backends  []*backend.Backend
 	views     []*bridge.Backend // the backends seen through bridge, in order
 	bts       []*backend.BufferType
@@ -184,14 +185,14 @@ type Scheduler struct {
 type schedRes struct {
 	c        C.ggml_backend_sched_t
 	state    *C.goggml_sched_state
-	releases []func()       // let go of the backends' C objects, after the free
-	links    []*bridge.Link // the RPC connections of its backends
+	releases []func()     // let go of the backends' C objects, after the free
+	links    []*life.Link // the RPC connections of its backends
 }
 
 func freeSched(r schedRes) {
 	// Its compute buffers on a broken RPC connection cannot be freed (the
 	// exchange would abort): the scheduler is leaked then.
-	bridge.FreeOver(r.links, func() { C.ggml_backend_sched_free(r.c) })
+	life.FreeOver(r.links, func() { C.ggml_backend_sched_free(r.c) })
 	C.free(unsafe.Pointer(r.state))
 	for _, f := range r.releases {
 		f()
@@ -232,7 +233,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	ptrs := make([]unsafe.Pointer, n)
 	views := make([]*bridge.Backend, n)
 	for i, be := range backends {
-		views[i] = bridge.BackendOf(be)
+		views[i] = bridge.View[bridge.Backend](be)
 		p, err := views[i].Ptr()
 		if err != nil {
 			return nil, fmt.Errorf("sched.New: backend %d: %w", i, err)
@@ -259,7 +260,7 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 		defer C.free(unsafe.Pointer(cbt))
 		bts := unsafe.Slice(cbt, n)
 		for i, bt := range opts.BufferTypes {
-			p, err := bridge.BufferTypeOf(bt).Ptr()
+			p, err := bridge.View[bridge.BufferType](bt).Ptr()
 			if err != nil {
 				return nil, fmt.Errorf("sched.New: buffer type %d: %w", i, err)
 			}
@@ -287,8 +288,9 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 	}
 	var c C.ggml_backend_sched_t
 	err := func() (err error) {
-		defer bridge.Catch(&err) // a check missing here: an error, not an abort
-		defer bridge.ReadMeta()()
+		defer life.Catch(&err) // a check missing here: an error, not an abort
+		bridge.MetaMu.RLock()  // C reads ggml's maps of meta devices
+		defer bridge.MetaMu.RUnlock()
 		c = C.ggml_backend_sched_new(cb, cbt, C.int(n), C.size_t(graphSize), C.bool(opts.Parallel), C.bool(opts.OpOffload))
 		return nil
 	}()
@@ -312,13 +314,13 @@ func New(backends []*backend.Backend, opts Options) (*Scheduler, error) {
 		graphSize: graphSize, parallel: opts.Parallel, state: st, eval: &evalState{state: st}}
 	s.res = schedRes{c: c, state: st, releases: releases}
 	for _, be := range backends {
-		s.res.links = append(s.res.links, bridge.BackendOf(be).Links()...)
+		s.res.links = append(s.res.links, bridge.View[bridge.Backend](be).Links()...)
 	}
 	res := s.res
-	s.life = bridge.NewLife(nil, fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated), func() { freeSched(res) })
+	s.life = life.New(nil, fmt.Errorf("%w: the scheduler that allocated the tensor is closed", ggml.ErrNotAllocated), func() { freeSched(res) })
 	s.newPlacement()
-	s.cleanup = runtime.AddCleanup(s, bridge.CloseCollected, s.life)
-	bridge.Leaks.Opened("Scheduler", s.life)
+	s.cleanup = runtime.AddCleanup(s, life.CloseCollected, s.life)
+	life.Leaks.Opened("Scheduler", s.life)
 	return s, nil
 }
 
@@ -328,13 +330,13 @@ func (s *Scheduler) newPlacement() {
 	if s.placed != nil {
 		s.placed.Close("", false)
 	}
-	s.placed = bridge.NewPlacement(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated))
+	s.placed = life.NewPlacement(s.life, fmt.Errorf("%w: the scheduler that allocated the tensor was reset since", ggml.ErrNotAllocated))
 }
 
 // change starts a change of where graph g's tensors live (g nil: of the
 // tensors placed so far only): see bridge.Quiesce.
 func (s *Scheduler) change(g *ggml.Graph) (done func(), err error) {
-	return bridge.Quiesce(bridge.GraphOf(g), "the tensors the scheduler allocated", func() *bridge.Life { return s.placed })
+	return bridge.Quiesce(bridge.View[bridge.Graph](g), "the tensors the scheduler allocated", func() *life.Life { return s.placed })
 }
 
 // enter starts exclusive work on the scheduler: ErrBusy while a compute
@@ -377,7 +379,7 @@ func (s *Scheduler) Close() error {
 		return err
 	}
 	s.cleanup.Stop()
-	bridge.Leaks.Closed(s.life)
+	life.Leaks.Closed(s.life)
 	s.release()
 	return nil
 }
@@ -401,7 +403,7 @@ func (s *Scheduler) Backend(i int) *backend.Backend {
 
 // index returns the position of be among the scheduler's backends.
 func (s *Scheduler) index(be *backend.Backend) (int, error) {
-	p, err := bridge.BackendOf(be).Ptr()
+	p, err := bridge.View[bridge.Backend](be).Ptr()
 	if err != nil {
 		return -1, err
 	}
@@ -528,7 +530,7 @@ func (s *Scheduler) SetTensorBackend(t *ggml.Tensor, be *backend.Backend) error 
 	if err := s.usable(); err != nil {
 		return err
 	}
-	tp, err := bridge.TensorOf(t).Ptr()
+	tp, err := bridge.View[bridge.Tensor](t).Ptr()
 	if err != nil {
 		return err
 	}
@@ -555,7 +557,7 @@ func (s *Scheduler) TensorBackend(t *ggml.Tensor) *backend.Backend {
 	if s.usable() != nil {
 		return nil
 	}
-	tp, err := bridge.TensorOf(t).Ptr()
+	tp, err := bridge.View[bridge.Tensor](t).Ptr()
 	if err != nil {
 		return nil
 	}

@@ -68,7 +68,7 @@ func Init(i int) (*backend.Backend, error) { return kind.Init(i) }
 
 // IsVulkan reports whether be is a Vulkan backend (ggml_backend_is_vk).
 func IsVulkan(be *backend.Backend) bool {
-	p, err := bridge.BackendOf(be).Ptr()
+	p, err := bridge.View[bridge.Backend](be).Ptr()
 	if err != nil {
 		return false
 	}

@@ -12,36 +12,38 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Backend is the view of a *backend.Backend (see views.go).
 type Backend struct {
-	BackendKind
+	Kind[Backend]
 	c C.ggml_backend_t // set at birth, never changed
 	// life: computes are exclusive work (Enter); schedulers over the
 	// backend are users, so the C object outlives them.
-	life  *Life
+	life  *life.Life
 	abort *C.int // flag read by the backend's abort callback; nil if it has none
 	// lavapipe: the device is Mesa's software Vulkan driver, on which some
 	// nodes are refused (Refusal).
 	lavapipe bool
-	link     Links // the RPC connections it computes over, if any (package rpc)
+	link     life.Links // the RPC connections it computes over, if any (package rpc)
 }
 
 // Usable returns why b cannot be used (nil, closed), or nil.
 func (b *Backend) Usable() error {
 	if b == nil {
-		return fmt.Errorf("%w: nil *Backend", ErrInvalid)
+		return fmt.Errorf("%w: nil *Backend", life.ErrInvalid)
 	}
 	if b.life.Closed() {
-		return fmt.Errorf("%w: the backend is closed", ErrClosed)
+		return fmt.Errorf("%w: the backend is closed", life.ErrClosed)
 	}
 	return b.link.Err()
 }
 
 // Links returns the RPC connections b computes over (none for a local
 // backend).
-func (b *Backend) Links() Links {
+func (b *Backend) Links() life.Links {
 	if b == nil {
 		return nil
 	}
@@ -71,17 +73,17 @@ func (b *Backend) Acquire() (release func(), err error) {
 	if err := b.Usable(); err != nil {
 		return nil, err
 	}
-	if err := b.life.keep(); err != nil {
+	if err := b.life.Keep(); err != nil {
 		return nil, err
 	}
-	return b.life.unkeep, nil
+	return b.life.Unkeep, nil
 }
 
 // Enter starts exclusive work on b (a compute, a plan, a transfer queued on
 // its stream): ErrBusy while other work runs. Call Leave when it is over.
 func (b *Backend) Enter() error {
 	if b == nil {
-		return fmt.Errorf("%w: nil *Backend", ErrInvalid)
+		return fmt.Errorf("%w: nil *Backend", life.ErrInvalid)
 	}
 	// Nothing of b.c is read here: a closed backend's C object is freed
 	// (Close frees at once), and Enter is how callers find that out.
@@ -98,11 +100,8 @@ func (b *Backend) Watch(ctx context.Context) (stop func()) {
 	if b.abort == nil {
 		return func() {}
 	}
-	return SetOnDone(ctx, unsafe.Pointer(b.abort)) // also clears what a cancelled compute left set
+	return life.SetOnDone(ctx, unsafe.Pointer(b.abort)) // also clears what a cancelled compute left set
 }
-
-// Abort returns b's abort flag (C memory), nil if it has none.
-func (b *Backend) Abort() unsafe.Pointer { return unsafe.Pointer(b.abort) }
 
 // Refusal returns why node t (a *C.struct_ggml_tensor) must not be
 // computed on b although ggml supports it there, or nil: on Mesa's
@@ -130,18 +129,11 @@ func Refusal(device string, t unsafe.Pointer) error {
 		}
 		if s != nil && s.op == C.GGML_OP_IM2COL {
 			return fmt.Errorf("%w: %s (Mesa lavapipe) would compute mul_mat node %q of im2col node %q (a convolution): on lavapipe this corrupts the host heap (ggml-vulkan leaves descriptor bindings to freed buffers, which lavapipe touches); compute convolutions on the CPU or a hardware GPU (see the vulkan package doc)",
-				ErrUnsupported, device, C.GoString(&p.name[0]), C.GoString(&s.name[0]))
+				life.ErrUnsupported, device, C.GoString(&p.name[0]), C.GoString(&s.name[0]))
 		}
 	}
 	return nil
 }
-
-// poolIDs numbers the CPU thread pools of package cpu and package
-// backend's own, for the order in which a compute begins them.
-var poolIDs atomic.Uint64
-
-// NewPoolID returns a number no other pool has.
-func NewPoolID() uint64 { return poolIDs.Add(1) }
 
 // The CPU thread pools that backends compute on are package backend's
 // (backend/cpupool.go); package cpu attaches a user's pool, and package
@@ -152,7 +144,7 @@ var (
 	// ggml_threadpool_t, nil to detach); ref counts the pool's users,
 	// isolate says the pool changes the priority or affinity of the thread
 	// that computes. ErrBusy while b computes.
-	AttachThreadPool func(b *Backend, pool unsafe.Pointer, ref PoolRef, isolate bool) error
+	AttachThreadPool func(b *Backend, pool unsafe.Pointer, ref life.PoolRef, isolate bool) error
 	// BeginPools starts the pools of the CPU backends among bes that want
 	// one of their own, then waits until each distinct pool runs no other
 	// compute and marks it running (in one global order); end marks them
@@ -163,14 +155,14 @@ var (
 
 // BufferType is the view of a *backend.BufferType (see views.go).
 type BufferType struct {
-	BufferTypeKind
+	Kind[BufferType]
 	c C.ggml_backend_buffer_type_t // nil only in a zero BufferType
 }
 
 // Ptr returns the ggml_backend_buffer_type_t of bt.
 func (bt *BufferType) Ptr() (unsafe.Pointer, error) {
 	if bt == nil || bt.c == nil {
-		return nil, fmt.Errorf("%w: nil *BufferType", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil *BufferType", life.ErrInvalid)
 	}
 	return unsafe.Pointer(bt.c), nil
 }
@@ -178,18 +170,18 @@ func (bt *BufferType) Ptr() (unsafe.Pointer, error) {
 // NewBufferType is where every *backend.BufferType (T) is born: the handle
 // of buffer type p (a ggml_backend_buffer_type_t, static in ggml), nil for
 // nil. GPU packages get theirs from C through it.
-func NewBufferType[T bufferTypeKind](p unsafe.Pointer) *T {
+func NewBufferType[T kinded[BufferType]](p unsafe.Pointer) *T {
 	if p == nil {
 		return nil
 	}
 	bt := new(T)
-	BufferTypeOf(bt).c = C.ggml_backend_buffer_type_t(p)
+	View[BufferType](bt).c = C.ggml_backend_buffer_type_t(p)
 	return bt
 }
 
 // HostMemory is the view of a *backend.HostMemory (see views.go).
 type HostMemory struct {
-	HostMemoryKind
+	Kind[HostMemory]
 	mu   sync.Mutex
 	p    unsafe.Pointer // nil once freed
 	size uint64
@@ -198,12 +190,12 @@ type HostMemory struct {
 // Span returns the address and size of the memory.
 func (m *HostMemory) Span() (unsafe.Pointer, uint64, error) {
 	if m == nil {
-		return nil, 0, fmt.Errorf("%w: nil *HostMemory", ErrInvalid)
+		return nil, 0, fmt.Errorf("%w: nil *HostMemory", life.ErrInvalid)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.p == nil {
-		return nil, 0, fmt.Errorf("%w: the host memory is freed", ErrClosed)
+		return nil, 0, fmt.Errorf("%w: the host memory is freed", life.ErrClosed)
 	}
 	return m.p, m.size, nil
 }
@@ -222,7 +214,7 @@ func RegisterBackend(reg unsafe.Pointer) {
 
 // Device is the view of a *backend.Device (see views.go).
 type Device struct {
-	DeviceKind
+	Kind[Device]
 	c C.ggml_backend_dev_t
 }
 
@@ -230,7 +222,7 @@ type Device struct {
 // entry: d is one that package backend has just handed out.
 func (d *Device) Ptr() (unsafe.Pointer, error) {
 	if d == nil || d.c == nil {
-		return nil, fmt.Errorf("%w: nil *Device", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil *Device", life.ErrInvalid)
 	}
 	return unsafe.Pointer(d.c), nil
 }
@@ -239,13 +231,6 @@ func (d *Device) Ptr() (unsafe.Pointer, error) {
 // types (ggml keeps both in static maps without a lock), against the C
 // code that reads those maps (Lock: creation; RLock: readers).
 var MetaMu sync.RWMutex
-
-// ReadMeta read-locks MetaMu until done is called (a scheduler's creation
-// reads ggml's maps of meta devices).
-func ReadMeta() (done func()) {
-	MetaMu.RLock()
-	return MetaMu.RUnlock
-}
 
 // What only package backend knows, its registry entries and the splits of
 // its meta devices, is run through these functions, which backend installs

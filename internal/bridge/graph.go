@@ -8,11 +8,13 @@ import "C"
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Graph is the view of a *ggml.Graph (see views.go).
 type Graph struct {
-	GraphKind
+	Kind[Graph]
 	ctx   *Context
 	c     *C.struct_ggml_cgraph
 	nodes []*Tensor
@@ -21,7 +23,7 @@ type Graph struct {
 	version uint64
 	// guard: computes hold it; changes of the node list refuse while they
 	// run.
-	guard *Life
+	guard *life.Life
 }
 
 // Usable returns why g cannot be used (nil, context closed, the context's
@@ -29,9 +31,9 @@ type Graph struct {
 func (g *Graph) Usable() error {
 	switch {
 	case g == nil:
-		return fmt.Errorf("%w: nil *Graph", ErrInvalid)
+		return fmt.Errorf("%w: nil *Graph", life.ErrInvalid)
 	case g.ctx.c == nil:
-		return fmt.Errorf("%w: the graph's context is closed", ErrClosed)
+		return fmt.Errorf("%w: the graph's context is closed", life.ErrClosed)
 	case g.ctx.Err() != nil:
 		return g.ctx.Err()
 	}
@@ -47,15 +49,12 @@ func (g *Graph) Ptr() (unsafe.Pointer, error) {
 	for _, list := range [][]*Tensor{g.leafs, g.nodes} {
 		for _, t := range list {
 			if !t.Live() {
-				return nil, fmt.Errorf("%w: a tensor of the graph belongs to a closed context", ErrClosed)
+				return nil, fmt.Errorf("%w: a tensor of the graph belongs to a closed context", life.ErrClosed)
 			}
 		}
 	}
 	return unsafe.Pointer(g.c), nil
 }
-
-// Context returns the view of the graph's context.
-func (g *Graph) Context() *Context { return g.ctx }
 
 // Tensors returns the graph's leafs then its nodes, in a new slice.
 func (g *Graph) Tensors() []*Tensor {
@@ -69,9 +68,9 @@ func (g *Graph) Version() uint64 { return g.version }
 // Acquire adds to h what every compute of g holds (its context, and its
 // node list, which Expand and Clear then leave alone) and checks that g can
 // be used.
-func (g *Graph) Acquire(h *Holds) error {
+func (g *Graph) Acquire(h *life.Holds) error {
 	if g == nil {
-		return fmt.Errorf("%w: nil *Graph", ErrInvalid)
+		return fmt.Errorf("%w: nil *Graph", life.ErrInvalid)
 	}
 	if err := h.Add(g.ctx.life); err != nil {
 		return err
@@ -86,7 +85,7 @@ func (g *Graph) Acquire(h *Holds) error {
 // and holds in h what a compute reads (the graph, the tensors' contexts
 // and memory): release h when the compute is over. It is PrepareGraph
 // without the visit, the index checks and the custom ops.
-func (g *Graph) Hold(h *Holds) error {
+func (g *Graph) Hold(h *life.Holds) error {
 	if err := g.Acquire(h); err != nil {
 		return err
 	}
@@ -163,7 +162,7 @@ func (g *Graph) RestoreSources() {
 // old placement at the same instant if a newer one replaced it meanwhile.
 // With g not nil, g's context is claimed too (Graph.Claim): the change
 // re-places g's tensors.
-func Quiesce(g *Graph, what string, placed func() *Life) (done func(), err error) {
+func Quiesce(g *Graph, what string, placed func() *life.Life) (done func(), err error) {
 	release := func() {}
 	if g != nil {
 		if release, err = g.Claim(); err != nil {
@@ -194,11 +193,11 @@ var (
 	// buffers, allocations, custom ops' contexts), acquired (h may be nil
 	// for a check alone); the caller releases h when the compute is over,
 	// also on error.
-	PrepareGraph func(g *Graph, h *Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
+	PrepareGraph func(g *Graph, h *life.Holds, visit func(t unsafe.Pointer, isNode bool) error) (unsafe.Pointer, error)
 	// CheckIndices range-checks the indices that g's nodes read (see
 	// PrepareGraph) on the graph as built, whatever a scheduler's split
 	// redirected its sources to.
-	CheckIndices func(g *Graph, h *Holds) error
+	CheckIndices func(g *Graph, h *life.Holds) error
 	// ArmCustom gives the custom ops of graph g the cancel flag (an int32
 	// in C memory) of the compute about to run them.
 	ArmCustom func(g *Graph, cancel unsafe.Pointer)
@@ -209,5 +208,5 @@ var (
 	// (ggml_backend_graph_copy) as a *ggml.Graph (GraphHandle) whose
 	// allocated tensors carry lease l, owned by owner; release marks the
 	// handles closed before ggml frees them.
-	AdoptGraph func(ctxs []unsafe.Pointer, graph unsafe.Pointer, l *Life, owner Owner) (g *Graph, release func())
+	AdoptGraph func(ctxs []unsafe.Pointer, graph unsafe.Pointer, l *life.Life, owner Owner) (g *Graph, release func())
 )

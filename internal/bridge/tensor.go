@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Tensor is the view of a *ggml.Tensor (see views.go): package ggml's
@@ -19,7 +21,7 @@ import (
 // packages that place and compute tensors share: whether the tensor can be
 // used, what keeps its data alive, where its data lives.
 type Tensor struct {
-	TensorKind
+	Kind[Tensor]
 	ctx     *Context
 	c       *C.struct_ggml_tensor // nil on a poisoned tensor and once the context is closed
 	err     error                 // set on a poisoned tensor
@@ -39,11 +41,11 @@ type Owner interface{ Close() error }
 // the computes that read the data as indices. Package ggml's Tensor holds
 // one; only this package reads or writes it.
 type TensorStore struct {
-	lease *Life // set on allocation in a buffer (not on views)
-	owner Owner // the handle whose memory the lease stands for
+	lease *life.Life // set on allocation in a buffer (not on views)
+	owner Owner      // the handle whose memory the lease stands for
 	// idxReaders counts the running computes that read this tensor's
 	// memory as indices checked before they started; -1 while a write
-	// through the API runs (see WriteLock).
+	// through the API runs (see LockWrite).
 	idxReaders atomic.Int32
 	// host remembers whether the buffer of the tensor's current placement
 	// is in host memory (see InHostMemory).
@@ -53,7 +55,7 @@ type TensorStore struct {
 // hostPlacement is one answer of InHostMemory: for the placement with
 // this lease in this buffer.
 type hostPlacement struct {
-	lease *Life
+	lease *life.Life
 	buf   unsafe.Pointer
 	host  bool
 }
@@ -65,11 +67,11 @@ func (t *Tensor) Live() bool { return t != nil && t.c != nil && t.ctx != nil && 
 func (t *Tensor) Usable() error {
 	switch {
 	case t == nil:
-		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+		return fmt.Errorf("%w: nil *Tensor", life.ErrInvalid)
 	case t.err != nil:
 		return t.err
 	case !t.Live():
-		return fmt.Errorf("%w: the tensor's context is closed", ErrClosed)
+		return fmt.Errorf("%w: the tensor's context is closed", life.ErrClosed)
 	}
 	return nil
 }
@@ -103,7 +105,7 @@ func (t *Tensor) StorageErr() error {
 	}
 	base := t.base()
 	if base != t && !base.Live() {
-		return fmt.Errorf("%w: the context of the view's source tensor is closed", ErrClosed)
+		return fmt.Errorf("%w: the context of the view's source tensor is closed", life.ErrClosed)
 	}
 	if base.store.lease != nil {
 		if err := base.store.lease.Err(); err != nil {
@@ -111,7 +113,7 @@ func (t *Tensor) StorageErr() error {
 		}
 	}
 	if t.c.data == nil {
-		return fmt.Errorf("%w: tensor %s has no memory yet: allocate it (backend.AllocContextTensors, or a scheduler's AllocGraph)", ErrNotAllocated, t.describe())
+		return fmt.Errorf("%w: tensor %s has no memory yet: allocate it (backend.AllocContextTensors, or a scheduler's AllocGraph)", life.ErrNotAllocated, t.describe())
 	}
 	return nil
 }
@@ -119,9 +121,9 @@ func (t *Tensor) StorageErr() error {
 // Hold acquires, into h, what reading or writing t's data needs alive: its
 // context, its view source's context, and the memory it lives in; then it
 // checks that the data can be used now (see StorageErr).
-func (t *Tensor) Hold(h *Holds) error {
+func (t *Tensor) Hold(h *life.Holds) error {
 	if t == nil {
-		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+		return fmt.Errorf("%w: nil *Tensor", life.ErrInvalid)
 	}
 	if t.err != nil {
 		return t.err
@@ -137,7 +139,7 @@ func (t *Tensor) Hold(h *Holds) error {
 		}
 	}
 	if !t.Live() {
-		return fmt.Errorf("%w: the tensor's context is closed", ErrClosed)
+		return fmt.Errorf("%w: the tensor's context is closed", life.ErrClosed)
 	}
 	if l := t.base().store.lease; l != nil {
 		if err := h.Add(l); err != nil {
@@ -149,7 +151,7 @@ func (t *Tensor) Hold(h *Holds) error {
 
 // Storage is Hold that returns the *C.struct_ggml_tensor: the tensor whose
 // data the caller reads or writes while h holds it.
-func (t *Tensor) Storage(h *Holds) (unsafe.Pointer, error) {
+func (t *Tensor) Storage(h *life.Holds) (unsafe.Pointer, error) {
 	if err := t.Hold(h); err != nil {
 		return nil, err
 	}
@@ -159,42 +161,28 @@ func (t *Tensor) Storage(h *Holds) (unsafe.Pointer, error) {
 // HoldAs is Hold for a tensor of a graph, what ("input", "node", ...) in
 // it: the error says so. A tensor whose context is closed is not
 // described: a Close on another goroutine may be clearing it.
-func (t *Tensor) HoldAs(what string, h *Holds) error {
+func (t *Tensor) HoldAs(what string, h *life.Holds) error {
 	err := t.Hold(h)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrClosed):
-		return &prefixedErr{"graph " + what, err}
+	case errors.Is(err, life.ErrClosed):
+		return life.Prefixed("graph "+what, err)
 	}
-	return &prefixedErr{"graph " + what + " " + t.describe(), err}
+	return life.Prefixed("graph "+what+" "+t.describe(), err)
 }
-
-// prefixedErr is err with what it is about before it, under one "ggml: "
-// (err's own is dropped): "ggml: graph input x f32[4]: tensor not
-// allocated: ...".
-type prefixedErr struct {
-	what string
-	err  error
-}
-
-func (e *prefixedErr) Error() string {
-	return "ggml: " + e.what + ": " + strings.TrimPrefix(e.err.Error(), "ggml: ")
-}
-
-func (e *prefixedErr) Unwrap() error { return e.err }
 
 // SetLease gives t (not a view) the lifetime l of the memory it was placed
 // in (a buffer, or one allocation of a scheduler or graph allocator), and
 // keeps owner (the handle whose Close ends l) reachable as long as t.
-func (t *Tensor) SetLease(l *Life, owner Owner) {
+func (t *Tensor) SetLease(l *life.Life, owner Owner) {
 	if t.Live() && t.c.view_src == nil && t.c.data != nil {
 		t.store.lease, t.store.owner = l, owner
 	}
 }
 
 // Lease returns t's lease, or nil.
-func (t *Tensor) Lease() *Life {
+func (t *Tensor) Lease() *life.Life {
 	if t == nil {
 		return nil
 	}
@@ -248,28 +236,19 @@ func (t *Tensor) ViewSource() *Tensor {
 // data, nil for a context's memory; t must be usable.
 func (t *Tensor) Buffer() unsafe.Pointer { return BufferOf(unsafe.Pointer(t.c)) }
 
-// WriteLock takes t's memory for a write through the API: ErrBusy while a
+// LockWrite takes t's memory for a write through the API: ErrBusy while a
 // compute reads it as indices (checked before it started: a write now
-// would bypass that check). Call release when the write is over.
-func (t *Tensor) WriteLock() (release func(), err error) {
-	if err := t.LockWrite(); err != nil {
-		return nil, err
-	}
-	return t.UnlockWrite, nil
-}
-
-// LockWrite is WriteLock without the release closure (no allocation, for
-// the transfers of package ggml): UnlockWrite ends the write.
+// would bypass that check). UnlockWrite ends the write.
 func (t *Tensor) LockWrite() error {
 	if t == nil {
-		return fmt.Errorf("%w: nil *Tensor", ErrInvalid)
+		return fmt.Errorf("%w: nil *Tensor", life.ErrInvalid)
 	}
 	b := t.base()
 	if !b.store.idxReaders.CompareAndSwap(0, -1) {
 		if b.store.idxReaders.Load() > 0 {
-			return fmt.Errorf("%w: tensor %s holds indices that a running compute reads (checked before it started); write it when the compute is over", ErrBusy, t.describe())
+			return fmt.Errorf("%w: tensor %s holds indices that a running compute reads (checked before it started); write it when the compute is over", life.ErrBusy, t.describe())
 		}
-		return fmt.Errorf("%w: tensor %s is being written on another goroutine", ErrBusy, t.describe())
+		return fmt.Errorf("%w: tensor %s is being written on another goroutine", life.ErrBusy, t.describe())
 	}
 	return nil
 }
@@ -278,7 +257,7 @@ func (t *Tensor) LockWrite() error {
 func (t *Tensor) UnlockWrite() { t.base().store.idxReaders.Store(0) }
 
 // ReadIndices marks t's memory as read, as indices, by a running compute
-// (WriteLock refuses writes meanwhile): false while a write through the
+// (LockWrite refuses writes meanwhile): false while a write through the
 // API runs. EndReadIndices ends it.
 func (t *Tensor) ReadIndices() bool {
 	for {
@@ -331,12 +310,12 @@ func (t *Tensor) describe() string {
 
 // Context is the view of a *ggml.Context (see views.go).
 type Context struct {
-	ContextKind
+	Kind[Context]
 	c   *C.struct_ggml_context // nil once closed
 	err atomic.Pointer[error]  // the context's sticky error (Err)
 	// life counts the computes and transfers in flight that read the
 	// context's tensors; work that re-places them runs alone (Claim).
-	life *Life
+	life *life.Life
 }
 
 // Ptr returns the *C.struct_ggml_context of an open context whose sticky
@@ -344,9 +323,9 @@ type Context struct {
 func (c *Context) Ptr() (unsafe.Pointer, error) {
 	switch {
 	case c == nil:
-		return nil, fmt.Errorf("%w: nil *Context", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil *Context", life.ErrInvalid)
 	case c.c == nil:
-		return nil, fmt.Errorf("%w: the context is closed", ErrClosed)
+		return nil, fmt.Errorf("%w: the context is closed", life.ErrClosed)
 	case c.Err() != nil:
 		return nil, c.Err()
 	}
@@ -366,15 +345,11 @@ func (c *Context) Err() error {
 // SetErr records e as the context's sticky error unless one is recorded.
 func (c *Context) SetErr(e error) { c.err.CompareAndSwap(nil, &e) }
 
-// Life returns the lifetime that computes and transfers reading the
-// context's tensors hold.
-func (c *Context) Life() *Life { return c.life }
-
 // Claim starts the rewriting of where the context's tensors live: ErrBusy
 // while a compute or transfer uses them, and none starts until release.
 func (c *Context) Claim() (release func(), err error) {
 	if c == nil || c.life == nil {
-		return nil, fmt.Errorf("%w: nil context or graph", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil context or graph", life.ErrInvalid)
 	}
 	if err := c.life.EnterIdle("where the context's tensors live"); err != nil {
 		return nil, err

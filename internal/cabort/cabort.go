@@ -14,16 +14,16 @@ import "C"
 import (
 	"unsafe"
 
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // Raise makes ggml abort with msg on the calling thread (GGML_ABORT), as a
-// failed GGML_ASSERT would, and returns what bridge.Catch makes of it: the
+// failed GGML_ASSERT would, and returns what life.Catch makes of it: the
 // *ggml.AssertError, once package ggml has installed its abort callback.
 func Raise(msg string) (err error) {
 	cs := C.CString(msg)
 	defer C.free(unsafe.Pointer(cs))
-	defer bridge.Catch(&err)
+	defer life.Catch(&err)
 	C.goggml_raise_assert(cs)
 	return nil
 }

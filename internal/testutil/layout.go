@@ -76,8 +76,8 @@ func sameType(h, v reflect.Type) error {
 // isC reports whether t is a type cgo made (_Ctype_...).
 func isC(t reflect.Type) bool { return strings.HasPrefix(t.Name(), "_Ctype_") }
 
-// isKind reports whether f is a view's kind field (bridge.TensorKind, ...).
+// isKind reports whether f is a view's kind field (bridge.Kind[bridge.Tensor], ...).
 func isKind(f reflect.StructField) bool {
-	return f.Anonymous && f.Type.Size() == 0 && strings.HasSuffix(f.Type.Name(), "Kind") &&
+	return f.Anonymous && f.Type.Size() == 0 && strings.HasPrefix(f.Type.Name(), "Kind[") &&
 		strings.HasSuffix(f.Type.PkgPath(), "internal/bridge")
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-ggml/ggml/internal/bridge"
+	"github.com/go-ggml/ggml/internal/life"
 )
 
 // RunLeakChecked runs a package's tests (m.Run) with the leak report on
@@ -17,13 +17,13 @@ import (
 // never be freed. extra, if given, are further checks of RunChecked's kind
 // (what, live) pairs.
 func RunLeakChecked(m interface{ Run() int }, extra ...LiveCheck) int {
-	bridge.Leaks.SetEnabled(true)
-	bridge.Leaks.SetQuiet(true) // tests drop handles on purpose; what is left is counted below
+	life.Leaks.SetEnabled(true)
+	life.Leaks.SetQuiet(true) // tests drop handles on purpose; what is left is counted below
 	code := m.Run()
 	if code != 0 {
 		return code
 	}
-	checks := append([]LiveCheck{{"handle(s)", func() int { return len(bridge.Leaks.Open()) }}}, extra...)
+	checks := append([]LiveCheck{{"handle(s)", func() int { return len(life.Leaks.Open()) }}}, extra...)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && anyLive(checks) {
 		Settle(5)
@@ -32,7 +32,7 @@ func RunLeakChecked(m interface{ Run() int }, extra ...LiveCheck) int {
 		if n := c.Live(); n > 0 {
 			os.Stderr.WriteString("FAIL: " + strconv.Itoa(n) + " " + c.What + " still alive after the tests and the garbage collector\n")
 			if c.What == "handle(s)" {
-				open := bridge.Leaks.Open()
+				open := life.Leaks.Open()
 				sort.Strings(open)
 				os.Stderr.WriteString("  " + strings.Join(open, "\n  ") + "\n")
 			}

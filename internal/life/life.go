@@ -1,16 +1,8 @@
-package bridge
+package life
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
-)
-
-// The error kinds that lifetimes report, declared here once: package ggml
-// exports them as ggml.ErrClosed and ggml.ErrBusy (the values users test).
-var (
-	ErrClosed = errors.New("ggml: use of closed handle")
-	ErrBusy   = errors.New("ggml: handle in use")
 )
 
 // Life is the lifetime of a C object that work in flight may use: a
@@ -51,10 +43,10 @@ const (
 	lifeUsers  = lifeBusy - 1
 )
 
-// NewLife returns an open Life. closedErr is what Err reports once it is
+// New returns an open Life. closedErr is what Err reports once it is
 // closed (it should wrap ErrClosed or another kind); free, if not nil, runs
 // once, when the Life is closed and has no users.
-func NewLife(parent *Life, closedErr error, free func()) *Life {
+func New(parent *Life, closedErr error, free func()) *Life {
 	return &Life{parent: parent, closedErr: closedErr, free: free}
 }
 
@@ -114,13 +106,13 @@ func (l *Life) Closed() bool { return l.state.Load()&lifeClosed != 0 }
 // with Err's error once the Life or its parent is closed. Under an RPC
 // connection (a Link's Life above), it also takes the connection for the
 // calling goroutine's work until Release: ErrBusy while another
-// goroutine's work holds it (see keep for holds that do no work).
+// goroutine's work holds it (see Keep for holds that do no work).
 func (l *Life) Acquire() error { return l.acquire(true) }
 
-// keep is Acquire for a hold that keeps the object alive without doing
+// Keep is Acquire for a hold that keeps the object alive without doing
 // work on it (a scheduler keeps its backends): it takes no RPC connection.
-// End it with unkeep.
-func (l *Life) keep() error { return l.acquire(false) }
+// End it with Unkeep.
+func (l *Life) Keep() error { return l.acquire(false) }
 
 func (l *Life) acquire(work bool) error {
 	if l.probe != nil {
@@ -171,8 +163,8 @@ func (l *Life) acquire(work bool) error {
 // Release ends a use that Acquire started.
 func (l *Life) Release() { l.release(true) }
 
-// unkeep ends a hold that keep started.
-func (l *Life) unkeep() { l.release(false) }
+// Unkeep ends a hold that Keep started.
+func (l *Life) Unkeep() { l.release(false) }
 
 func (l *Life) release(work bool) {
 	s := l.state.Add(^uint64(0)) // -1

@@ -1,4 +1,4 @@
-package bridge
+package life
 
 import (
 	"errors"
@@ -50,7 +50,7 @@ func TestLifeConcurrentAcquireClose(t *testing.T) {
 		errL := fmt.Errorf("%w: round %d", ErrClosed, round)
 		var inUse, frees, acquires atomic.Int64
 		var bad problems
-		l := NewLife(nil, errL, func() {
+		l := New(nil, errL, func() {
 			if n := inUse.Load(); n != 0 {
 				bad.addf("free ran with %d users holding the Life", n)
 			}
@@ -110,7 +110,7 @@ func TestLifeConcurrentChildren(t *testing.T) {
 	for round := range raceRounds {
 		var inUse, pfrees atomic.Int64
 		var bad problems
-		p := NewLife(nil, fmt.Errorf("%w: parent", ErrClosed), func() {
+		p := New(nil, fmt.Errorf("%w: parent", ErrClosed), func() {
 			if n := inUse.Load(); n != 0 {
 				bad.addf("parent freed with %d child users", n)
 			}
@@ -120,7 +120,7 @@ func TestLifeConcurrentChildren(t *testing.T) {
 		cfrees := make([]atomic.Int64, children)
 		cinUse := make([]atomic.Int64, children)
 		for i := range children {
-			cs = append(cs, NewLife(p, fmt.Errorf("%w: child %d", ErrClosed, i), func() {
+			cs = append(cs, New(p, fmt.Errorf("%w: child %d", ErrClosed, i), func() {
 				if n := cinUse[i].Load(); n != 0 {
 					bad.addf("child %d freed with %d users", i, n)
 				}
@@ -212,8 +212,8 @@ func TestLifeConcurrentEnter(t *testing.T) {
 		name string
 		make func() *Life
 	}{
-		{"plain", func() *Life { return NewLife(nil, ErrClosed, nil) }},
-		{"child", func() *Life { return NewLife(NewLife(nil, ErrClosed, nil), ErrClosed, nil) }},
+		{"plain", func() *Life { return New(nil, ErrClosed, nil) }},
+		{"child", func() *Life { return New(New(nil, ErrClosed, nil), ErrClosed, nil) }},
 		{"link", func() *Life { return NewLink(testEndpoint, nil).Life() }},
 	} {
 		t.Run(kind.name, func(t *testing.T) {
@@ -273,7 +273,7 @@ func TestLifeConcurrentCloseEnter(t *testing.T) {
 	for range raceRounds * 3 {
 		var frees atomic.Int32
 		errL := fmt.Errorf("%w: closed", ErrClosed)
-		l := NewLife(nil, errL, func() { frees.Add(1) })
+		l := New(nil, errL, func() { frees.Add(1) })
 		errs := contend(2, func(i int) error {
 			if i == 0 {
 				return l.Enter(testWhat)
@@ -303,7 +303,7 @@ func TestLifeConcurrentLeaveIdleClose(t *testing.T) {
 	for round := range raceRounds {
 		var inUse, frees, acquires atomic.Int64
 		var bad problems
-		l := NewLife(nil, ErrClosed, func() {
+		l := New(nil, ErrClosed, func() {
 			if n := inUse.Load(); n != 0 {
 				bad.addf("freed with %d users", n)
 			}
@@ -345,7 +345,7 @@ func TestHoldsConcurrent(t *testing.T) {
 		var frees [lives]atomic.Int64
 		var ls []*Life
 		for i := range lives {
-			ls = append(ls, NewLife(nil, ErrClosed, func() {
+			ls = append(ls, New(nil, ErrClosed, func() {
 				if n := inUse[i].Load(); n != 0 {
 					bad.addf("life %d freed with %d sets holding it", i, n)
 				}
@@ -407,7 +407,7 @@ func TestHoldsConcurrent(t *testing.T) {
 func TestLinkConcurrentBreak(t *testing.T) {
 	for round := range raceRounds {
 		tl := newTestLink(testEndpoint)
-		child := NewLife(tl.Life(), ErrClosed, nil)
+		child := New(tl.Life(), ErrClosed, nil)
 		var bad problems
 		var broken atomic.Bool
 		var holds, admitted atomic.Int64

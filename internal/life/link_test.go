@@ -1,4 +1,4 @@
-package bridge
+package life
 
 import (
 	"errors"
@@ -170,7 +170,7 @@ func TestLinkStates(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tl := newTestLink(testEndpoint)
 			var frees atomic.Int32
-			child := NewLife(tl.Life(), fmt.Errorf("%w: the buffer is closed", ErrClosed), func() { frees.Add(1) })
+			child := New(tl.Life(), fmt.Errorf("%w: the buffer is closed", ErrClosed), func() { frees.Add(1) })
 			c.setup(tl)
 			checks := map[string]error{"Err": tl.Err(), "Life.Err": tl.Life().Err(), "child Err": child.Err(), "child Acquire": child.Acquire(), "child Enter": child.Enter("the backend")}
 			release, holdErr := Links{tl.Link}.Hold()
@@ -221,7 +221,7 @@ func TestLinkStates(t *testing.T) {
 // once, and that a closed link is not probed any more.
 func TestLinkProbe(t *testing.T) {
 	tl := newTestLink(testEndpoint)
-	child := NewLife(tl.Life(), ErrClosed, nil)
+	child := New(tl.Life(), ErrClosed, nil)
 	uses := []func() error{
 		tl.Err,
 		tl.Life().Acquire,
@@ -269,8 +269,8 @@ func TestLinkOwner(t *testing.T) {
 	enter := hold{"Enter", func(tl *testLink, _ *Life) error { return tl.Life().Enter("the link") }, func(tl *testLink, _ *Life) { tl.Life().Leave() }}
 	childAcq := hold{"child Acquire", func(_ *testLink, c *Life) error { return c.Acquire() }, func(_ *testLink, c *Life) { c.Release() }}
 	childEnter := hold{"child Enter", func(_ *testLink, c *Life) error { return c.Enter("the backend") }, func(_ *testLink, c *Life) { c.Leave() }}
-	keep := hold{"keep", func(tl *testLink, _ *Life) error { return tl.Life().keep() }, func(tl *testLink, _ *Life) { tl.Life().unkeep() }}
-	childKeep := hold{"child keep", func(_ *testLink, c *Life) error { return c.keep() }, func(_ *testLink, c *Life) { c.unkeep() }}
+	keep := hold{"keep", func(tl *testLink, _ *Life) error { return tl.Life().Keep() }, func(tl *testLink, _ *Life) { tl.Life().Unkeep() }}
+	childKeep := hold{"child keep", func(_ *testLink, c *Life) error { return c.Keep() }, func(_ *testLink, c *Life) { c.Unkeep() }}
 	hld := hold{"Hold", func(tl *testLink, _ *Life) error {
 		r, err := Links{tl.Link}.Hold()
 		if err == nil {
@@ -312,8 +312,8 @@ func TestLinkOwner(t *testing.T) {
 		}
 		t.Run(fmt.Sprint(names, " then ", c.second.name), func(t *testing.T) {
 			tl := newTestLink(testEndpoint)
-			child := NewLife(tl.Life(), ErrClosed, nil)
-			child2 := NewLife(tl.Life(), ErrClosed, nil)
+			child := New(tl.Life(), ErrClosed, nil)
+			child2 := New(tl.Life(), ErrClosed, nil)
 			for _, h := range c.first {
 				require.NoError(t, h.take(tl, child), "first %s", h.name)
 			}
@@ -354,12 +354,12 @@ func TestLinkOwnerRefusals(t *testing.T) {
 		want error
 	}{
 		{"closed child", func(tl *testLink) error {
-			c := NewLife(tl.Life(), ErrClosed, nil)
+			c := New(tl.Life(), ErrClosed, nil)
 			require.NoError(t, c.Close("", false))
 			return c.Acquire()
 		}, ErrClosed},
 		{"closed child Enter", func(tl *testLink) error {
-			c := NewLife(tl.Life(), ErrClosed, nil)
+			c := New(tl.Life(), ErrClosed, nil)
 			require.NoError(t, c.Close("", false))
 			return c.Enter("the backend")
 		}, ErrClosed},
@@ -375,7 +375,7 @@ func TestLinkOwnerRefusals(t *testing.T) {
 			return err
 		}, ErrBusy},
 		{"busy Enter of a child", func(tl *testLink) error {
-			c := NewLife(tl.Life(), ErrClosed, nil)
+			c := New(tl.Life(), ErrClosed, nil)
 			require.NoError(t, c.Enter("the backend"))
 			err := c.Enter("the backend")
 			c.Leave()
@@ -478,7 +478,7 @@ func TestLinksParent(t *testing.T) {
 	p := Links{a.Link, b.Link}.Parent()
 	require.NotSame(t, a.Life(), p)
 	require.NotSame(t, b.Life(), p)
-	child := NewLife(p, ErrClosed, nil)
+	child := New(p, ErrClosed, nil)
 	require.NoError(t, child.Acquire())
 	assert.EqualValues(t, 1, a.probes.Load())
 	assert.EqualValues(t, 1, b.probes.Load())
@@ -496,7 +496,7 @@ func TestLinksParent(t *testing.T) {
 	require.NoError(t, holdOnOther(Links{a.Link}), "a's connection was not taken")
 
 	a2, b2 := newTestLink("a:1"), newTestLink("b:2")
-	child2 := NewLife(Links{a2.Link, b2.Link}.Parent(), ErrClosed, nil)
+	child2 := New(Links{a2.Link, b2.Link}.Parent(), ErrClosed, nil)
 	a2.Break(errors.New("eof"))
 	err = child2.Acquire()
 	require.ErrorAs(t, err, &le)
@@ -521,7 +521,7 @@ func TestLinksParentErr(t *testing.T) {
 	} {
 		t.Run(end.name, func(t *testing.T) {
 			a, b := newTestLink("a:1"), newTestLink("b:2")
-			child := NewLife(Links{a.Link, b.Link}.Parent(), ErrClosed, nil)
+			child := New(Links{a.Link, b.Link}.Parent(), ErrClosed, nil)
 			end.do(b)
 			acqErr := child.Acquire()
 			require.ErrorIs(t, acqErr, end.want)

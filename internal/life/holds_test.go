@@ -1,4 +1,4 @@
-package bridge
+package life
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ func newHoldsEnv(n int) *holdsEnv {
 	e := &holdsEnv{}
 	for i := range n {
 		name := fmt.Sprint("l", i)
-		e.lives = append(e.lives, NewLife(nil, fmt.Errorf("%w: %s", ErrClosed, name), func() { e.log = append(e.log, name) }))
+		e.lives = append(e.lives, New(nil, fmt.Errorf("%w: %s", ErrClosed, name), func() { e.log = append(e.log, name) }))
 	}
 	return e
 }
@@ -93,7 +93,7 @@ func TestHoldsAddRefused(t *testing.T) {
 		want    error
 	}{
 		{"closed", func() *Life {
-			l := NewLife(nil, fmt.Errorf("%w: closed one", ErrClosed), nil)
+			l := New(nil, fmt.Errorf("%w: closed one", ErrClosed), nil)
 			require.NoError(t, l.Close("", false))
 			return l
 		}, ErrClosed},
@@ -103,9 +103,9 @@ func TestHoldsAddRefused(t *testing.T) {
 			return l
 		}, ErrBusy},
 		{"child of a closed parent", func() *Life {
-			p := NewLife(nil, errP, nil)
+			p := New(nil, errP, nil)
 			require.NoError(t, p.Close("", false))
-			return NewLife(p, ErrClosed, nil)
+			return New(p, ErrClosed, nil)
 		}, errP},
 	}
 	for _, c := range cases {
@@ -131,8 +131,8 @@ func TestHoldsAddRefused(t *testing.T) {
 // the parent as well counts it twice, once per Life), so that the parent's
 // Close with refuseInUse is ErrBusy until Release.
 func TestHoldsChild(t *testing.T) {
-	p := NewLife(nil, ErrClosed, nil)
-	c := NewLife(p, ErrClosed, nil)
+	p := New(nil, ErrClosed, nil)
+	c := New(p, ErrClosed, nil)
 	var h Holds
 	require.NoError(t, h.Add(c))
 	require.NoError(t, h.Add(p))

@@ -1,4 +1,4 @@
-package bridge
+package life
 
 import (
 	"errors"
@@ -86,16 +86,16 @@ type lifeBase func(f *lifeFix)
 
 var (
 	basePlain lifeBase = func(f *lifeFix) {
-		f.l = NewLife(nil, f.errL, f.freeOf("l", &f.l, &f.frees))
+		f.l = New(nil, f.errL, f.freeOf("l", &f.l, &f.frees))
 		f.hasFree = true
 	}
 	baseChild lifeBase = func(f *lifeFix) {
-		f.p = NewLife(nil, f.errP, f.freeOf("p", &f.p, &f.pfrees))
-		f.l = NewLife(f.p, f.errL, f.freeOf("l", &f.l, &f.frees))
+		f.p = New(nil, f.errP, f.freeOf("p", &f.p, &f.pfrees))
+		f.l = New(f.p, f.errL, f.freeOf("l", &f.l, &f.frees))
 		f.hasFree, f.hasPFree = true, true
 	}
 	basePlacement lifeBase = func(f *lifeFix) {
-		f.p = NewLife(nil, f.errP, f.freeOf("p", &f.p, &f.pfrees))
+		f.p = New(nil, f.errP, f.freeOf("p", &f.p, &f.pfrees))
 		f.l = NewPlacement(f.p, f.errL)
 		f.hasPFree = true
 	}
@@ -104,9 +104,9 @@ var (
 	// baseReparented: a Life born under old with a free of its own, then
 	// handed to p (a buffer joined into a multi-buffer): it frees nothing.
 	baseReparented lifeBase = func(f *lifeFix) {
-		f.old = NewLife(nil, errors.New("old parent closed"), func() {})
-		f.l = NewLife(f.old, f.errL, f.freeOf("l", &f.l, &f.frees))
-		f.p = NewLife(nil, f.errP, f.freeOf("p", &f.p, &f.pfrees))
+		f.old = New(nil, errors.New("old parent closed"), func() {})
+		f.l = New(f.old, f.errL, f.freeOf("l", &f.l, &f.frees))
+		f.p = New(nil, f.errP, f.freeOf("p", &f.p, &f.pfrees))
 		f.l.Reparent(f.p)
 		f.hasPFree = true
 	}
@@ -132,13 +132,13 @@ var (
 	}}
 	opRelease = lifeOp{"Release", false, func(f *lifeFix) error { f.l.Release(); f.acquired--; return nil }}
 	opKeep    = lifeOp{"keep", false, func(f *lifeFix) error {
-		err := f.l.keep()
+		err := f.l.Keep()
 		if err == nil {
 			f.kept++
 		}
 		return err
 	}}
-	opUnkeep = lifeOp{"unkeep", false, func(f *lifeFix) error { f.l.unkeep(); f.kept--; return nil }}
+	opUnkeep = lifeOp{"unkeep", false, func(f *lifeFix) error { f.l.Unkeep(); f.kept--; return nil }}
 	opEnter  = lifeOp{"Enter", true, func(f *lifeFix) error {
 		err := f.l.Enter(testWhat)
 		if err == nil {
@@ -215,7 +215,7 @@ func (f *lifeFix) drain(t *testing.T) {
 		f.l.Release()
 	}
 	for ; f.kept > 0; f.kept-- {
-		f.l.unkeep()
+		f.l.Unkeep()
 	}
 	require.NoError(t, f.l.Close(testWhat, true))
 	if f.p != nil {
@@ -502,7 +502,7 @@ func TestLifeFreeOnceAtLastRelease(t *testing.T) {
 	for _, users := range []int{0, 1, 2, 5} {
 		t.Run(fmt.Sprint(users, " users"), func(t *testing.T) {
 			var frees atomic.Int32
-			l := NewLife(nil, ErrClosed, func() { frees.Add(1) })
+			l := New(nil, ErrClosed, func() { frees.Add(1) })
 			for range users {
 				require.NoError(t, l.Acquire())
 			}
@@ -524,7 +524,7 @@ func TestLifeFreeOnceAtLastRelease(t *testing.T) {
 // with another user in flight, the free waiting for that user's Release.
 func TestLifeCloseWaitsForLeave(t *testing.T) {
 	var frees atomic.Int32
-	l := NewLife(nil, ErrClosed, func() { frees.Add(1) })
+	l := New(nil, ErrClosed, func() { frees.Add(1) })
 	require.NoError(t, l.Acquire())
 	require.NoError(t, l.Enter(testWhat))
 	require.ErrorIs(t, l.Close(testWhat, false), ErrBusy, "closing while exclusive work runs")
@@ -559,9 +559,9 @@ func TestLifeFreeOrder(t *testing.T) {
 // error, leaving every count as it was.
 func TestLifeGrandchild(t *testing.T) {
 	errG := fmt.Errorf("%w: grandparent", ErrClosed)
-	g := NewLife(nil, errG, nil)
-	p := NewLife(g, errors.New("parent"), nil)
-	c := NewLife(p, errors.New("child"), nil)
+	g := New(nil, errG, nil)
+	p := New(g, errors.New("parent"), nil)
+	c := New(p, errors.New("child"), nil)
 	require.NoError(t, c.Acquire())
 	assert.EqualValues(t, 1, g.state.Load()&lifeUsers)
 	assert.EqualValues(t, 1, p.state.Load()&lifeUsers)
@@ -581,9 +581,9 @@ func TestLifeGrandchild(t *testing.T) {
 // Life frees nothing.
 func TestLifeReparent(t *testing.T) {
 	oldFrees, newFrees, ownFrees := 0, 0, 0
-	old := NewLife(nil, ErrClosed, func() { oldFrees++ })
-	nu := NewLife(nil, ErrClosed, func() { newFrees++ })
-	l := NewLife(old, ErrClosed, func() { ownFrees++ })
+	old := New(nil, ErrClosed, func() { oldFrees++ })
+	nu := New(nil, ErrClosed, func() { newFrees++ })
+	l := New(old, ErrClosed, func() { ownFrees++ })
 	l.Reparent(nu)
 	assert.Same(t, nu, l.Parent())
 	require.NoError(t, old.Close("", true), "old parent is no longer acquired")
@@ -598,7 +598,7 @@ func TestLifeReparent(t *testing.T) {
 // TestLifeReleaseTooOften holds that releasing more often than acquiring
 // panics rather than freeing twice.
 func TestLifeReleaseTooOften(t *testing.T) {
-	l := NewLife(nil, ErrClosed, nil)
+	l := New(nil, ErrClosed, nil)
 	require.NoError(t, l.Acquire())
 	l.Release()
 	require.PanicsWithValue(t, "go-ggml: Life released more often than acquired", l.Release)
@@ -608,7 +608,7 @@ func TestLifeReleaseTooOften(t *testing.T) {
 // releases without one, and that Ended is false for anything but a
 // placement (and for nil).
 func TestLifeNilFree(t *testing.T) {
-	l := NewLife(nil, ErrClosed, nil)
+	l := New(nil, ErrClosed, nil)
 	require.NoError(t, l.Acquire())
 	require.NoError(t, l.Close("", false))
 	l.Release()
@@ -620,7 +620,7 @@ func TestLifeNilFree(t *testing.T) {
 
 // TestLifeBusyMessages holds that each ErrBusy names what the caller said.
 func TestLifeBusyMessages(t *testing.T) {
-	l := NewLife(nil, ErrClosed, nil)
+	l := New(nil, ErrClosed, nil)
 	require.NoError(t, l.Enter("the first"))
 	err := l.Enter("the scheduler")
 	require.ErrorIs(t, err, ErrBusy)
