@@ -60,9 +60,20 @@ var (
 )
 
 // Error is an error about one server: Endpoint names it, Err wraps the
-// kind and the cause (an *ggml.AssertError when ggml's RPC client gave up
-// on an exchange).
-type Error = life.LinkError
+// kind (ErrConnect, ErrVersion, ErrBroken, ggml.ErrClosed, ggml.ErrBusy,
+// ...) and the cause (an *ggml.AssertError when ggml's RPC client gave up
+// on an exchange). Every error of a connection's devices, buffers and
+// backends is one, wherever it is returned: errors.As finds it.
+type Error struct {
+	Endpoint string
+	Err      error
+}
+
+// Error returns "ggml rpc: server <endpoint>: <Err>".
+func (e *Error) Error() string { return fmt.Sprintf("ggml rpc: server %s: %v", e.Endpoint, e.Err) }
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
 
 // unsupported is the error of every call on a binary without ggml's RPC
 // backend.
@@ -208,7 +219,7 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	n := keys[rk]
 	keys[rk] = n + 1
 	c := &Client{endpoint: ep, key: "127.0.0.1:" + strings.Repeat("0", n) + rk, version: info.version, relay: r}
-	c.link = life.NewLink(ep, c.probe)
+	c.link = life.NewLink(ep, c.probe, func(err error) error { return &Error{Endpoint: ep, Err: err} })
 	c.link.OnBreak(func() {
 		r.failWith(fmt.Errorf("%w: the connection was given up", ErrBroken), false)
 		// Its devices leave the registry now, unless a Connect or Close
@@ -224,7 +235,11 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 		if c.pin != nil {
 			c.pin.Close() // the relay answers for a failed server meanwhile
 		}
-		c.link.Break(err)
+		cause := err
+		if e, ok := err.(*Error); ok && e.Endpoint == ep {
+			cause = e.Err // the link names the endpoint itself
+		}
+		c.link.Break(cause)
 		r.close()
 		refreshRegistry()
 		return nil, err

@@ -15,10 +15,10 @@ import (
 // garbage. Package rpc exports it as rpc.ErrBroken.
 var ErrBroken = errors.New("connection broken")
 
-// LinkError is an error of package rpc about one server: it names the
-// server's endpoint; Err wraps the kind (ErrBroken, or rpc's connect and
-// version kinds) and the cause (an *ggml.AssertError when ggml's RPC client
-// aborted). Package rpc exports it as rpc.Error.
+// LinkError is the error of a link about its server when the link's owner
+// gave it no error of its own (NewLink's wrap): it names the server's
+// endpoint; Err wraps the kind (ErrBroken, ErrClosed, ErrBusy) and the
+// cause. Package rpc gives its links its own rpc.Error.
 type LinkError struct {
 	Endpoint string
 	Err      error
@@ -36,7 +36,7 @@ func (e *LinkError) Unwrap() error { return e.Err }
 // the devices, buffer types, buffers and backends that use it fail
 // together. Its Life is the parent of the Lives of its buffers and
 // backends, so that once the link is broken (Break, or the probe finds the
-// connection dead) every use of them fails with the link's *LinkError, and
+// connection dead) every use of them fails with the link's error, and
 // their frees skip the C calls that would talk to the server (the C
 // objects are leaked: ggml's client aborts on a failed exchange).
 type Link struct {
@@ -47,6 +47,7 @@ type Link struct {
 	broken   atomic.Bool
 	mu       sync.Mutex // Break
 	onBreak  func()     // runs once, when the link breaks (package rpc shuts its socket)
+	wrap     func(error) error
 }
 
 // OnBreak sets f to run once when the link breaks (not when it is closed).
@@ -61,7 +62,7 @@ func (e linkClosed) err() error {
 	if r := e.k.reason.Load(); r != nil {
 		return *r
 	}
-	return &LinkError{Endpoint: e.k.Endpoint, Err: fmt.Errorf("%w: the connection was closed (Client.Close)", ErrClosed)}
+	return e.k.wrap(fmt.Errorf("%w: the connection was closed (Client.Close)", ErrClosed))
 }
 
 // Error returns the link's *LinkError's text.
@@ -72,10 +73,15 @@ func (e linkClosed) Unwrap() error { return e.err() }
 
 // NewLink returns an open link to endpoint. probe, if not nil, is called
 // before each use (Acquire of its Life or of a child's): an error breaks
-// the link.
-func NewLink(endpoint string, probe func() error) *Link {
-	k := &Link{Endpoint: endpoint, probe: probe, onBreak: nil}
-	k.life = &Life{own: &owner{endpoint: endpoint}}
+// the link. wrap makes the link's errors: it returns err as the error of
+// the server at endpoint (package rpc passes its *rpc.Error's); nil makes
+// a *LinkError.
+func NewLink(endpoint string, probe func() error, wrap func(err error) error) *Link {
+	if wrap == nil {
+		wrap = func(err error) error { return &LinkError{Endpoint: endpoint, Err: err} }
+	}
+	k := &Link{Endpoint: endpoint, probe: probe, wrap: wrap}
+	k.life = &Life{own: &owner{endpoint: endpoint, wrap: wrap}}
 	k.life.own.cond.L = &k.life.own.mu
 	k.life.closedErr = linkClosed{k}
 	k.life.probe = func() error {
@@ -132,7 +138,7 @@ func (k *Link) dead() bool {
 }
 
 // Break marks the link broken because of cause (the first cause sticks):
-// every later use of its objects fails with a *LinkError.
+// every later use of its objects fails with the link's error (wrap).
 func (k *Link) Break(cause error) {
 	if k == nil {
 		return
@@ -142,13 +148,18 @@ func (k *Link) Break(cause error) {
 	if k.broken.Load() {
 		return
 	}
+	// The cause is the server's as it came (the owner passes no error of
+	// the link's own making, which already names the endpoint), but for a
+	// *LinkError of this link's.
 	var le *LinkError
-	var err error = &LinkError{Endpoint: k.Endpoint, Err: fmt.Errorf("%w: %w", ErrBroken, cause)}
+	var err error
 	switch {
 	case errors.As(cause, &le) && le.Endpoint == k.Endpoint && errors.Is(cause, ErrBroken):
 		err = cause
 	case errors.Is(cause, ErrBroken):
-		err = &LinkError{Endpoint: k.Endpoint, Err: cause}
+		err = k.wrap(cause)
+	default:
+		err = k.wrap(fmt.Errorf("%w: %w", ErrBroken, cause))
 	}
 	if !k.life.Closed() {
 		k.reason.Store(&err)
@@ -161,7 +172,7 @@ func (k *Link) Break(cause error) {
 }
 
 // Close closes the link without a fault (the user disconnected): later
-// uses fail with a *LinkError saying "connection closed".
+// uses fail with the link's error saying "connection closed".
 func (k *Link) Close() {
 	if k == nil {
 		return
@@ -282,7 +293,7 @@ var (
 )
 
 // linkAbort asks each watched link's handler about ae: the error to
-// report instead of ae (the *LinkError of the link that failed, or those
+// report instead of ae (the error of the link that failed, or those
 // of several joined), or nil.
 func linkAbort(ae error) error {
 	if nWatched.Load() == 0 {
@@ -391,6 +402,7 @@ var freeWait = 30 * time.Second
 // waits.
 type owner struct {
 	endpoint string
+	wrap     func(error) error // the link's
 	mu       sync.Mutex
 	cond     sync.Cond
 	g        uint64 // the holding goroutine, while n > 0
@@ -404,7 +416,7 @@ func (o *owner) take() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.n > 0 && o.g != g {
-		return &LinkError{Endpoint: o.endpoint, Err: fmt.Errorf("%w: another goroutine's work uses this server's connection: ggml's RPC client sends a server's exchanges over one socket without a lock, so use one server's devices, buffers and backends from one goroutine at a time (asynchronous work holds it until Synchronize)", ErrBusy)}
+		return o.wrap(fmt.Errorf("%w: another goroutine's work uses this server's connection: ggml's RPC client sends a server's exchanges over one socket without a lock, so use one server's devices, buffers and backends from one goroutine at a time (asynchronous work holds it until Synchronize)", ErrBusy))
 	}
 	o.g = g
 	o.n++
