@@ -2,13 +2,8 @@ package ggml
 
 /*
 #include "goggml.h"
-extern void goggmlLog(int level, char *text);
 extern void goggmlAbort(char *message);
 
-static void goggml_log_cb(enum ggml_log_level level, const char *text, void *ud) {
-	(void)ud;
-	goggmlLog((int)level, (char *)text);
-}
 static void goggml_abort_cb(const char *message) { goggmlAbort((char *)message); }
 
 // goggml_cpu_feature reports whether the CPU backend's feature list
@@ -30,7 +25,6 @@ static int goggml_cpu_feature(const char *name) {
 static int goggml_cpu_has_openmp(void) { return goggml_cpu_feature("OPENMP"); }
 
 static void goggml_install_callbacks(void) {
-	ggml_log_set(goggml_log_cb, NULL);
 	ggml_set_abort_callback(goggml_abort_cb);
 }
 */
@@ -43,8 +37,8 @@ import (
 )
 
 func init() {
-	// Runs after the provider's init (we import it), so our log callback
-	// replaces the one it installed, which printed to stderr.
+	// The abort callback; the log's is internal/bridge's, installed
+	// before any backend starts.
 	C.goggml_install_callbacks()
 	checkSIMD()
 	if C.GOGGML_CPU_BUILT_BY_CGO == 0 {

@@ -1,7 +1,15 @@
 package ggml
 
 /*
+#include <stdlib.h>
 #include "goggml.h"
+
+static void goggml_log_feed(int level, const char *text) {
+	ggml_log_callback cb;
+	void *ud;
+	ggml_log_get(&cb, &ud);
+	cb((enum ggml_log_level)level, text, ud);
+}
 */
 import "C"
 
@@ -11,7 +19,7 @@ import "unsafe"
 // cannot use cgo themselves. None of them aborts: the one that does is in
 // internal/cabort, which only tests import.
 
-// ggml log levels, for feeding goggmlLog as ggml would.
+// ggml log levels, for feeding the log callback as ggml would.
 const (
 	levelWarn  = int(C.GGML_LOG_LEVEL_WARN)
 	levelError = int(C.GGML_LOG_LEVEL_ERROR)
@@ -23,11 +31,12 @@ type logPiece struct {
 	text  string
 }
 
-// feedLog passes pieces to the log callback as ggml would.
+// feedLog passes pieces to the log callback that ggml calls
+// (ggml_log_get), as ggml would.
 func feedLog(pieces []logPiece) {
 	for _, p := range pieces {
 		cs := C.CString(p.text)
-		goggmlLog(C.int(p.level), cs)
+		C.goggml_log_feed(C.int(p.level), cs)
 		C.free(unsafe.Pointer(cs))
 	}
 }
