@@ -56,12 +56,16 @@ else
   provider_version=$(cd "$repo" && "$go" list -m github.com/ollama/ollama)
 fi
 
-key=$( { echo "$provider_version"; echo "$name"; cat "$here/cmake/CMakeLists.txt" "$here/backend.sh" "$here"/vulkan-feature-tests/*.comp; g++ --version | head -1; cmake --version | head -1; echo "$extra_key"; } | sha256sum | cut -c1-16)
+# The cache key is what the build reads, not the provider's version: a
+# new provider release whose ggml is the same reuses the build.
+src_hash=$( (cd "$ggml" && find include src cmake -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)
+key=$( { echo "$src_hash"; echo "$name"; cat "$here/cmake/CMakeLists.txt" "$here/backend.sh" "$here"/vulkan-feature-tests/*.comp; g++ --version | head -1; cmake --version | head -1; echo "$extra_key"; } | sha256sum | cut -c1-16)
 cache=${GOGGML_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/go-ggml}/$name-$key
 lib="$cache/out/lib$target.a"
 
 if [ ! -f "$lib" ]; then
-  echo "build/backend.sh: building $name in $cache" >&2
+  echo "build/backend.sh: building $name ($provider_version) in $cache; once per machine and cached: minutes (Vulkan: 2 on an idle 2-core machine, far more on a busy one; CUDA: longer). Progress follows." >&2
+  start=$(date +%s)
   rm -rf "$cache"
   mkdir -p "$cache/src" "$cache/out"
   # A writable copy of the provider's ggml: CMake writes beside it, and the
@@ -89,8 +93,22 @@ if [ ! -f "$lib" ]; then
     args+=(-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHITECTURES")
   fi
   cmake -S "$here/cmake" -B "$cache/build" "${args[@]}" > "$cache/cmake.log" || { tail -40 "$cache/cmake.log" >&2; exit 1; }
-  cmake --build "$cache/build" --target "$target" -j "$(nproc)" > "$cache/build.log" 2>&1 || {
-    tail -40 "$cache/build.log" >&2; exit 1; }
+  # The build's "[ NN%] ..." lines, every 5 points, with the minutes so
+  # far: a slow build and a hung one look different. All of it is in
+  # build.log.
+  cmake --build "$cache/build" --target "$target" -j "$(nproc)" 2>&1 | tee "$cache/build.log" |
+    awk -v name="$name" -v start="$start" '
+      /^\[ *[0-9]+%\]/ {
+        p = $0; sub(/^\[ */, "", p); sub(/%.*/, "", p); p += 0
+        if (p < last) last = -100 # a new part of the build starts over
+        if (p < last + 5) next
+        last = p
+        "date +%s" | getline now; close("date +%s")
+        what = $0; sub(/^\[ *[0-9]+%\] /, "", what)
+        printf "build/backend.sh: %s %3d%% after %dm%02ds: %s\n", name, p, (now - start) / 60, (now - start) % 60, substr(what, 1, 100) > "/dev/stderr"
+        fflush("/dev/stderr")
+      }' || { tail -40 "$cache/build.log" >&2; exit 1; }
+  echo "build/backend.sh: built $name in $(( ($(date +%s) - start) / 60 )) minutes" >&2
   if [ "$dl" = ON ]; then
     # The module and the shared ggml-base it names, side by side.
     so=$(find "$cache/build" -name "lib$target.so" -o -name "$target.so" | head -1)
