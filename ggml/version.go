@@ -6,7 +6,7 @@ import "C"
 import (
 	"strings"
 
-	"github.com/go-ggml/ggml/third_party/ggml"
+	provider "github.com/go-ggml/ggml/third_party/ggml"
 )
 
 // Version returns ggml's version string (ggml_version), or "" when the
@@ -19,7 +19,7 @@ func Commit() string { return goString(C.ggml_commit()) }
 
 // Provider names where this binary's ggml comes from, e.g.
 // "embedded (github.com/ollama/ollama v0.17.4)".
-func Provider() string { return ggml.Provider }
+func Provider() string { return provider.Provider }
 
 func goString(p *C.char) string {
 	if p == nil {

@@ -1,6 +1,7 @@
-// Package ggml is go-ggml's seam to the ggml C library: the one package that
+// Package provider is go-ggml's seam to the ggml C library: the one package that
 // links ggml into a Go binary. Every other cgo package of go-ggml imports it
-// (blank) and includes goggml.h from its include directory.
+// (blank) and includes goggml.h from its include directory. It is plumbing:
+// users import package ggml and the others, never this one.
 //
 // How ggml is obtained is chosen by build tag, one file per provider:
 //
@@ -23,4 +24,4 @@
 // for a provider whose sources go-ggml compiles, its packages of
 // forwarding sources, as embedded/ has). This repository carries no ggml
 // source.
-package ggml
+package provider

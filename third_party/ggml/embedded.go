@@ -1,6 +1,6 @@
 //go:build !ggml_system && !(darwin && arm64) && cgo
 
-package ggml
+package provider
 
 import (
 	// The embedded provider's core and CPU backend, compiled by go-ggml's

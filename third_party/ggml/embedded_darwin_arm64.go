@@ -1,6 +1,6 @@
 //go:build !ggml_system && darwin && arm64
 
-package ggml
+package provider
 
 import (
 	// On darwin/arm64 the provider's own cgo package compiles ggml's core,

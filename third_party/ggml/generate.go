@@ -1,3 +1,3 @@
-package ggml
+package provider
 
 //go:generate go run ./gen

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package ggml
+package provider
 
 // go-ggml calls ggml's C code through cgo: without it nothing builds. This
 // line fails to compile with the reason in its text.

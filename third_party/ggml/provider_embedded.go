@@ -1,6 +1,6 @@
 //go:build !ggml_system
 
-package ggml
+package provider
 
 /*
 #cgo linux LDFLAGS: -rdynamic

@@ -1,6 +1,6 @@
 //go:build ggml_system
 
-package ggml
+package provider
 
 // The system provider: an installed upstream ggml (v0.21.0 or later) found
 // with pkg-config, e.g. a CMake install from source:
