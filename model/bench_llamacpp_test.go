@@ -405,8 +405,8 @@ func (s *llamaCpp) run(tb testing.TB, cmd string) time.Duration {
 // settle waits until llama.cpp's threads have stopped running: after a
 // compute, its thread pool spins for work (poll 50, as llama-bench sets
 // it) for about 0.4 s on this project's machines, and on two cores that
-// took one of them from the go side's next sample (its threads, poll 0,
-// sleep at once). Each go sample therefore starts once the process has
+// took one of them from the go side's next sample (its threads, poll 1,
+// spin a few milliseconds). Each go sample therefore starts once the process has
 // run less than 1 ms in 50 ms (by /proc's schedstat of all its threads),
 // or after 5 s. llama.cpp's own samples keep the spinning between their
 // computes, as in llama-bench.
