@@ -53,9 +53,10 @@ type Options struct {
 	Threads int
 	// Poll is how long the CPU's threads look for the next compute after
 	// one ends before they sleep, 0 to 100 (ggml_threadpool_params.poll):
-	// 0, the default, sleeps at once, so that an idle program burns no
-	// CPU; llama.cpp's tools use 50, which spins for up to a few tenths
-	// of a second. Polling makes each generated token start sooner (5 %
+	// 0, the default, computes on the backend's own pool, which polls for
+	// a few milliseconds (poll 1) and then sleeps, so that an idle program
+	// burns no CPU; llama.cpp's tools use 50, which spins for up to a few
+	// tenths of a second. Polling makes each generated token start sooner (5 %
 	// faster generation of a small model on 2 threads, measured) and
 	// keeps cores busy meanwhile; Rest stops it early.
 	Poll int
