@@ -46,7 +46,7 @@ var (
 	// died, restarted, answered garbage or, with Options.IOTimeout, went
 	// silent); its devices, buffers and backends are unusable. Connect
 	// again for a fresh connection.
-	ErrBroken = life.ErrBroken
+	ErrBroken = errors.New("connection broken")
 	// ErrTimeout: the server did not answer in time (Options.Timeout
 	// while Connect runs, Options.IOTimeout after). It comes with
 	// ErrConnect or ErrBroken.
@@ -219,7 +219,7 @@ func Connect(endpoint string, opts *Options) (*Client, error) {
 	n := keys[rk]
 	keys[rk] = n + 1
 	c := &Client{endpoint: ep, key: "127.0.0.1:" + strings.Repeat("0", n) + rk, version: info.version, relay: r}
-	c.link = life.NewLink(ep, c.probe, func(err error) error { return &Error{Endpoint: ep, Err: err} })
+	c.link = life.NewLink(ep, c.probe, func(err error) error { return &Error{Endpoint: ep, Err: err} }, ErrBroken)
 	c.link.OnBreak(func() {
 		r.failWith(fmt.Errorf("%w: the connection was given up", ErrBroken), false)
 		// Its devices leave the registry now, unless a Connect or Close

@@ -214,7 +214,7 @@ func TestLifeConcurrentEnter(t *testing.T) {
 	}{
 		{"plain", func() *Life { return New(nil, ErrClosed, nil) }},
 		{"child", func() *Life { return New(New(nil, ErrClosed, nil), ErrClosed, nil) }},
-		{"link", func() *Life { return NewLink(testEndpoint, nil, nil).Life() }},
+		{"link", func() *Life { return NewLink(testEndpoint, nil, nil, nil).Life() }},
 	} {
 		t.Run(kind.name, func(t *testing.T) {
 			for range raceRounds {

@@ -10,9 +10,9 @@ import (
 	"unsafe"
 )
 
-// ErrBroken is the kind of the errors of a connection to a remote server
-// (package rpc) that failed: the server died, restarted, or answered
-// garbage. Package rpc exports it as rpc.ErrBroken.
+// ErrBroken is the kind of the errors of a link whose connection failed
+// (the server died, restarted, or answered garbage) when its owner gave it
+// no kind of its own (NewLink's broken; package rpc gives rpc.ErrBroken).
 var ErrBroken = errors.New("connection broken")
 
 // LinkError is the error of a link about its server when the link's owner
@@ -48,6 +48,7 @@ type Link struct {
 	mu       sync.Mutex // Break
 	onBreak  func()     // runs once, when the link breaks (package rpc shuts its socket)
 	wrap     func(error) error
+	kind     error // of a broken link's errors
 }
 
 // OnBreak sets f to run once when the link breaks (not when it is closed).
@@ -75,12 +76,16 @@ func (e linkClosed) Unwrap() error { return e.err() }
 // before each use (Acquire of its Life or of a child's): an error breaks
 // the link. wrap makes the link's errors: it returns err as the error of
 // the server at endpoint (package rpc passes its *rpc.Error's); nil makes
-// a *LinkError.
-func NewLink(endpoint string, probe func() error, wrap func(err error) error) *Link {
+// a *LinkError. broken is the kind of a broken link's errors (package rpc
+// passes rpc.ErrBroken); nil means ErrBroken.
+func NewLink(endpoint string, probe func() error, wrap func(err error) error, broken error) *Link {
 	if wrap == nil {
 		wrap = func(err error) error { return &LinkError{Endpoint: endpoint, Err: err} }
 	}
-	k := &Link{Endpoint: endpoint, probe: probe, wrap: wrap}
+	if broken == nil {
+		broken = ErrBroken
+	}
+	k := &Link{Endpoint: endpoint, probe: probe, wrap: wrap, kind: broken}
 	k.life = &Life{own: &owner{endpoint: endpoint, wrap: wrap}}
 	k.life.own.cond.L = &k.life.own.mu
 	k.life.closedErr = linkClosed{k}
@@ -154,12 +159,12 @@ func (k *Link) Break(cause error) {
 	var le *LinkError
 	var err error
 	switch {
-	case errors.As(cause, &le) && le.Endpoint == k.Endpoint && errors.Is(cause, ErrBroken):
+	case errors.As(cause, &le) && le.Endpoint == k.Endpoint && errors.Is(cause, k.kind):
 		err = cause
-	case errors.Is(cause, ErrBroken):
+	case errors.Is(cause, k.kind):
 		err = k.wrap(cause)
 	default:
-		err = k.wrap(fmt.Errorf("%w: %w", ErrBroken, cause))
+		err = k.wrap(fmt.Errorf("%w: %w", k.kind, cause))
 	}
 	if !k.life.Closed() {
 		k.reason.Store(&err)

@@ -55,7 +55,7 @@ func newTestLink(endpoint string) *testLink {
 			return *p
 		}
 		return nil
-	}, nil)
+	}, nil, nil)
 	tl.OnBreak(func() { tl.breaks.Add(1) })
 	return tl
 }
