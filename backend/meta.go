@@ -167,8 +167,9 @@ type metaState struct {
 	failed error
 }
 
-// anyMeta is set once a meta device exists: until then the checks of
-// transfers and graphs cost one atomic load.
+// anyMeta is set once a meta device exists: until then the check of a
+// graph costs one atomic load (transfers are checked through the meta
+// buffer type's registered check, bridge.CheckTransfer).
 var anyMeta atomic.Bool
 
 func init() {

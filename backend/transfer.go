@@ -290,7 +290,7 @@ func (r Rows2D) checkMetaRows(t *C.struct_ggml_tensor, write bool, check func(t 
 }
 
 func checkMetaRow(t *C.struct_ggml_tensor, offset, size uint64, write bool) error {
-	return bridge.CheckTransfer(unsafe.Pointer(t), offset, size, write)
+	return checkMetaTransfer(unsafe.Pointer(t), offset, size, write)
 }
 
 // hostRows copies r's rows between a tensor's host memory at base and data.
