@@ -1,22 +1,22 @@
 # go-ggml: build, test, run the demo, benchmark.
 # No environment: ggml's CPU flags are set by go-ggml's own cgo packages
-# (third_party/ggml/embedded), as for library users. GOFLAGS=-tags=ggml_native
+# (internal/provider/embedded), as for library users. GOFLAGS=-tags=ggml_native
 # builds for this machine's CPU only.
 
 GO ?= go
 
-PROVIDER_INCLUDE := third_party/ggml/provider-include
-PROVIDER_GGML := third_party/ggml/provider-ggml
+PROVIDER_GGML := internal/provider/provider-ggml
 
-.PHONY: all setup build lint outside outside-flags outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-batched bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
+.PHONY: all setup build lint outside outside-ways outside-vulkan bench-outside test test-asan test-short vet run fuzz bench bench-llama bench-archs bench-batched bench-llama-go bench-llama-system llamacpp test-tokenizer test-models test-openai bench-tokenizer bench-level generate fmt clean upstream test-system bench-system upstream-vulkan test-system-vulkan vet-system-cuda test-upstream-mnist bench-mnist
 
 all: build
 
 # Link the provider's headers and sources for work inside this checkout
-# (git-ignored; from the module cache, go-ggml finds them beside it).
+# (git-ignored). A checkout under the directory that holds the module cache
+# (Go's default, $$HOME/go/pkg/mod) finds them without it, as go-ggml in the
+# module cache, vendored or in a workspace does: docs/providers.md.
 setup:
 	@$(GO) mod download
-	@ln -sfn "$$($(GO) run ./build/cgoenv -print=include)" $(PROVIDER_INCLUDE)
 	@ln -sfn "$$($(GO) run ./build/cgoenv -print=ggml)" $(PROVIDER_GGML)
 
 build: setup
@@ -114,10 +114,13 @@ lint: setup
 outside:
 	@bash build/outside.sh
 
-# The quick start from a module of one's own, built with a user's own
-# CGO_CFLAGS and CGO_CXXFLAGS (see build/outside.sh).
-outside-flags:
-	@bash build/outside.sh flags
+# The quick start from a module of one's own, built every other way Go
+# resolves a dependency (go mod vendor, a replace to a read-only copy,
+# go.work, a renamed fork), some with a user's own CGO_CFLAGS and
+# CGO_CXXFLAGS, and from a copy that needs CGO_CPPFLAGS (see
+# build/outside.sh).
+outside-ways:
+	@bash build/outside.sh ways
 
 # A GPU from a module of one's own: the quick start built outside this
 # module with -tags vulkan, by the README's instructions, run on lavapipe.
@@ -254,13 +257,13 @@ bench-level: setup
 	@$(GO) run ./bench/table -sides base,native <bin/bench-level.txt 2>/dev/null
 
 generate:
-	$(GO) generate ./third_party/ggml
+	$(GO) generate ./internal/provider
 
 fmt:
 	gofmt -l -w .
 
 clean:
-	rm -f $(PROVIDER_INCLUDE) $(PROVIDER_GGML)
+	rm -f $(PROVIDER_GGML)
 
 # GPU backends (see README, build tags).
 .PHONY: vulkan vulkan-dl cuda cuda-dl test-vulkan vet-cuda

@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // Error kinds of this package; errors from ggml's kinds (ggml.ErrClosed,

@@ -2,7 +2,7 @@ package bench
 
 /*
 // The peak FMA loop is compiled at the CPU level of the ggml it is read
-// against (third_party/ggml/embedded/cpu's flags, by the same tags): the
+// against (internal/provider/embedded/cpu's flags, by the same tags): the
 // default build's x86-64-v3, ggml_native's native, ggml_portable's v2;
 // -O3, so that the chains' accumulators live in registers (at cgo's
 // default -O2 gcc keeps the array in memory, and the loop measures
@@ -186,7 +186,7 @@ import (
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // These wrap the C baselines for the benchmarks (test files cannot use cgo).

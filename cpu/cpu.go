@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // New starts a CPU backend computing with threads threads; 0 means one per

@@ -7,7 +7,7 @@ import "C"
 
 import (
 	// Links ggml (the provider chosen by build tag).
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // MaxDims is the number of dimensions of every ggml tensor (GGML_MAX_DIMS).

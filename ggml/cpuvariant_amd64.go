@@ -28,5 +28,5 @@ func cpuVariantEntries() (total, vnni int) {
 // variable GOGGML_CPU_VARIANT=x86-64-v3, read at start, keeps the first.
 // It is "" for builds with one copy only: -tags ggml_native or
 // ggml_portable, the system provider, other architectures. Not a ggml
-// call: go-ggml's dispatcher (third_party/ggml/embedded/cpu).
+// call: go-ggml's dispatcher (internal/provider/embedded/cpu).
 func CPUKernelVariant() string { return C.GoString(C.goggml_cpu_kernel_variant()) }

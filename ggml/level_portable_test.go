@@ -3,5 +3,5 @@
 package ggml_test
 
 // cpuLevelTag is the build tag that chose the CPU level of ggml's code
-// (third_party/ggml/embedded/cpu), "" for the default.
+// (internal/provider/embedded/cpu), "" for the default.
 const cpuLevelTag = "ggml_portable"

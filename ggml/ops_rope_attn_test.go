@@ -670,7 +670,7 @@ func cpuRound(t *testing.T, typ ggml.Type, x []float32, n int64) []float32 {
 // TestFlashAttnExtBatches checks FlashAttnExt on batches of queries over
 // f16 K and V, the form of a prompt's attention, which the embedded
 // build runs in its own tiled kernel where the CPU has AVX-512
-// (third_party/ggml/embedded/cpu/fattn.c): head sizes of 64 (its
+// (internal/provider/embedded/cpu/fattn.c): head sizes of 64 (its
 // unrolled path) and 32 and 128, caches of whole and partial blocks of 64
 // cells, grouped-query heads, a causal mask (whole blocks hidden) with
 // -Inf holes and finite values, and none. The tiled kernel keeps queries

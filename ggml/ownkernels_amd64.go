@@ -7,6 +7,6 @@ import "C"
 
 // ownAVX512Kernels reports whether the embedded build's own AVX-512
 // kernels of the CPU backend run in this process (out_prod, the softmax's
-// first pass, batched flash attention: third_party/ggml/embedded/cpu), for
+// first pass, batched flash attention: internal/provider/embedded/cpu), for
 // tests whose bounds differ between those and the provider's.
 func ownAVX512Kernels() bool { return C.goggml_own_avx512 != 0 }

@@ -6,7 +6,7 @@ import "C"
 import (
 	"strings"
 
-	provider "github.com/go-ggml/ggml/third_party/ggml"
+	provider "github.com/go-ggml/ggml/internal/provider"
 )
 
 // Version returns ggml's version string (ggml_version), or "" when the
@@ -36,7 +36,7 @@ func goString(p *C.char) string {
 // for batches of queries (a prompt's attention) in a tiled kernel, which
 // reads each block of K and V once for many queries: upstream ggml's
 // (-tags ggml_system), or, with the embedded provider, go-ggml's own
-// (third_party/ggml/embedded/cpu/fattn.c) on amd64 CPUs with AVX-512 F,
+// (internal/provider/embedded/cpu/fattn.c) on amd64 CPUs with AVX-512 F,
 // BW and VL unless GOGGML_CPU_VARIANT=x86-64-v3. Otherwise the provider's
 // kernel goes query by query, and a prompt's attention is faster as two
 // matrix products around a softmax (package model chooses so). Not a
@@ -46,7 +46,7 @@ func CPUTiledFlashAttn() bool {
 }
 
 // OwnCPUKernels reports whether go-ggml's own CPU kernels run in the
-// provider's place (third_party/ggml/embedded/cpu: the tiled flash
+// provider's place (internal/provider/embedded/cpu: the tiled flash
 // attention of fattn.c, which also takes a q8_0 or q4_0 cache's keys and
 // values with f32 queries, where the provider's kernel rounds the queries
 // to q8_0): with the embedded provider on amd64 CPUs with AVX-512 F, BW and

@@ -15,7 +15,7 @@ import (
 	"github.com/go-ggml/ggml/backend"
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // Built reports whether this binary has the Metal backend.

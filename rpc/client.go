@@ -22,7 +22,7 @@ import (
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/life"
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // haveC is what goggml.h says of the RPC backend; Have (have_embedded.go,

@@ -75,7 +75,7 @@ import (
 	"github.com/go-ggml/ggml/internal/hashsize"
 	"github.com/go-ggml/ggml/internal/life"
 	"github.com/go-ggml/ggml/internal/sysmem"
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // MaxBackends is the most backends a scheduler takes (GGML_SCHED_MAX_BACKENDS).

@@ -1,17 +1,20 @@
-// Command cgoenv tells where the embedded provider's ggml is, for builds of
-// go-ggml from a checkout rather than the module cache.
+// Command cgoenv tells where go-ggml finds the embedded provider's ggml
+// (github.com/ollama/ollama's ml/backend/ggml/ggml), and what to set where
+// it cannot.
 //
-// No environment is needed to build go-ggml: ggml's CPU flags are set by
-// go-ggml's own cgo packages (third_party/ggml/embedded; build tags
-// ggml_native and ggml_portable choose another CPU level), and from the
-// module cache go-ggml finds ggml's headers and sources beside it. A
-// checkout of go-ggml (a clone, or the target of a replace directive) finds
-// them through two links that `make setup` creates from this program's
-// output:
+// No environment is needed to build go-ggml: its forwarding headers and
+// sources (internal/provider) find the provider's files by their paths in
+// the module cache, beside go-ggml or beside a fork of it, and in a module
+// cache at go/pkg/mod in a directory above go-ggml (Go's default cache, for
+// a go-ggml used through a replace directive, a go.work workspace or a
+// vendor directory under $HOME). A checkout of go-ggml elsewhere links the
+// provider with `make setup`; a module cache elsewhere needs the include
+// path this command prints:
 //
-//	go run ./build/cgoenv -print=include   # the provider's include directory
-//	go run ./build/cgoenv -print=ggml      # the provider's ggml directory (include/, src/)
-//	go run ./build/cgoenv                  # says whether anything is missing
+//	go run github.com/go-ggml/ggml/build/cgoenv                  # says whether anything is missing, and the fix
+//	go run github.com/go-ggml/ggml/build/cgoenv -print=cppflags  # the -I flags for CGO_CPPFLAGS
+//	go run github.com/go-ggml/ggml/build/cgoenv -print=ggml      # the provider's ggml directory (include/, src/)
+//	go run github.com/go-ggml/ggml/build/cgoenv -print=include   # its include directory
 package main
 
 import (
@@ -28,17 +31,26 @@ const (
 	providerModule = "github.com/ollama/ollama"
 	providerGGML   = "ml/backend/ggml/ggml"
 	selfModule     = "github.com/go-ggml/ggml"
+	// maxClimb is how far above go-ggml the forwarding files look for a
+	// go/pkg/mod (internal/provider/gen/search.go).
+	maxClimb = 16
 )
 
-func main() {
-	print := flag.String("print", "check", "what to print: include (the provider's include directory), ggml (its ggml directory) or check")
-	flag.Usage = func() {
-		fmt.Fprint(flag.CommandLine.Output(), `usage: go run ./build/cgoenv [-print include|ggml|check]
+// includeDirs are the provider's include directories that its sources and
+// go-ggml's need, relative to its ggml directory.
+var includeDirs = []string{"include", "src", "src/ggml-cpu", "src/ggml-cpu/amx", "src/ggml-cpu/llamafile"}
 
-cgoenv tells where the embedded provider's ggml is, for builds of go-ggml
-from a checkout (make setup links third_party/ggml/provider-include and
-provider-ggml to what it prints); with no flag it says whether anything is
-missing.
+func main() {
+	print := flag.String("print", "check", "what to print: check, cppflags, ggml or include")
+	flag.Usage = func() {
+		fmt.Fprint(flag.CommandLine.Output(), `usage: go run github.com/go-ggml/ggml/build/cgoenv [-print check|cppflags|ggml|include]
+
+cgoenv tells where go-ggml finds the embedded provider's ggml. With no flag
+it says whether a build finds it from here and, if not, what to do.
+-print=cppflags prints the -I flags that make any go-ggml find it (for
+CGO_CPPFLAGS); -print=ggml and -print=include print the provider's ggml and
+include directories (make setup links internal/provider/provider-ggml to
+the first).
 
 flags:
 `)
@@ -46,47 +58,115 @@ flags:
 	}
 	flag.Parse()
 	switch *print {
-	case "include", "ggml":
-		dir, err := moduleDir(providerModule)
+	case "include", "ggml", "cppflags":
+		dir, err := providerDir()
 		if err != nil {
 			fail(err)
 		}
-		out := filepath.Join(dir, providerGGML)
-		if *print == "include" {
-			out = filepath.Join(out, "include")
+		switch *print {
+		case "include":
+			fmt.Println(filepath.Join(dir, "include"))
+		case "ggml":
+			fmt.Println(dir)
+		default:
+			fmt.Println(cppflags(dir))
 		}
-		fmt.Println(out)
 	case "check":
 		if err := check(); err != nil {
 			fail(err)
 		}
 	default:
-		fail(fmt.Errorf("unknown -print=%s (want include, ggml or check)", *print))
+		fail(fmt.Errorf("unknown -print=%s (want check, cppflags, ggml or include)", *print))
 	}
+}
+
+// cppflags returns the -I flags of the provider's include directories.
+func cppflags(dir string) string {
+	var flags []string
+	for _, d := range includeDirs {
+		flags = append(flags, "-I"+filepath.Join(dir, filepath.FromSlash(d)))
+	}
+	return strings.Join(flags, " ")
+}
+
+// providerDir returns the provider's ggml directory, downloaded.
+func providerDir() (string, error) {
+	dir, err := moduleDir(providerModule)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, filepath.FromSlash(providerGGML)), nil
 }
 
 func check() error {
 	self, err := moduleDir(selfModule)
 	if err != nil {
-		fmt.Println("go-ggml: run this from a module that requires " + selfModule)
+		fmt.Println("cgoenv: run this from a module that requires " + selfModule)
 		return nil
+	}
+	dir, err := providerDir()
+	if err != nil {
+		return err
+	}
+	version, err := goCmd("list", "-m", "-f", "{{.Version}}", providerModule)
+	if err != nil {
+		return err
 	}
 	cache, err := goCmd("env", "GOMODCACHE")
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(self, filepath.Clean(cache)+string(filepath.Separator)) {
-		fmt.Println("go-ggml is in the module cache: it finds ggml's headers and sources beside it; nothing to set.")
+	found, how := finds(self, cache, version)
+	if found {
+		fmt.Printf("go-ggml (%s) finds ggml %s; nothing to set.\n", self, how)
 		return nil
 	}
-	for _, link := range []string{"provider-include", "provider-ggml"} {
-		if _, err := os.Stat(filepath.Join(self, "third_party", "ggml", link)); err != nil {
-			fmt.Printf("go-ggml is used from the checkout %s, which lacks the link third_party/ggml/%s:\nrun `make setup` there.\n", self, link)
-			return nil
+	flags := cppflags(dir)
+	fmt.Printf(`go-ggml (%s) cannot find ggml (%s) from where it is:
+it is neither in the module cache nor under a directory whose go/pkg/mod is
+the module cache (%s).
+Either move the module cache there, or set the include path, once:
+
+	go env -w CGO_CPPFLAGS=%q
+
+(for the embedded provider only: with -tags ggml_system these directories
+would hide the installed ggml's headers).
+`, self, dir, cache, flags)
+	if isCheckout(self) {
+		fmt.Printf("\nor, in this checkout of go-ggml, run `make setup`.\n")
+	}
+	return nil
+}
+
+// finds reports whether go-ggml in dir self finds the provider by one of
+// the places internal/provider/gen/search.go names, and how.
+func finds(self, cache, version string) (bool, string) {
+	sep := string(filepath.Separator)
+	mod := filepath.Join(filepath.FromSlash(providerModule)+"@"+version, filepath.FromSlash(providerGGML), "include", "ggml.h")
+	if strings.HasPrefix(self, filepath.Clean(cache)+sep) && exists(filepath.Join(cache, mod)) {
+		return true, "beside it in the module cache"
+	}
+	if exists(filepath.Join(self, "internal", "provider", "provider-ggml", "include", "ggml.h")) {
+		return true, "through the checkout's link internal/provider/provider-ggml"
+	}
+	d := self
+	for range maxClimb {
+		d = filepath.Dir(d)
+		if exists(filepath.Join(d, "go", "pkg", "mod", mod)) {
+			return true, "in the module cache " + filepath.Join(d, "go", "pkg", "mod")
 		}
 	}
-	fmt.Printf("go-ggml is used from the checkout %s, which has its links to ggml; nothing to set.\n", self)
-	return nil
+	return false, ""
+}
+
+func isCheckout(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "internal", "provider", "gen"))
+	return err == nil
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // moduleDir asks the go command where module m is for the current module.
@@ -107,10 +187,11 @@ func goCmd(args ...string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return "", fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "cgoenv:", err)

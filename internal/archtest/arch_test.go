@@ -26,7 +26,7 @@ const root = "../.."
 // layers are ARCHITECTURE.md's layers, bottom first: a package may import
 // packages of lower layers, and its own subtree.
 var layers = [][]string{
-	{"third_party/ggml", "internal/life"},
+	{"internal/provider", "internal/life"},
 	{"internal/bridge", "internal/hashsize", "internal/sysmem"},
 	{"internal/gpulink", "internal/testutil", "internal/cabort"},
 	{"ggml"},

@@ -8,7 +8,7 @@ import "C"
 import (
 	"fmt"
 
-	gg "github.com/go-ggml/ggml/third_party/ggml"
+	gg "github.com/go-ggml/ggml/internal/provider"
 )
 
 // UpstreamVersion is the upstream ggml release the system provider is

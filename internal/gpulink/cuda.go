@@ -15,7 +15,7 @@ import (
 	"unsafe"
 
 	"github.com/go-ggml/ggml/internal/bridge"
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 func init() {

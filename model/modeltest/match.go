@@ -35,7 +35,7 @@ type LlamaCppTol struct{ Max, RMS, Tie float64 }
 // the same fused attention. Below 64 queries (prompts of fewer tokens,
 // and generation) llama.cpp's goes query by query, rounds the query to
 // f16 and sums V in f16; go-ggml's own on AVX-512 CPUs
-// (ggml.CPUTiledFlashAttn, third_party/ggml/embedded/cpu/fattn.c) keeps
+// (ggml.CPUTiledFlashAttn, internal/provider/embedded/cpu/fattn.c) keeps
 // both in f32. With quantized weights each matrix product rounds its
 // input to q8_0, which turns those small differences into steps of a
 // quantization level here and there, so they grow from layer to layer.

@@ -29,7 +29,7 @@ import (
 	"math"
 	"unsafe"
 
-	_ "github.com/go-ggml/ggml/third_party/ggml"
+	_ "github.com/go-ggml/ggml/internal/provider"
 )
 
 // The value types of gguf.h, for a test that the Go package numbers them
