@@ -5,9 +5,9 @@
 // No environment is needed to build go-ggml: its forwarding headers and
 // sources (internal/provider) find the provider's files by their paths in
 // the module cache, beside go-ggml or beside a fork of it, and in a module
-// cache at go/pkg/mod in a directory above go-ggml (Go's default cache, for
-// a go-ggml used through a replace directive, a go.work workspace or a
-// vendor directory under $HOME). A checkout of go-ggml elsewhere links the
+// cache at go/pkg/mod or pkg/mod in a directory above go-ggml (Go's default
+// cache, or a GOPATH's, for a go-ggml used through a replace directive, a
+// go.work workspace or a vendor directory under $HOME or that GOPATH). A checkout of go-ggml elsewhere links the
 // provider with `make setup`; a module cache elsewhere needs the include
 // path this command prints:
 //
@@ -32,7 +32,7 @@ const (
 	providerGGML   = "ml/backend/ggml/ggml"
 	selfModule     = "github.com/go-ggml/ggml"
 	// maxClimb is how far above go-ggml the forwarding files look for a
-	// go/pkg/mod (internal/provider/gen/search.go).
+	// module cache (internal/provider/gen/search.go).
 	maxClimb = 16
 )
 
@@ -123,8 +123,8 @@ func check() error {
 	}
 	flags := cppflags(dir)
 	fmt.Printf(`go-ggml (%s) cannot find ggml (%s) from where it is:
-it is neither in the module cache nor under a directory whose go/pkg/mod is
-the module cache (%s).
+it is neither in the module cache nor under a directory whose go/pkg/mod or
+pkg/mod is the module cache (%s).
 Either move the module cache there, or set the include path, once:
 
 	go env -w CGO_CPPFLAGS=%q
@@ -152,8 +152,10 @@ func finds(self, cache, version string) (bool, string) {
 	d := self
 	for range maxClimb {
 		d = filepath.Dir(d)
-		if exists(filepath.Join(d, "go", "pkg", "mod", mod)) {
-			return true, "in the module cache " + filepath.Join(d, "go", "pkg", "mod")
+		for _, c := range []string{filepath.Join(d, "go", "pkg", "mod"), filepath.Join(d, "pkg", "mod")} {
+			if exists(filepath.Join(c, mod)) {
+				return true, "in the module cache " + c
+			}
 		}
 	}
 	return false, ""

@@ -18,11 +18,12 @@ import (
 //     (a replace directive to a fork, or a renamed module): the module path
 //     has 1 to maxForkDepth elements, so the cache's root is that many
 //     directories above the module's.
-//  4. A module cache at go/pkg/mod in a directory above go-ggml, up to
-//     maxClimb levels: Go's default cache ($HOME/go/pkg/mod; /go/pkg/mod in
-//     Go's Docker images) for a go-ggml outside the module cache, as a
-//     replace to a local directory, a go.work workspace and a vendor
-//     directory have it.
+//  4. A module cache at go/pkg/mod or pkg/mod in a directory above go-ggml,
+//     up to maxClimb levels, the nearer first: Go's default cache
+//     ($HOME/go/pkg/mod; /go/pkg/mod in Go's Docker images) or a GOPATH's
+//     (<GOPATH>/pkg/mod, for a copy under <GOPATH>/src), for a go-ggml
+//     outside the module cache, as a replace to a local directory, a go.work
+//     workspace and a vendor directory have it.
 //
 // Then the include path (CGO_CPPFLAGS; build/cgoenv -print=cppflags prints
 // the lines for a cache elsewhere), then an #error that names the fixes.
@@ -33,7 +34,7 @@ const (
 	selfDepth = 3
 	// maxForkDepth bounds the module path of a fork found in the cache.
 	maxForkDepth = 8
-	// maxClimb bounds how far above go-ggml a go/pkg/mod is looked for.
+	// maxClimb bounds how far above go-ggml a module cache is looked for.
 	maxClimb = 16
 	// linkDir is the checkout's link to the provider's ggml directory,
 	// relative to internal/provider.
@@ -55,7 +56,7 @@ func searchPaths(dir, version, file string) []string {
 		}
 	}
 	for j := 1; j <= maxClimb; j++ {
-		paths = append(paths, up(depth+j)+"go/pkg/mod/"+mod)
+		paths = append(paths, up(depth+j)+"go/pkg/mod/"+mod, up(depth+j)+"pkg/mod/"+mod)
 	}
 	return paths
 }
@@ -63,7 +64,7 @@ func searchPaths(dir, version, file string) []string {
 // notFound is the #error text for file (relative to the provider's ggml
 // directory) when no place has it: the fix for each case.
 func notFound(version, file string) string {
-	return fmt.Sprintf("go-ggml: cannot find %s of %s@%s, neither beside go-ggml in the module cache nor in a module cache at go/pkg/mod above go-ggml. "+
+	return fmt.Sprintf("go-ggml: cannot find %s of %s@%s, neither beside go-ggml in the module cache nor in a module cache at go/pkg/mod or pkg/mod above go-ggml. "+
 		"If the module is not downloaded, run 'go mod download %s'. "+
 		"If your module cache is elsewhere (go env GOMODCACHE), set CGO_CPPFLAGS to what 'go run github.com/go-ggml/ggml/build/cgoenv -print=cppflags' prints. "+
 		"In a go-ggml checkout, run 'make setup'.",

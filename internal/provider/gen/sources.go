@@ -221,8 +221,8 @@ package {{.Package}}
 
 // The provider's include directories, at each place gen/search.go looks
 // for the provider (the module cache beside go-ggml, a checkout's link, the
-// cache beside a fork, a go/pkg/mod above go-ggml). The C compiler skips a
-// directory that does not exist.
+// cache beside a fork, a go/pkg/mod or pkg/mod above go-ggml). The C
+// compiler skips a directory that does not exist.
 
 /*
 {{- range .Include}}

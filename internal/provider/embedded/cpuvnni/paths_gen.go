@@ -6,8 +6,8 @@ package cpuvnni
 
 // The provider's include directories, at each place gen/search.go looks
 // for the provider (the module cache beside go-ggml, a checkout's link, the
-// cache beside a fork, a go/pkg/mod above go-ggml). The C compiler skips a
-// directory that does not exist.
+// cache beside a fork, a go/pkg/mod or pkg/mod above go-ggml). The C
+// compiler skips a directory that does not exist.
 
 /*
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
@@ -20,21 +20,37 @@ package cpuvnni
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../provider-ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
@@ -45,21 +61,37 @@ package cpuvnni
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../provider-ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
@@ -70,21 +102,37 @@ package cpuvnni
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../provider-ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
@@ -95,20 +143,36 @@ package cpuvnni
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 #cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
+#cgo CPPFLAGS: -I${SRCDIR}/../../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml-cpu/llamafile
 */
 import "C"

@@ -6,7 +6,7 @@
 //     are on the include path, e.g. found with pkg-config): <ggml-backend.h>.
 //   - Otherwise each place that internal/provider/gen/search.go names: the
 //     module cache beside go-ggml, a checkout's link, the cache beside a
-//     fork, a module cache at go/pkg/mod above go-ggml.
+//     fork, a module cache at go/pkg/mod or pkg/mod above go-ggml.
 //   - The include path (CGO_CPPFLAGS). This file sits in a directory of
 //     its own so that this search cannot find it.
 #ifndef GOGGML_FWD_GGML_BACKEND_H
@@ -33,39 +33,71 @@
 #include "../../../../../../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include("../../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
 #include "../../../../../../../../../../../../../../../../../../../../go/pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
+#elif __has_include("../../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h")
+#include "../../../../../../../../../../../../../../../../../../../../pkg/mod/github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/include/ggml-backend.h"
 #elif __has_include(<ggml-backend.h>)
 #include <ggml-backend.h>
 #else
-#error "go-ggml: cannot find include/ggml-backend.h of github.com/ollama/ollama@v0.17.4, neither beside go-ggml in the module cache nor in a module cache at go/pkg/mod above go-ggml. If the module is not downloaded, run 'go mod download github.com/ollama/ollama'. If your module cache is elsewhere (go env GOMODCACHE), set CGO_CPPFLAGS to what 'go run github.com/go-ggml/ggml/build/cgoenv -print=cppflags' prints. In a go-ggml checkout, run 'make setup'."
+#error "go-ggml: cannot find include/ggml-backend.h of github.com/ollama/ollama@v0.17.4, neither beside go-ggml in the module cache nor in a module cache at go/pkg/mod or pkg/mod above go-ggml. If the module is not downloaded, run 'go mod download github.com/ollama/ollama'. If your module cache is elsewhere (go env GOMODCACHE), set CGO_CPPFLAGS to what 'go run github.com/go-ggml/ggml/build/cgoenv -print=cppflags' prints. In a go-ggml checkout, run 'make setup'."
 #endif
 #endif
