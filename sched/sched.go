@@ -74,8 +74,8 @@ import (
 	"github.com/go-ggml/ggml/internal/bridge"
 	"github.com/go-ggml/ggml/internal/hashsize"
 	"github.com/go-ggml/ggml/internal/life"
-	"github.com/go-ggml/ggml/internal/sysmem"
 	_ "github.com/go-ggml/ggml/internal/provider"
+	"github.com/go-ggml/ggml/internal/sysmem"
 )
 
 // MaxBackends is the most backends a scheduler takes (GGML_SCHED_MAX_BACKENDS).

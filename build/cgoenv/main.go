@@ -194,7 +194,6 @@ func goCmd(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "cgoenv:", err)
 	os.Exit(1)

@@ -96,7 +96,7 @@ var srcGroups = []srcGroup{
 		Dir:     "embedded/cpuamx",
 		Globs:   []string{"ggml-cpu/amx/amx.cpp"},
 		Include: []string{"include", "src", "src/ggml-cpu", "src/ggml-cpu/amx"},
-		Build: variantBuild,
+		Build:   variantBuild,
 		// The instruction sets, whatever a user's CGO_CFLAGS say.
 		Prelude: `#include "amx_target.h"`,
 		// provider_mmq.h includes the kernels through this.
