@@ -44,7 +44,9 @@
 // By default go-ggml compiles ggml's core and CPU backend from the Go
 // module github.com/ollama/ollama (the embedded provider); nothing needs
 // to be installed but a C and C++ compiler, and the first build takes a
-// minute or two. With -tags ggml_system it links an installed upstream
+// minute or two. It builds from the module cache, go mod vendor, a replace
+// to a local copy, go.work and forks (docs/providers.md says how it finds
+// ggml, and the one case that needs CGO_CPPFLAGS). With -tags ggml_system it links an installed upstream
 // ggml (v0.21.0 or later) found with pkg-config instead; only that
 // provider has the RPC backend and the meta device. docs/providers.md
 // says what differs.
