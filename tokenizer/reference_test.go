@@ -40,9 +40,16 @@ type llamaCpp struct {
 
 // startLlamaCpp starts the reference on the GGUF file at path; it skips
 // the test when llama.cpp is not installed (fails with
-// GOGGML_REQUIRE_LLAMACPP=1).
+// GOGGML_REQUIRE_LLAMACPP=1), and under the race detector.
 func startLlamaCpp(t testing.TB, path string) *llamaCpp {
 	t.Helper()
+	if raceOn {
+		// As modeltest.StartLlamaCpp: the comparisons are tokens, one
+		// goroutine against a process, not concurrency. They run in the
+		// plain run; under -race (three times slower, War and Peace alone
+		// 100 s) they cost every suite's race pass minutes for nothing.
+		t.Skip("llama.cpp's comparisons run without -race")
+	}
 	dir := os.Getenv("GOGGML_LLAMACPP")
 	if dir == "" {
 		home, _ := os.UserHomeDir()
