@@ -166,13 +166,26 @@ if [ "$mode" = ways ]; then
   cd "$work/elsewhere/app"
   "$go" mod edit -require="$self@v0.0.0-00010101000000-000000000000" -replace="$self=../ggml-copy"
   "$go" mod tidy
-  if "$go" build -o app-way . 2>"$work/build.log"; then
+  # (A machine whose own cache is at /go/pkg/mod, as Go's Docker images
+  # have it, finds it above the copy: then there is no error to check.)
+  above="" pv=$("$go" list -m -f '{{.Version}}' github.com/ollama/ollama)
+  d=$work/elsewhere/ggml-copy
+  while [ "$d" != / ]; do
+    d=$(dirname "$d")
+    for c in "$d/go/pkg/mod" "$d/pkg/mod"; do
+      [ -z "$above" ] && [ -d "${c%/}/github.com/ollama/ollama@$pv" ] && above=${c%/}
+    done
+  done
+  if [ -n "$above" ]; then
+    echo "outside: $above, above the copy, holds the provider: no error to check"
+  elif "$go" build -o app-way . 2>"$work/build.log"; then
     echo "outside: a copy outside the module cache's directory built: its search should not find ggml" >&2
     exit 1
+  else
+    grep -q "go run $self/build/cgoenv -print=cppflags" "$work/build.log" ||
+      { cat "$work/build.log" >&2; echo "outside: the build's error does not name the fix" >&2; exit 1; }
+    grep -m1 'error:' "$work/build.log"
   fi
-  grep -q "go run $self/build/cgoenv -print=cppflags" "$work/build.log" ||
-    { cat "$work/build.log" >&2; echo "outside: the build's error does not name the fix" >&2; exit 1; }
-  grep -m1 'error:' "$work/build.log"
   fix=$("$go" run "$self/build/cgoenv" -print=cppflags)
   CGO_CPPFLAGS="$fix" build_run "a copy the search cannot find, with CGO_CPPFLAGS from cgoenv" "-O0 -g"
   exit 0
