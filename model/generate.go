@@ -174,6 +174,19 @@ func (m *Model) ChatPrompt(msgs []chat.Message) ([]int32, error) {
 	return tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}), nil
 }
 
+// ChatText returns the text that ChatPrompt tokenizes: msgs rendered with
+// the chat template, with the generation prompt. Tokenize(ChatText(msgs))
+// is ChatPrompt(msgs); a caller that bounds its work looks at the text's
+// length between the two. It is safe to call while another goroutine
+// uses the model.
+func (m *Model) ChatText(msgs []chat.Message) (string, error) {
+	tok, err := m.encoder("ChatText")
+	if err != nil {
+		return "", err
+	}
+	return m.chatText(tok, msgs)
+}
+
 // text runs GenerateText and Chat: the prompt from render, tokenized.
 func (m *Model) text(what string, ctx context.Context, render func(*tokenizer.Tokenizer) (string, error), o GenerateOptions) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {

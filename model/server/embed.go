@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 
@@ -21,31 +22,47 @@ type embeddingRequest struct {
 }
 
 // inputs reads an embedding request's input: a string, an array of
-// strings, an array of token IDs, or an array of arrays of them.
+// strings, an array of token IDs, or an array of arrays of them; at least
+// one, and no null where a string or an ID belongs.
 func (s *Server) inputs(raw json.RawMessage) ([][]int32, error) {
-	var texts []string
+	if isNull(raw) {
+		return nil, badRequest("no input")
+	}
+	var texts []*string
 	var one string
 	if err := json.Unmarshal(raw, &one); err == nil {
-		texts = []string{one}
+		texts = []*string{&one}
 	} else if err := json.Unmarshal(raw, &texts); err != nil {
-		var ids []int32
-		var idss [][]int32
+		var ids []*int32
+		var idss [][]*int32
 		if err := json.Unmarshal(raw, &ids); err == nil {
-			idss = [][]int32{ids}
+			idss = [][]*int32{ids}
 		} else if err := json.Unmarshal(raw, &idss); err != nil {
 			return nil, badRequest("input is not a string, an array of strings or an array of token IDs")
 		}
 		if len(idss) > maxInputs {
 			return nil, badRequest("%d inputs, at most %d", len(idss), maxInputs)
 		}
-		return idss, nil
+		out := make([][]int32, len(idss))
+		for i, ids := range idss {
+			if out[i], err = tokenIDs(fmt.Sprintf("input %d", i), ids); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	if len(texts) == 0 {
+		return nil, badRequest("no input")
 	}
 	if len(texts) > maxInputs {
 		return nil, badRequest("%d inputs, at most %d", len(texts), maxInputs)
 	}
 	out := make([][]int32, len(texts))
 	for i, t := range texts {
-		ids, err := s.m.Tokenize(t)
+		if t == nil {
+			return nil, badRequest("input %d is null, want a string", i)
+		}
+		ids, err := s.tokenize(fmt.Sprintf("input %d", i), *t)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +79,7 @@ type embedding struct {
 
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	var req embeddingRequest
-	if err := decode(r, &req); err != nil {
+	if err := s.decode(w, r, &req); err != nil {
 		fail(w, err)
 		return
 	}

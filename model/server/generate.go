@@ -42,6 +42,50 @@ type params struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	IgnoreEOS bool `json:"ignore_eos"`
+
+	// OpenAI's fields this server does not implement: a request that
+	// asks for what they do is refused (unsupported), not answered as if
+	// it had not asked.
+	LogitBias      map[string]json.RawMessage `json:"logit_bias"`
+	Logprobs       json.RawMessage            `json:"logprobs"`
+	TopLogprobs    *int                       `json:"top_logprobs"`
+	Echo           bool                       `json:"echo"`
+	BestOf         *int                       `json:"best_of"`
+	Suffix         *string                    `json:"suffix"`
+	ResponseFormat *struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+	Functions  []json.RawMessage `json:"functions"`
+	ToolChoice json.RawMessage   `json:"tool_choice"`
+}
+
+// unsupported returns the error of p's first field that asks for what
+// the server does not do, or nil.
+func (p *params) unsupported() error {
+	switch lp := strings.TrimSpace(string(p.Logprobs)); {
+	case len(p.LogitBias) > 0:
+		return badRequest("logit_bias is not supported")
+	case lp != "" && lp != "null" && lp != "false" && lp != "0":
+		return badRequest("logprobs are not supported")
+	case p.TopLogprobs != nil && *p.TopLogprobs != 0:
+		return badRequest("top_logprobs are not supported")
+	case p.Echo:
+		return badRequest("echo is not supported")
+	case p.BestOf != nil && *p.BestOf != 1:
+		return badRequest("best_of is %d: one completion per request", *p.BestOf)
+	case p.Suffix != nil && *p.Suffix != "":
+		return badRequest("suffix is not supported")
+	case p.ResponseFormat != nil && p.ResponseFormat.Type != "" && p.ResponseFormat.Type != "text":
+		return badRequest("response_format %q is not supported (text only)", p.ResponseFormat.Type)
+	case len(p.Functions) > 0:
+		return badRequest("functions are not supported")
+	}
+	switch tc := strings.TrimSpace(string(p.ToolChoice)); tc {
+	case "", "null", `"none"`, `"auto"`:
+		return nil
+	default:
+		return badRequest("tool_choice %.40s: tools are not supported", tc)
+	}
 }
 
 // finite32 checks that a request's number is finite and within float32's
@@ -59,6 +103,9 @@ func finite32(name string, v float64) (float32, error) {
 func (s *Server) options(p *params, defMax int) (model.GenerateOptions, []string, error) {
 	o := model.GenerateOptions{Sampling: sample.Defaults(), IgnoreEOS: p.IgnoreEOS}
 	o.Sampling.Seed = randomSeed()
+	if err := p.unsupported(); err != nil {
+		return o, nil, err
+	}
 	if p.N != nil && *p.N != 1 {
 		return o, nil, badRequest("n is %d: one completion per request", *p.N)
 	}
@@ -327,31 +374,78 @@ type completionRequest struct {
 }
 
 // prompt reads a completion's prompt: a string, an array of one string,
-// an array of token IDs, or an array of one array of them.
+// an array of token IDs, or an array of one array of them. A null where
+// a string or an ID belongs is an error, not "" or token 0.
 func (s *Server) prompt(raw json.RawMessage) ([]int32, error) {
+	if isNull(raw) {
+		return nil, badRequest("no prompt")
+	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
-		return s.m.Tokenize(text)
+		return s.tokenize("prompt", text)
 	}
-	var texts []string
+	var texts []*string
 	if err := json.Unmarshal(raw, &texts); err == nil {
 		if len(texts) != 1 {
 			return nil, badRequest("%d prompts: one per request", len(texts))
 		}
-		return s.m.Tokenize(texts[0])
+		if texts[0] == nil {
+			return nil, badRequest("prompt [null]: want a string")
+		}
+		return s.tokenize("prompt", *texts[0])
 	}
-	var ids []int32
+	var ids []*int32
 	if err := json.Unmarshal(raw, &ids); err == nil {
-		return ids, nil
+		return tokenIDs("prompt", ids)
 	}
-	var idss [][]int32
+	var idss [][]*int32
 	if err := json.Unmarshal(raw, &idss); err == nil {
 		if len(idss) != 1 {
 			return nil, badRequest("%d prompts: one per request", len(idss))
 		}
-		return idss[0], nil
+		return tokenIDs("prompt", idss[0])
 	}
 	return nil, badRequest("prompt is not a string or an array of token IDs")
+}
+
+// isNull reports whether raw is absent or JSON's null.
+func isNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
+// tokenIDs returns ids, read where a null is no ID (and a null array, nil,
+// no array).
+func tokenIDs(what string, ids []*int32) ([]int32, error) {
+	if ids == nil {
+		return nil, badRequest("%s is null, want an array of token IDs", what)
+	}
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		if id == nil {
+			return nil, badRequest("%s: token %d is null, want an integer", what, i)
+		}
+		out[i] = *id
+	}
+	return out, nil
+}
+
+// tokenize tokenizes text, what of a request, if it is no longer than
+// MaxPromptBytes.
+func (s *Server) tokenize(what, text string) ([]int32, error) {
+	if err := s.checkText(what, len(text)); err != nil {
+		return nil, err
+	}
+	return s.m.Tokenize(text)
+}
+
+// checkText refuses a text of n bytes longer than MaxPromptBytes.
+func (s *Server) checkText(what string, n int) error {
+	if n > s.opts.MaxPromptBytes {
+		return fmt.Errorf("%w: server: the %s is %d bytes, more than the %d-token context holds (at most %d bytes: Options.MaxPromptBytes)",
+			model.ErrContextFull, what, n, s.m.ContextSize(), s.opts.MaxPromptBytes)
+	}
+	return nil
 }
 
 type completionChoice struct {
@@ -363,7 +457,7 @@ type completionChoice struct {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if err := decode(r, &req); err != nil {
+	if err := s.decode(w, r, &req); err != nil {
 		fail(w, err)
 		return
 	}
@@ -530,7 +624,7 @@ type chatChoice struct {
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if err := decode(r, &req); err != nil {
+	if err := s.decode(w, r, &req); err != nil {
 		fail(w, err)
 		return
 	}
@@ -547,7 +641,15 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequest("no messages"))
 		return
 	}
+	// Each message takes a token of the context at least; the texts are
+	// bounded before the template renders them, the rendered text before
+	// it is tokenized.
+	if n := len(req.Messages); n > s.m.ContextSize() {
+		fail(w, fmt.Errorf("%w: server: %d messages, more than the %d-token context holds", model.ErrContextFull, n, s.m.ContextSize()))
+		return
+	}
 	msgs := make([]chat.Message, len(req.Messages))
+	size := 0
 	for i, m := range req.Messages {
 		if m.Role == "" {
 			fail(w, badRequest("message %d has no role", i))
@@ -558,9 +660,19 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) {
 			fail(w, err)
 			return
 		}
+		size += len(m.Role) + len(text)
 		msgs[i] = chat.Message{Role: m.Role, Content: text}
 	}
-	prompt, err := s.m.ChatPrompt(msgs)
+	if err := s.checkText("messages' text", size); err != nil {
+		fail(w, err)
+		return
+	}
+	text, err := s.m.ChatText(msgs)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	prompt, err := s.tokenize("rendered chat", text)
 	if err != nil {
 		fail(w, err)
 		return

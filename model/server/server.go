@@ -2,9 +2,12 @@
 // /v1/completions, /v1/chat/completions (the model file's chat template),
 // /v1/embeddings (for embedding models), /v1/models and /health, with
 // streaming as server-sent events, as llama.cpp's llama-server serves
-// them. A client that disconnects cancels its request's sequence. Bodies,
-// max_tokens and stop strings are bounded; every bad request gets a JSON
-// error in OpenAI's shape and its HTTP status; an optional API key is
+// them. A client that disconnects cancels its request's sequence. Bodies
+// (their size and the time they take to arrive), prompts (before they are
+// tokenized), messages, max_tokens and stop strings are bounded; every bad
+// request gets a JSON error in OpenAI's shape and its HTTP status, and so
+// does one that asks for what the server does not implement (logit_bias,
+// logprobs, echo, response_format, tools, ...); an optional API key is
 // checked in constant time. cmd/llama-server runs it.
 //
 // Nothing here depends on the ggml provider.
@@ -18,12 +21,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/go-ggml/ggml/ggml"
 	"github.com/go-ggml/ggml/model"
+	"github.com/go-ggml/ggml/model/chat"
 	"github.com/go-ggml/ggml/model/engine"
 	"github.com/go-ggml/ggml/model/sample"
 )
@@ -46,7 +51,22 @@ type Options struct {
 	// not read for that long loses its connection (and its request's
 	// sequence). 0 means 60 s.
 	WriteTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body: a client that
+	// sends it slower loses its connection. 0 means 60 s.
+	BodyTimeout time.Duration
+	// MaxPromptBytes is the longest text the server tokenizes for one
+	// request: a completion's prompt, a chat's rendered messages, each
+	// embedding input; longer is a 400 error before any tokenizing, whose
+	// memory and time grow with the text. 0 means PromptBytesPerToken
+	// bytes for each token of the model's context.
+	MaxPromptBytes int
 }
+
+// PromptBytesPerToken is the default MaxPromptBytes per token of the
+// model's context: text runs 3 to 6 bytes a token (a run of spaces up to
+// 16 or so), so a text of more bytes than this allows does not fit the
+// context.
+const PromptBytesPerToken = 32
 
 // Server answers the OpenAI API with an engine's model. It is an
 // http.Handler, safe for concurrent use.
@@ -69,7 +89,7 @@ func New(e *engine.Engine, o Options) (*Server, error) {
 	if e == nil {
 		return nil, fmt.Errorf("%w: server: New of a nil engine", ggml.ErrInvalid)
 	}
-	if o.MaxBodyBytes < 0 || o.MaxTokens < 0 || o.WriteTimeout < 0 {
+	if o.MaxBodyBytes < 0 || o.MaxTokens < 0 || o.WriteTimeout < 0 || o.BodyTimeout < 0 || o.MaxPromptBytes < 0 {
 		return nil, fmt.Errorf("%w: server: Options with a negative limit", ggml.ErrInvalid)
 	}
 	if o.Name == "" {
@@ -84,6 +104,12 @@ func New(e *engine.Engine, o Options) (*Server, error) {
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = 60 * time.Second
+	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = 60 * time.Second
+	}
+	if o.MaxPromptBytes == 0 {
+		o.MaxPromptBytes = PromptBytesPerToken * m.ContextSize()
 	}
 	s := &Server{e: e, m: m, opts: o, mux: http.NewServeMux(), now: time.Now}
 	s.mux.HandleFunc("GET /health", s.health)
@@ -105,8 +131,9 @@ func New(e *engine.Engine, o Options) (*Server, error) {
 // ServeHTTP checks the API key and the body's size and answers r.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.APIKey != "" && r.URL.Path != "/health" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.APIKey)) != 1 {
+		// The scheme is case-insensitive (RFC 9110, 11.1).
+		scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.APIKey)) != 1 {
 			writeError(w, http.StatusUnauthorized, "authentication_error", "a valid API key is required (Authorization: Bearer KEY)")
 			return
 		}
@@ -149,7 +176,10 @@ func statusOf(err error) (int, string) {
 	case errors.Is(err, ggml.ErrClosed):
 		return http.StatusServiceUnavailable, "server_error"
 	case errors.Is(err, ggml.ErrInvalid), errors.Is(err, model.ErrToken), errors.Is(err, model.ErrContextFull),
-		errors.Is(err, sample.ErrParams), errors.Is(err, model.ErrModel), errors.Is(err, errRequest):
+		errors.Is(err, sample.ErrParams), errors.Is(err, model.ErrModel), errors.Is(err, errRequest),
+		// The template's rejection of the messages (raise_exception) or
+		// of their size.
+		errors.Is(err, chat.ErrTemplate):
 		return http.StatusBadRequest, "invalid_request_error"
 	}
 	return http.StatusInternalServerError, "server_error"
@@ -167,17 +197,30 @@ func fail(w http.ResponseWriter, err error) {
 	writeError(w, status, typ, err.Error())
 }
 
-// decode reads r's JSON body into v.
-func decode(r *http.Request, v any) error {
-	d := json.NewDecoder(r.Body)
-	if err := d.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return badRequest("the body is not the JSON of a request: %v", err)
+// decode reads r's JSON body into v: one JSON value, read within the
+// server's BodyTimeout.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	// The read deadline covers the body only: a connection's deadline
+	// would also cut the background read that notices a client leaving
+	// while a long answer streams.
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil {
+		defer rc.SetReadDeadline(time.Time{})
 	}
-	return nil
+	d := json.NewDecoder(r.Body)
+	err := d.Decode(v)
+	if err == nil {
+		if _, err = d.Token(); errors.Is(err, io.EOF) {
+			return nil
+		} else if err == nil {
+			err = errors.New("more than one JSON value")
+		}
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return err
+	}
+	return badRequest("the body is not the JSON of a request: %v", err)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
