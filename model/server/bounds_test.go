@@ -1,16 +1,19 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -208,4 +211,26 @@ func TestChatTextIsChatPrompt(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, got, "%q", text)
 	}
+}
+
+// TestSlowBodyTimesOut: a client that stops sending its body gets a 400
+// once BodyTimeout has passed, rather than holding the handler forever;
+// the deadline covers the body only, so the server then serves the next
+// request, a streamed one included.
+func TestSlowBodyTimesOut(t *testing.T) {
+	_, srv := boundsServer(t, "", Options{BodyTimeout: 200 * time.Millisecond})
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"prompt\":")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "no answer to a stalled body")
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(data), "timeout")
+	status, msg := post(t, srv, "/v1/completions", "", `{"prompt":"x","max_tokens":4,"stream":true}`)
+	assert.Equal(t, http.StatusOK, status, msg)
 }

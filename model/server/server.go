@@ -203,14 +203,17 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	// The read deadline covers the body only: a connection's deadline
 	// would also cut the background read that notices a client leaving
 	// while a long answer streams.
+	// A body that failed keeps the deadline: net/http reads what is left
+	// of it after the handler, which a stalled client would make wait.
 	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil {
-		defer rc.SetReadDeadline(time.Time{})
-	}
+	deadline := rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil
 	d := json.NewDecoder(r.Body)
 	err := d.Decode(v)
 	if err == nil {
 		if _, err = d.Token(); errors.Is(err, io.EOF) {
+			if deadline {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
 			return nil
 		} else if err == nil {
 			err = errors.New("more than one JSON value")
