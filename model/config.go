@@ -392,3 +392,25 @@ func ReadExperts(f *gguf.File, c Config, def int) (Experts, error) {
 	}
 	return x, nil
 }
+
+// NeedRMSEps is the error of a file that lacks the RMS norm's epsilon
+// (arch.attention.layer_norm_rms_epsilon), or nil: Validate takes either
+// epsilon, and an architecture whose norms are RMS norms calls this in its
+// Open so that a file with only LayerNorm's key is refused, not run with
+// an epsilon of 0.
+func (c Config) NeedRMSEps() error {
+	if c.RMSEps == 0 {
+		return fmt.Errorf("%w: key %s.%s (the RMS norms' epsilon) is missing or 0", ErrModel, c.Arch, keyRMSEps)
+	}
+	return nil
+}
+
+// NeedNormEps is NeedRMSEps for LayerNorm's epsilon
+// (arch.attention.layer_norm_epsilon), for architectures whose norms are
+// LayerNorms (BERT).
+func (c Config) NeedNormEps() error {
+	if c.NormEps == 0 {
+		return fmt.Errorf("%w: key %s.%s (the LayerNorms' epsilon) is missing or 0", ErrModel, c.Arch, keyNormEps)
+	}
+	return nil
+}

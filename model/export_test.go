@@ -5,6 +5,9 @@ import (
 	"github.com/go-ggml/ggml/gguf"
 )
 
+// CheckConst is checkConst, Load's check of a UseConst tensor's values.
+var CheckConst = checkConst
+
 // Internals the external tests (package model_test) set.
 var (
 	KVPad         = &kvPad

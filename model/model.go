@@ -466,6 +466,9 @@ func LoadFile(ctx context.Context, f *gguf.File, opts Options) (m *Model, err er
 			if consts[s.Name], err = ggml.Data[float32](t); err != nil {
 				return nil, err
 			}
+			if err := checkConst(s.Name, consts[s.Name]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := m.newState(consts); err != nil {
@@ -1189,4 +1192,17 @@ func (m *Model) Memory() []MemoryUse {
 		out = append(out, u)
 	}
 	return out
+}
+
+// checkConst refuses a UseConst tensor with a value that is not a finite
+// positive number: RoPE's frequency factors divide the frequencies, and a
+// zero or NaN one gives NaN attention that flash attention's kernel turns
+// into finite, wrong numbers.
+func checkConst(name string, v []float32) error {
+	for i, x := range v {
+		if !(x > 0) || math.IsInf(float64(x), 0) {
+			return fmt.Errorf("%w: tensor %s: value %d is %g, want a finite number above 0", ErrModel, name, i, x)
+		}
+	}
+	return nil
 }

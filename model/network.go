@@ -146,7 +146,8 @@ const (
 	UseRows
 	// UseConst: a small f32 vector every layer reads (Llama 3.1's RoPE
 	// frequency factors): Load copies it to each device that runs layers,
-	// and Weights.OnLayer gives a layer its own device's copy.
+	// and Weights.OnLayer gives a layer its own device's copy. Load
+	// refuses one with a value that is not a finite positive number.
 	UseConst // UseMatMulID: a stack of experts' matrices [in, out, experts] the
 	// graph multiplies by, each token by the experts a router chose
 	// (MulMatID: mixture-of-experts feed-forwards).

@@ -40,6 +40,9 @@ func Open(f *gguf.File) (model.Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.NeedNormEps(); err != nil {
+		return nil, err
+	}
 	k := model.NewKeys(f, Arch)
 	pool := model.Pooling(k.Int("pooling_type", int(model.PoolMean)))
 	if err := k.Err(); err != nil {

@@ -99,6 +99,10 @@ func ReadParams(f *gguf.File, c model.Config, arch string) (Params, error) {
 	// width per head, the others by the head size.
 	p.QScale = float32(1 / math.Sqrt(float64(c.HeadDim)))
 	if arch == Gemma2 && c.BlockCount == 46 || arch == Gemma3 && c.BlockCount == 62 {
+		if c.EmbeddingLength < c.HeadCount {
+			return Params{}, fmt.Errorf("%w: %s: %d heads in a width of %d: the query scale (by the width per head) would be infinite",
+				model.ErrModel, arch, c.HeadCount, c.EmbeddingLength)
+		}
 		p.QScale = float32(1 / math.Sqrt(float64(c.EmbeddingLength/c.HeadCount)))
 	}
 	return p, nil
@@ -109,6 +113,9 @@ func ReadParams(f *gguf.File, c model.Config, arch string) (Params, error) {
 func Open(f *gguf.File, arch string) (model.Network, error) {
 	c, err := model.ReadArchConfig(f, arch)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.NeedRMSEps(); err != nil {
 		return nil, err
 	}
 	p, err := ReadParams(f, c, arch)

@@ -28,6 +28,9 @@ func Open(f *gguf.File) (model.Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.NeedRMSEps(); err != nil {
+		return nil, err
+	}
 	x, err := model.ReadExperts(f, c, c.FeedForward)
 	if err != nil {
 		return nil, err

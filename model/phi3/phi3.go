@@ -39,6 +39,9 @@ func Open(f *gguf.File) (model.Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.NeedRMSEps(); err != nil {
+		return nil, err
+	}
 	_, fused := f.Tensor("blk.0.attn_qkv.weight")
 	factors := int64(c.RopeDim / 2)
 	specs := append(model.OutputSpecs(c), model.Optional(model.Vector("output.bias", int64(c.VocabSize))),

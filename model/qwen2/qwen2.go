@@ -32,6 +32,9 @@ func Open(f *gguf.File) (model.Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.NeedRMSEps(); err != nil {
+		return nil, err
+	}
 	specs := append(model.OutputSpecs(c), model.Optional(model.Vector("output.bias", int64(c.VocabSize))))
 	for il := range c.BlockCount {
 		specs = append(specs, model.AttnSpecs(c, il, model.AttnParts{Biases: true})...)

@@ -42,6 +42,9 @@ func OpenMoE(f *gguf.File) (model.Network, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.NeedRMSEps(); err != nil {
+		return nil, err
+	}
 	k := model.NewKeys(f, ArchMoE)
 	used := k.Int("expert_used_count", 0)
 	if err := k.Err(); err != nil {
@@ -70,6 +73,9 @@ func OpenMoE(f *gguf.File) (model.Network, error) {
 func Open(f *gguf.File) (model.Network, error) {
 	c, err := model.ReadArchConfig(f, Arch)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.NeedRMSEps(); err != nil {
 		return nil, err
 	}
 	specs := model.OutputSpecs(c)
