@@ -589,11 +589,10 @@ func checkTensors(f *gguf.File, c Config, specs []TensorSpec) (tied bool, err er
 		if !ok {
 			return false, fmt.Errorf("%w: tensor %s is not part of the %s model this package runs (%s.block_count is %d)", ErrModel, ti.Name, c.Arch, c.Arch, c.BlockCount)
 		}
-		got := ti.Shape
-		for len(got) > len(w.Shape) && got[len(got)-1] == 1 {
-			got = got[:len(got)-1]
-		}
-		if !slices.Equal(got, w.Shape) {
+		// Trailing dimensions of 1 are no dimensions: writers (gguf's,
+		// ggml's) leave them out, as a one-expert stack's, and some keep
+		// them.
+		if !slices.Equal(trimOnes(ti.Shape), trimOnes(w.Shape)) {
 			return false, fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrModel, ti.Name, ti.Shape, w.Shape)
 		}
 		if (w.Use == UseVector || w.Use == UseConst) && ti.Type != ggml.TypeF32 {
@@ -1205,4 +1204,13 @@ func checkConst(name string, v []float32) error {
 		}
 	}
 	return nil
+}
+
+// trimOnes returns shape without its trailing dimensions of 1 (but the
+// first).
+func trimOnes(shape []int64) []int64 {
+	for len(shape) > 1 && shape[len(shape)-1] == 1 {
+		shape = shape[:len(shape)-1]
+	}
+	return shape
 }

@@ -9,6 +9,7 @@ import (
 
 	_ "github.com/go-ggml/ggml/cuda" // -tags cuda: the CUDA backend joins the registry
 	"github.com/go-ggml/ggml/ggml"
+	"github.com/go-ggml/ggml/gguf"
 	"github.com/go-ggml/ggml/internal/testutil"
 	"github.com/go-ggml/ggml/model"
 	"github.com/go-ggml/ggml/model/modeltest"
@@ -93,4 +94,24 @@ func TestMatchesReferenceGPU(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestMoEOneExpert: a mixture of one expert, whose stacks' last dimension
+// of 1 the file leaves out (as ggml's writer and llama.cpp's converter
+// do), loads (llama.cpp takes it) and matches the float64 reference.
+func TestMoEOneExpert(t *testing.T) {
+	rng := testutil.NewRNG(t)
+	c := modeltest.Presets["tiny"]
+	c.Arch = qwen3.ArchMoE
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	require.NoError(t, modeltest.WriteRandom(path, modeltest.RandomModel{Config: c, Experts: 1, ExpertsUsed: 1, Converted: true, Seed: rng.Uint64()}))
+	f, err := gguf.Open(path)
+	require.NoError(t, err)
+	ti, ok := f.Tensor("blk.0.ffn_gate_inp.weight")
+	require.True(t, ok)
+	require.Len(t, ti.Shape, 1, "the writer keeps the expert dimension of 1: this test checks nothing")
+	require.NoError(t, f.Close())
+	m := modeltest.LoadModel(t, path, model.Options{ContextSize: 64, BatchSize: 8})
+	ref := modeltest.OpenReference(t, path)
+	modeltest.CheckAgainstReference(t, m, ref, modeltest.RandomTokens(rng, 24, c.VocabSize), 10, modeltest.MoETolerance(ggml.TypeF32))
 }
