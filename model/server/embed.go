@@ -91,10 +91,6 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		fail(w, badRequest("encoding_format %q: float or base64", req.EncodingFormat))
 		return
 	}
-	if len(req.Input) == 0 {
-		fail(w, badRequest("no input"))
-		return
-	}
 	inputs, err := s.inputs(req.Input)
 	if err != nil {
 		fail(w, err)

@@ -466,10 +466,6 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		fail(w, err)
 		return
 	}
-	if len(req.Prompt) == 0 {
-		fail(w, badRequest("no prompt"))
-		return
-	}
 	prompt, err := s.prompt(req.Prompt)
 	if err != nil {
 		fail(w, err)
