@@ -25,20 +25,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/go-ggml/ggml/internal/provider/layout"
 )
 
 const (
-	providerModule = "github.com/ollama/ollama"
-	providerGGML   = "ml/backend/ggml/ggml"
+	providerModule = layout.Module
+	providerGGML   = layout.GGML
 	selfModule     = "github.com/go-ggml/ggml"
-	// maxClimb is how far above go-ggml the forwarding files look for a
-	// module cache (internal/provider/gen/search.go).
-	maxClimb = 16
 )
-
-// includeDirs are the provider's include directories that its sources and
-// go-ggml's need, relative to its ggml directory.
-var includeDirs = []string{"include", "src", "src/ggml-cpu", "src/ggml-cpu/amx", "src/ggml-cpu/llamafile"}
 
 func main() {
 	print := flag.String("print", "check", "what to print: check, cppflags, ggml or include")
@@ -83,7 +78,7 @@ flags:
 // cppflags returns the -I flags of the provider's include directories.
 func cppflags(dir string) string {
 	var flags []string
-	for _, d := range includeDirs {
+	for _, d := range layout.IncludeDirs {
 		flags = append(flags, "-I"+filepath.Join(dir, filepath.FromSlash(d)))
 	}
 	return strings.Join(flags, " ")
@@ -146,13 +141,14 @@ func finds(self, cache, version string) (bool, string) {
 	if strings.HasPrefix(self, filepath.Clean(cache)+sep) && exists(filepath.Join(cache, mod)) {
 		return true, "beside it in the module cache"
 	}
-	if exists(filepath.Join(self, "internal", "provider", "provider-ggml", "include", "ggml.h")) {
+	if exists(filepath.Join(self, "internal", "provider", layout.LinkDir, "include", "ggml.h")) {
 		return true, "through the checkout's link internal/provider/provider-ggml"
 	}
 	d := self
-	for range maxClimb {
+	for range layout.MaxClimb {
 		d = filepath.Dir(d)
-		for _, c := range []string{filepath.Join(d, "go", "pkg", "mod"), filepath.Join(d, "pkg", "mod")} {
+		for _, c := range layout.CacheDirs {
+			c = filepath.Join(d, filepath.FromSlash(c))
 			if exists(filepath.Join(c, mod)) {
 				return true, "in the module cache " + c
 			}

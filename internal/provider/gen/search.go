@@ -3,9 +3,12 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/go-ggml/ggml/internal/provider/layout"
 )
 
-// Where a forwarding file looks for the embedded provider. cgo knows one
+// Where a forwarding file looks for the embedded provider (the names are
+// package layout's, which build/cgoenv shares). cgo knows one
 // directory, the package's own (${SRCDIR}), and C includes by path, so a
 // forwarding file names the provider's files by paths relative to itself,
 // one for each place the provider module can be, tried in this order:
@@ -27,18 +30,13 @@ import (
 //
 // Then the include path (CGO_CPPFLAGS; build/cgoenv -print=cppflags prints
 // the lines for a cache elsewhere), then an #error that names the fixes.
+// The names of layout, short.
 const (
-	// providerGGML is ggml's directory in the provider module.
-	providerGGML = "ml/backend/ggml/ggml"
-	// selfDepth is the number of elements of go-ggml's module path.
-	selfDepth = 3
-	// maxForkDepth bounds the module path of a fork found in the cache.
-	maxForkDepth = 8
-	// maxClimb bounds how far above go-ggml a module cache is looked for.
-	maxClimb = 16
-	// linkDir is the checkout's link to the provider's ggml directory,
-	// relative to internal/provider.
-	linkDir = "provider-ggml"
+	providerGGML = layout.GGML
+	selfDepth    = layout.SelfDepth
+	maxForkDepth = layout.MaxForkDepth
+	maxClimb     = layout.MaxClimb
+	linkDir      = layout.LinkDir
 )
 
 // searchPaths returns the paths at which a forwarding file in dir (relative
@@ -56,7 +54,9 @@ func searchPaths(dir, version, file string) []string {
 		}
 	}
 	for j := 1; j <= maxClimb; j++ {
-		paths = append(paths, up(depth+j)+"go/pkg/mod/"+mod, up(depth+j)+"pkg/mod/"+mod)
+		for _, c := range layout.CacheDirs {
+			paths = append(paths, up(depth+j)+c+"/"+mod)
+		}
 	}
 	return paths
 }

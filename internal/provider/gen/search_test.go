@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-ggml/ggml/internal/provider/layout"
 )
 
 // TestSearchFindsEveryLayout lays go-ggml and the provider out as each way
@@ -82,4 +84,15 @@ func TestSearchOrder(t *testing.T) {
 	require.Equal(t, "../../../../../../../github.com/ollama/ollama@v0.17.4/ml/backend/ggml/ggml/src/ggml.c", p[0])
 	require.Equal(t, "../../provider-ggml/src/ggml.c", p[1])
 	require.Len(t, p, 2+maxForkDepth-1+2*maxClimb)
+}
+
+// TestIncludeDirsCoverGroups: the include directories that build/cgoenv
+// prints for CGO_CPPFLAGS (layout.IncludeDirs) are every one a package of
+// forwarding sources compiles with.
+func TestIncludeDirsCoverGroups(t *testing.T) {
+	for _, g := range srcGroups {
+		for _, d := range g.Include {
+			require.Contains(t, layout.IncludeDirs, d, "%s's -I %s", g.Dir, d)
+		}
+	}
 }
